@@ -1,0 +1,87 @@
+"""Time-dependent tactics (Faratin, Sierra & Jennings 1998) with AC_next acceptance.
+
+Concession f(t) = k + (1 - k) t^(1/e); seller asks P_s - (P_s - c) f(t), buyer bids
+P_b + (v - P_b) f(t). Hardliner e = 0, Boulware e = 0.2, Linear e = 1, Conceder e = 2.
+Prices are fractions of the list price, so behaviour is the same at $50 and $500,000.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from decimal import Decimal
+
+from dealroom.agents._pricing import (
+    acceptable,
+    as_money,
+    better_or_equal,
+    progress,
+    reservation_fraction,
+    safe_price,
+)
+from dealroom.protocol import Accept, Decision, MakeOffer, Observation, SeatView
+
+
+@dataclass(frozen=True, slots=True)
+class TimeDependentParams:
+    """Parameters of a time-dependent tactic; opening prices are fractions of the list price."""
+
+    e: float = 1.0
+    k: float = 0.0
+    seller_open: float = 1.3
+    buyer_open: float = 0.5
+    step: float = 10.0
+    """Seconds to wait for the other side before conceding again anyway."""
+
+
+class TimeDependent:
+    """Concede along f(t); accept an offer at least as good as the next own offer."""
+
+    def __init__(self, view: SeatView, params: TimeDependentParams) -> None:
+        self.role = view.role
+        self.reservation = view.private_value
+        self.list_price = view.scenario.list_price
+        self.params = params
+        r = reservation_fraction(view)
+        opening = params.seller_open if view.role == "seller" else params.buyer_open
+        # Never open on the losing side of one's own value.
+        self.start = max(opening, r) if view.role == "seller" else min(opening, r)
+        self.end = r
+
+    def concession(self, t: float) -> float:
+        """f(t) in [0, 1]."""
+        e, k = self.params.e, self.params.k
+        if e <= 0:
+            return k
+        return k + (1 - k) * t ** (1 / e)
+
+    def price_at(self, t: float) -> Decimal:
+        """Own offer at normalised time t, never losing money."""
+        fraction = self.start + (self.end - self.start) * self.concession(t)
+        return safe_price(self.role, as_money(fraction, self.list_price), self.reservation)
+
+    def act(self, observation: Observation) -> Decision:
+        """Accept by AC_next, else offer the price for now (if it moved)."""
+        t = progress(observation)
+        mine = self.price_at(t)
+        theirs = observation.their_offer
+        if (
+            theirs is not None
+            and better_or_equal(self.role, theirs.price, mine)
+            and acceptable(self.role, theirs.price, self.reservation)
+        ):
+            return Decision(actions=(Accept(offer_id=theirs.offer_id),))
+        current = observation.my_offer
+        if current is not None and current.price == mine:
+            return Decision(wait=self.params.step)
+        return Decision(actions=(MakeOffer(price=mine),), wait=self.params.step)
+
+
+def time_dependent(params: TimeDependentParams):
+    """An AgentFactory for the given parameters."""
+
+    def factory(view: SeatView, rng: random.Random) -> TimeDependent:
+        del rng  # deterministic tactic
+        return TimeDependent(view, params)
+
+    return factory

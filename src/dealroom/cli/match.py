@@ -1,0 +1,43 @@
+"""``dealroom match`` and ``dealroom agents``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dealroom.agents import entries
+from dealroom.cli._common import add_scenario_flags, agent, scenario
+from dealroom.sdk.transcript import format_record
+from dealroom.server.match import play
+
+
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the subcommands."""
+    match = commands.add_parser("match", help="play one negotiation between two agents")
+    match.add_argument("--buyer", required=True, help="agent spec, e.g. boulware or boulware:e=0.1")
+    match.add_argument("--seller", required=True, help="agent spec")
+    add_scenario_flags(match)
+    match.add_argument("--json", action="store_true", help="print one JSON object")
+    match.set_defaults(handler=run_match)
+
+    listing = commands.add_parser("agents", help="list the available agents")
+    listing.set_defaults(handler=run_agents)
+
+
+def run_match(args: argparse.Namespace) -> int:
+    """Play and print."""
+    buyer, seller = agent(args.buyer), agent(args.seller)
+    record = play(scenario(args), buyer, seller, names=(args.buyer, args.seller), seed=args.seed)
+    sys.stdout.write((record.model_dump_json() if args.json else format_record(record)) + "\n")
+    return 0
+
+
+def run_agents(args: argparse.Namespace) -> int:
+    """One line per agent."""
+    del args
+    for entry in entries():
+        params = ", ".join(f"{k}={v:g}" for k, v in entry.defaults.items())
+        sys.stdout.write(
+            f"{entry.name:<12} {entry.summary}" + (f"  [{params}]" if params else "") + "\n"
+        )
+    return 0

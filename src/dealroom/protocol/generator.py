@@ -1,0 +1,112 @@
+"""Seeded scenario generation, and JSONL import/export.
+
+Randomness comes from SHA-256 of (seed, index, field), not from ``random``: the same seed gives
+the same scenarios on every machine and Python version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+
+from pydantic import Field, ValidationError
+
+from dealroom.protocol._base import Model, to_cents
+from dealroom.protocol.catalog import CATALOG, TIER_RANGES
+from dealroom.protocol.scenario import TIERS, Scenario, Tier
+
+
+class ScenarioSpec(Model):
+    """How scenarios are drawn. Every fraction is of the list price."""
+
+    zone_min: float = Field(default=0.05, gt=0, le=1)
+    """Smallest gains from trade, v - c."""
+    zone_max: float = Field(default=0.30, gt=0, le=1)
+    """Largest gains from trade."""
+    no_zone_share: float = Field(default=0.1, ge=0, le=1)
+    """Share of scenarios with v < c (no deal possible; walking away is right)."""
+    midpoint_min: float = Field(default=0.70, gt=0)
+    """Lowest midpoint (v + c) / 2."""
+    midpoint_max: float = Field(default=0.95, gt=0)
+    """Highest midpoint (v + c) / 2."""
+    price_jitter: float = Field(default=0.15, ge=0, lt=1)
+    """List price = the catalog's typical price times a factor in [1 - jitter, 1 + jitter]."""
+    deadline: float = Field(default=120.0, gt=0)
+    """Seconds on the negotiation clock."""
+    currency: str = "USD"
+
+
+DEFAULT_SPEC = ScenarioSpec()
+
+
+def _uniform(seed: int, index: int, name: str) -> float:
+    digest = hashlib.sha256(f"dealroom:{seed}:{index}:{name}".encode()).digest()
+    return int.from_bytes(digest[:7], "big") / 2**56
+
+
+def _nice(price: Decimal) -> Decimal:
+    """Round a list price to what a seller would advertise (two significant figures and a half)."""
+    step = Decimal(10) ** (len(str(int(price))) - 2)
+    step = max(step / 2, Decimal(1))
+    return (price / step).quantize(Decimal(1)) * step
+
+
+def scenario_at(seed: int, index: int, tier: Tier, spec: ScenarioSpec = DEFAULT_SPEC) -> Scenario:
+    """The ``index``-th scenario of ``tier`` for ``seed``."""
+    items = CATALOG[tier]
+    item, typical = items[int(_uniform(seed, index, f"item:{tier}") * len(items))]
+    jitter = 1 - spec.price_jitter + 2 * spec.price_jitter * _uniform(seed, index, "list")
+    low, high = TIER_RANGES[tier]
+    list_price = min(max(_nice(typical * Decimal(repr(round(jitter, 6)))), low), high)
+    lp = float(list_price)
+    mid = spec.midpoint_min + (spec.midpoint_max - spec.midpoint_min) * _uniform(seed, index, "mid")
+    gains = spec.zone_min + (spec.zone_max - spec.zone_min) * _uniform(seed, index, "gains")
+    if _uniform(seed, index, "no_zone") < spec.no_zone_share:
+        gains = -gains
+    return Scenario(
+        id=f"{tier}-{seed}-{index}",
+        item=item,
+        list_price=to_cents(list_price),
+        tier=tier,
+        currency=spec.currency,
+        deadline=spec.deadline,
+        buyer_value=to_cents(round(lp * (mid + gains / 2), 2)),
+        seller_cost=to_cents(round(lp * (mid - gains / 2), 2)),
+    )
+
+
+def generate(
+    n: int,
+    *,
+    seed: int = 0,
+    tiers: Iterable[Tier] = TIERS,
+    spec: ScenarioSpec = DEFAULT_SPEC,
+) -> list[Scenario]:
+    """``n`` scenarios per tier, deterministic in ``seed``."""
+    return [scenario_at(seed, index, tier, spec) for tier in tiers for index in range(n)]
+
+
+def dumps_jsonl(scenarios: Iterable[Scenario]) -> str:
+    """Scenarios as JSON lines."""
+    return "".join(s.model_dump_json() + "\n" for s in scenarios)
+
+
+class ScenarioFileError(ValueError):
+    """A scenario file line that is not a valid scenario."""
+
+
+def loads_jsonl(text: str) -> Iterator[Scenario]:
+    """Parse JSON lines into scenarios (blank lines skipped).
+
+    Raises ScenarioFileError naming the first bad line and what is wrong with it.
+    """
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield Scenario.model_validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "line"
+            raise ScenarioFileError(f"line {number}: {where}: {first['msg']}") from None

@@ -1,0 +1,308 @@
+"""The referee: a pure state machine that validates and applies actions and emits events.
+
+It never reads a clock: every call takes ``now`` (clock seconds). A refused action raises
+RuleViolation and leaves the negotiation as it was; the only trace it leaves is the seat's
+invalid-action count, and the count that reaches the limit forfeits the negotiation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, TypeVar, assert_never
+
+from dealroom.protocol._base import ROLES, Role, is_finite_number, other, to_cents, trusted
+from dealroom.protocol.actions import Accept, Action, MakeOffer, Reject, SendMessage, WalkAway
+from dealroom.protocol.errors import ErrorCode, RuleViolation
+from dealroom.protocol.events import (
+    EndReason,
+    Event,
+    MessageSent,
+    NegotiationEnded,
+    OfferAccepted,
+    OfferMade,
+    OfferRejected,
+    OfferWithdrawn,
+    WalkedAway,
+)
+from dealroom.protocol.observation import LiveOffer, Observation
+from dealroom.protocol.outcome import Outcome, PerRole, score, seat_outcome
+from dealroom.protocol.rules import DEFAULT_RULES, Rules
+from dealroom.protocol.scenario import Scenario
+
+_AnyEvent = TypeVar(
+    "_AnyEvent",
+    OfferMade,
+    OfferWithdrawn,
+    OfferAccepted,
+    OfferRejected,
+    MessageSent,
+    WalkedAway,
+    NegotiationEnded,
+)
+
+
+@dataclass(slots=True)
+class _Offer:
+    public: LiveOffer
+    live: bool = True
+
+    @property
+    def offer_id(self) -> str:
+        return self.public.offer_id
+
+    @property
+    def by(self) -> Role:
+        return self.public.by
+
+    @property
+    def price(self) -> Decimal:
+        return self.public.price
+
+
+class Referee:
+    """Holds one negotiation's state and enforces the rules (see docs/design.md)."""
+
+    def __init__(self, scenario: Scenario, rules: Rules = DEFAULT_RULES) -> None:
+        self.scenario = scenario
+        self.rules = rules
+        self._public = scenario.public()
+        self._max_price = to_cents(scenario.list_price * Decimal(repr(rules.max_price_multiple)))
+        self._events: list[Event] = []
+        self._offers: dict[str, _Offer] = {}
+        self._live: dict[Role, _Offer | None] = {"buyer": None, "seller": None}
+        self._actions = {"buyer": 0, "seller": 0}
+        self._offers_made = {"buyer": 0, "seller": 0}
+        self._messages = {"buyer": 0, "seller": 0}
+        self._invalid = {"buyer": 0, "seller": 0}
+        self._outcome: Outcome | None = None
+
+    # -- reading -------------------------------------------------------------------------
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """Every event so far."""
+        return tuple(self._events)
+
+    @property
+    def event_count(self) -> int:
+        """Number of events so far (the seq of the last one)."""
+        return len(self._events)
+
+    def events_since(self, seq: int) -> list[Event]:
+        """Events with a seq greater than ``seq``."""
+        return self._events[seq:]
+
+    @property
+    def is_open(self) -> bool:
+        """True until the negotiation ends."""
+        return self._outcome is None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """The scored outcome once ended (holds both sides' surpluses: not for seats)."""
+        return self._outcome
+
+    def invalid_count(self, role: Role) -> int:
+        """Invalid actions the seat has made so far."""
+        return self._invalid[role]
+
+    def live_offers(self) -> tuple[LiveOffer, ...]:
+        """Live offers, seller's first."""
+        return tuple(
+            o.public for role in ("seller", "buyer") if (o := self._live[role]) is not None
+        )
+
+    def observe(self, role: Role, now: float) -> Observation:
+        """What ``role`` knows at ``now``. Never includes the other side's value."""
+        end = self._outcome
+        clock = end.time if end is not None else min(now, self.scenario.deadline)
+        # Every field comes from validated state: construct without validating it again (the hot
+        # path of every simulation).
+        return trusted(
+            Observation,
+            role=role,
+            scenario=self._public,
+            private_value=self.scenario.private_value(role),
+            now=clock,
+            time_left=round(self.scenario.deadline - clock, 3),
+            live_offers=self.live_offers(),
+            events=tuple(self._events),
+            outcome=seat_outcome(end, role) if end is not None else None,
+        )
+
+    # -- acting --------------------------------------------------------------------------
+
+    def expire(self, now: float) -> list[Event]:
+        """End the negotiation without a deal if ``now`` is at or past the deadline."""
+        if self._outcome is None and now >= self.scenario.deadline:
+            return [self._end("deadline", None, None, self.scenario.deadline)]
+        return []
+
+    def apply(self, role: Role, action: Action, now: float) -> list[Event]:
+        """Validate and apply one action at clock time ``now``; return the events it caused.
+
+        Raises RuleViolation (state unchanged, invalid count raised) if the action breaks a rule.
+        """
+        if self._outcome is not None:
+            raise RuleViolation(ErrorCode.NEGOTIATION_CLOSED, "The negotiation has ended.")
+        if now >= self.scenario.deadline:
+            self.expire(now)
+            raise RuleViolation(
+                ErrorCode.DEADLINE_PASSED,
+                "The deadline has passed; the negotiation ended without a deal.",
+            )
+        try:
+            self._validate(role, action)
+        except RuleViolation as violation:
+            raise self._count_invalid(role, violation, now) from None
+        start = len(self._events)
+        self._do(role, action, now)
+        self._actions[role] += 1
+        if self._outcome is None and self._actions[role] >= self.rules.max_actions:
+            self._end("action_limit", role, None, now)
+        return self._events[start:]
+
+    # -- validation (no mutation) ----------------------------------------------------------
+
+    def _validate(self, role: Role, action: Action) -> None:
+        match action:
+            case MakeOffer(price=price, message=message):
+                self._check_price(price)
+                self._check_message(message)
+            case Accept(offer_id=offer_id):
+                self._check_their_live_offer(role, offer_id)
+            case Reject(offer_id=offer_id, message=message):
+                self._check_their_live_offer(role, offer_id)
+                self._check_message(message)
+            case SendMessage(text=text):
+                if not text.strip():
+                    raise RuleViolation(ErrorCode.MESSAGE_EMPTY, "The message is empty.")
+                self._check_message(text)
+            case WalkAway(message=message):
+                self._check_message(message)
+            case _:
+                assert_never(action)
+
+    def _check_price(self, price: Decimal) -> None:
+        if not is_finite_number(price):
+            raise RuleViolation(ErrorCode.PRICE_NOT_FINITE, "The price must be a finite number.")
+        cents = to_cents(price)
+        if cents <= 0 or cents > self._max_price:
+            raise RuleViolation(
+                ErrorCode.PRICE_OUT_OF_RANGE,
+                f"The price must be above 0 and at most {self._max_price} "
+                f"({self.rules.max_price_multiple:g} times the list price).",
+            )
+
+    def _check_message(self, message: str | None) -> None:
+        if message is not None and len(message) > self.rules.max_message_chars:
+            raise RuleViolation(
+                ErrorCode.MESSAGE_TOO_LONG,
+                f"Messages are limited to {self.rules.max_message_chars} characters.",
+            )
+
+    def _check_their_live_offer(self, role: Role, offer_id: str) -> None:
+        offer = self._offers.get(offer_id)
+        if offer is None:
+            raise RuleViolation(ErrorCode.OFFER_NOT_FOUND, f"There is no offer {offer_id!r}.")
+        if offer.by == role:
+            raise RuleViolation(
+                ErrorCode.OWN_OFFER, "You can only accept or reject the other side's offer."
+            )
+        if not offer.live:
+            raise RuleViolation(
+                ErrorCode.OFFER_NOT_LIVE,
+                f"Offer {offer_id!r} is no longer live (withdrawn or rejected).",
+            )
+
+    def _count_invalid(self, role: Role, violation: RuleViolation, now: float) -> RuleViolation:
+        self._invalid[role] += 1
+        if self._invalid[role] < self.rules.max_invalid_actions:
+            return violation
+        self._end("forfeit", role, None, now)
+        return RuleViolation(
+            violation.code,
+            f"{violation.message} That was invalid action number {self._invalid[role]}: "
+            "you forfeited and the negotiation ended without a deal.",
+        )
+
+    # -- mutation (only after validation) -----------------------------------------------------
+
+    def _do(self, role: Role, action: Action, now: float) -> None:
+        match action:
+            case MakeOffer(price=price, message=message):
+                self._make_offer(role, to_cents(price), message, now)
+            case Accept(offer_id=offer_id):
+                offer = self._offers[offer_id]
+                offer.live = False
+                self._emit(OfferAccepted, now, role, offer_id=offer_id, price=offer.price)
+                self._end("accepted", role, offer.price, now)
+            case Reject(offer_id=offer_id, message=message):
+                self._offers[offer_id].live = False
+                self._live[other(role)] = None
+                self._count_message(role, message)
+                self._emit(OfferRejected, now, role, offer_id=offer_id, message=message)
+            case SendMessage(text=text):
+                self._count_message(role, text)
+                self._emit(MessageSent, now, role, text=text)
+            case WalkAway(message=message):
+                self._count_message(role, message)
+                self._emit(WalkedAway, now, role, message=message)
+                self._end("walk_away", role, None, now)
+            case _:
+                assert_never(action)
+
+    def _make_offer(self, role: Role, price: Decimal, message: str | None, now: float) -> None:
+        previous = self._live[role]
+        if previous is not None:
+            previous.live = False
+            self._emit_trusted(
+                OfferWithdrawn, now, role, type="offer_withdrawn", offer_id=previous.offer_id
+            )
+        offer = _Offer(LiveOffer(offer_id=f"o{len(self._offers) + 1}", by=role, price=price, t=now))
+        self._offers[offer.offer_id] = offer
+        self._live[role] = offer
+        self._offers_made[role] += 1
+        self._count_message(role, message)
+        self._emit_trusted(
+            OfferMade,
+            now,
+            role,
+            type="offer_made",
+            offer_id=offer.offer_id,
+            price=price,
+            message=message,
+        )
+
+    def _count_message(self, role: Role, text: str | None) -> None:
+        if text is not None:
+            self._messages[role] += 1
+
+    def _emit(self, kind: type[_AnyEvent], now: float, by: Role | None, **fields: Any) -> Event:
+        event = kind(seq=len(self._events) + 1, t=now, by=by, **fields)
+        self._events.append(event)
+        return event
+
+    def _emit_trusted(self, kind: type[_AnyEvent], now: float, by: Role, **fields: Any) -> None:
+        # Offer events are the simulation's hot path and every field comes from validated
+        # values, so they skip validation; ``fields`` must name every field but seq, t and by.
+        self._events.append(trusted(kind, seq=len(self._events) + 1, t=now, by=by, **fields))
+
+    def _end(self, reason: EndReason, by: Role | None, price: Decimal | None, now: float) -> Event:
+        for role in ROLES:
+            if (live := self._live[role]) is not None:
+                live.live = False
+            self._live[role] = None
+        event = self._emit(NegotiationEnded, now, by, reason=reason, price=price)
+        self._outcome = score(
+            self.scenario,
+            end_reason=reason,
+            ended_by=by,
+            price=price,
+            time=now,
+            offers=PerRole(**self._offers_made),
+            messages=PerRole(**self._messages),
+            invalid_actions=PerRole(**self._invalid),
+        )
+        return event

@@ -1,0 +1,56 @@
+"""The rules of the game as data: referee limits and what each action costs on the clock.
+
+Every number here is documented in docs/design.md; change them there too.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from dealroom.protocol._base import Model, Role
+from dealroom.protocol.actions import ActionType
+
+
+class ActionCosts(Model):
+    """Simulated seconds an action occupies its seat on the virtual clock."""
+
+    make_offer: float = Field(default=5.0, ge=0)
+    accept: float = Field(default=1.0, ge=0)
+    reject: float = Field(default=2.0, ge=0)
+    send_message: float = Field(default=3.0, ge=0)
+    walk_away: float = Field(default=1.0, ge=0)
+
+    def of(self, action_type: ActionType) -> float:
+        """Cost of one action type."""
+        return float(getattr(self, action_type))
+
+
+class ThinkingCosts(Model):
+    """Simulated seconds charged for deciding, per wake."""
+
+    per_wake: float = Field(default=1.0, ge=0)
+    """Charged to a scripted agent or remote client each time it is woken."""
+    per_model_call: float = Field(default=2.0, ge=0)
+    """Charged to an LLM agent per model call."""
+    per_output_token: float = Field(default=0.01, ge=0)
+    """Charged to an LLM agent per generated token."""
+
+
+class Rules(Model):
+    """Referee limits and clock costs for one negotiation."""
+
+    max_price_multiple: float = Field(default=10.0, gt=0)
+    """Offers above this multiple of the list price are refused."""
+    max_message_chars: int = Field(default=2000, ge=1)
+    """Longest message (or message attached to an offer) in characters."""
+    max_actions: int = Field(default=100, ge=1)
+    """Valid actions per seat; after a seat's last one the negotiation ends (action_limit)."""
+    max_invalid_actions: int = Field(default=10, ge=1)
+    """Invalid actions per seat; the one that reaches it forfeits the negotiation."""
+    costs: ActionCosts = ActionCosts()
+    thinking: ThinkingCosts = ThinkingCosts()
+    first_mover: Role = "seller"
+    """Who acts first when both seats are due at the same instant."""
+
+
+DEFAULT_RULES = Rules()

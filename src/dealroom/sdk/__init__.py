@@ -1,0 +1,1 @@
+"""The SDK: running matches and tournaments, transcripts, clients and adapters."""

@@ -1,0 +1,128 @@
+"""The virtual clock: a deterministic discrete-event simulation of one negotiation.
+
+Each seat has its own clock position (``ready_at``). A seat is due at the earliest of: its next
+queued action taking effect (``ready_at`` + the action's cost), a new event from the other side,
+or its requested wake-up. The seat with the earliest due time goes next; ties go to
+``rules.first_mover``. Deciding costs thinking time. Nothing here reads a real clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from dealroom.protocol import (
+    DEFAULT_RULES,
+    Action,
+    Decision,
+    Observation,
+    Referee,
+    Role,
+    Rules,
+    RuleViolation,
+    Scenario,
+    other,
+)
+
+
+@dataclass(slots=True)
+class _Seat:
+    ready_at: float = 0.0
+    wake_at: float = 0.0
+    news_at: float = math.inf
+    """Time of the first event from the other side the seat has not been woken for."""
+    pending: deque[Action] = field(default_factory=deque[Action])
+    errors: list[RuleViolation] = field(default_factory=list[RuleViolation])
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """A seat to wake now, with what it observes and which of its actions the referee refused since its last wake."""
+
+    role: Role
+    observation: Observation
+    errors: tuple[RuleViolation, ...]
+
+
+def _t(x: float) -> float:
+    return round(x, 3)
+
+
+class VirtualRoom:
+    """One negotiation on the virtual clock, driven from outside one wake at a time.
+
+    Usage::
+
+        room = VirtualRoom(scenario)
+        while (wake := room.next_wake()) is not None:
+            room.decide(wake.role, agents[wake.role].act(wake.observation))
+        room.referee.outcome
+    """
+
+    def __init__(self, scenario: Scenario, rules: Rules = DEFAULT_RULES) -> None:
+        self.referee = Referee(scenario, rules)
+        self.rules = rules
+        self._deadline = scenario.deadline
+        self._seats: dict[Role, _Seat] = {"buyer": _Seat(), "seller": _Seat()}
+        self._order: tuple[Role, Role] = (rules.first_mover, other(rules.first_mover))
+        self._awake: Role | None = None
+
+    def next_wake(self) -> Wake | None:
+        """Run the clock to the next seat that must decide; None once the negotiation is over."""
+        if self._awake is not None:
+            raise RuntimeError(f"the {self._awake} seat has not decided yet")
+        referee = self.referee
+        while referee.is_open:
+            role, due = self._next_due()
+            if due >= self._deadline:
+                referee.expire(self._deadline)
+                break
+            seat = self._seats[role]
+            if seat.pending:
+                self._apply(role, seat, seat.pending.popleft(), due)
+                continue
+            seat.ready_at = due
+            seat.news_at = math.inf
+            errors = tuple(seat.errors)
+            seat.errors.clear()
+            self._awake = role
+            return Wake(role, referee.observe(role, due), errors)
+        return None
+
+    def decide(self, role: Role, decision: Decision, thinking: float | None = None) -> None:
+        """Queue the woken seat's decision; ``thinking`` seconds (default: the per-wake cost)
+        pass before its first action."""
+        if self._awake != role:
+            raise RuntimeError(f"the {role} seat is not awake")
+        self._awake = None
+        seat = self._seats[role]
+        cost = self.rules.thinking.per_wake if thinking is None else thinking
+        seat.ready_at = _t(seat.ready_at + cost)
+        seat.pending.extend(decision.actions)
+        seat.wake_at = math.inf if decision.wait is None else _t(seat.ready_at + decision.wait)
+
+    def _apply(self, role: Role, seat: _Seat, action: Action, at: float) -> None:
+        seat.ready_at = at
+        try:
+            self.referee.apply(role, action, at)
+        except RuleViolation as violation:
+            # Later actions of the batch assumed this one worked: drop them, wake the seat now.
+            seat.errors.append(violation)
+            seat.pending.clear()
+            seat.wake_at = at
+            return
+        # A seat is woken by the other side's events, never by its own.
+        opponent = self._seats[other(role)]
+        opponent.news_at = min(opponent.news_at, at)
+
+    def _due(self, role: Role) -> float:
+        seat = self._seats[role]
+        if seat.pending:
+            return _t(seat.ready_at + self.rules.costs.of(seat.pending[0].type))
+        return max(seat.ready_at, min(seat.wake_at, seat.news_at))
+
+    def _next_due(self) -> tuple[Role, float]:
+        first, second = self._order
+        due_first, due_second = self._due(first), self._due(second)
+        return (second, due_second) if due_second < due_first else (first, due_first)
