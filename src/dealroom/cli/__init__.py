@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except UsageError as exc:
-        print(f"dealroom: error: {exc}", file=sys.stderr)
+        sys.stderr.write(f"dealroom: error: {exc}\n")
         return 2
     except KeyboardInterrupt:
         return 130

@@ -34,7 +34,8 @@ def describe_event(event: Event, currency: str = "USD") -> str:
     who = event.by or "clock"
     match event:
         case OfferMade():
-            return f"{who} offers {money(event.price, currency)} ({event.offer_id}){_said(event.message)}"
+            price = money(event.price, currency)
+            return f"{who} offers {price} ({event.offer_id}){_said(event.message)}"
         case OfferWithdrawn():
             return f"{who} withdraws {event.offer_id}"
         case OfferAccepted():

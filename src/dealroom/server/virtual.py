@@ -38,7 +38,7 @@ class _Seat:
 
 @dataclass(frozen=True, slots=True)
 class Wake:
-    """A seat to wake now, with what it observes and which of its actions the referee refused since its last wake."""
+    """A seat to wake now: what it observes, and its actions refused since its last wake."""
 
     role: Role
     observation: Observation
