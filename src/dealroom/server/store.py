@@ -1,0 +1,167 @@
+"""The results store: one SQLite file (WAL), one row per finished negotiation.
+
+A row is written, and committed, as each negotiation finishes. Rows have a caller-chosen
+``key`` (deterministic for tournaments, e.g. ``run/pairing/tier/index``): writing a key twice
+keeps the first row, so a resumed run never duplicates a negotiation. Readers may open the file
+while a writer is running.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dealroom.protocol.record import NegotiationRecord
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS negotiations (
+    key          TEXT PRIMARY KEY,
+    run          TEXT NOT NULL,
+    buyer        TEXT NOT NULL,
+    seller       TEXT NOT NULL,
+    scenario_id  TEXT NOT NULL,
+    tier         TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    end_reason   TEXT NOT NULL,
+    price        TEXT,
+    record       TEXT NOT NULL,
+    extra        TEXT NOT NULL DEFAULT '{}',
+    finished_at  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS negotiations_run ON negotiations (run);
+CREATE TABLE IF NOT EXISTS runs (
+    run     TEXT PRIMARY KEY,
+    config  TEXT NOT NULL
+);
+"""
+
+
+class StoreError(Exception):
+    """The file is not a dealroom results store, or cannot be opened."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredNegotiation:
+    """One row: the record plus what was stored beside it (usage, errors, metadata)."""
+
+    key: str
+    run: str
+    record: NegotiationRecord
+    extra: Mapping[str, Any]
+    finished_at: str
+
+
+class ResultsStore:
+    """A SQLite results store. Use as a context manager, or call ``close()``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a results store ({exc})") from None
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def add(
+        self,
+        key: str,
+        record: NegotiationRecord,
+        *,
+        run: str = "",
+        extra: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Write one finished negotiation and commit. False if the key was already stored."""
+        outcome = record.outcome
+        cursor = self._db.execute(
+            "INSERT OR IGNORE INTO negotiations (key, run, buyer, seller, scenario_id, tier, "
+            "status, end_reason, price, record, extra, finished_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                run,
+                record.buyer,
+                record.seller,
+                record.scenario.id,
+                record.scenario.tier,
+                outcome.status,
+                outcome.end_reason,
+                None if outcome.price is None else str(outcome.price),
+                record.model_dump_json(),
+                json.dumps(dict(extra or {}), sort_keys=True),
+                datetime.now(UTC).isoformat(timespec="seconds"),
+            ),
+        )
+        return cursor.rowcount == 1
+
+    def keys(self, run: str | None = None) -> set[str]:
+        """Keys already stored (of one run, or all)."""
+        if run is None:
+            rows = self._db.execute("SELECT key FROM negotiations")
+        else:
+            rows = self._db.execute("SELECT key FROM negotiations WHERE run = ?", (run,))
+        return {key for (key,) in rows}
+
+    def __contains__(self, key: object) -> bool:
+        row = self._db.execute("SELECT 1 FROM negotiations WHERE key = ?", (key,)).fetchone()
+        return row is not None
+
+    def __len__(self) -> int:
+        (count,) = self._db.execute("SELECT COUNT(*) FROM negotiations").fetchone()
+        return int(count)
+
+    def get(self, key: str) -> StoredNegotiation | None:
+        """One stored negotiation by key."""
+        row = self._db.execute(
+            "SELECT key, run, record, extra, finished_at FROM negotiations WHERE key = ?", (key,)
+        ).fetchone()
+        return None if row is None else _row(row)
+
+    def iter(self, run: str | None = None) -> Iterator[StoredNegotiation]:
+        """Every stored negotiation (of one run, or all), in key order."""
+        query = "SELECT key, run, record, extra, finished_at FROM negotiations"
+        params: tuple[str, ...] = ()
+        if run is not None:
+            query += " WHERE run = ?"
+            params = (run,)
+        for row in self._db.execute(query + " ORDER BY key", params):
+            yield _row(row)
+
+    def set_run_config(self, run: str, config: Mapping[str, Any]) -> None:
+        """Remember how a run was configured (first write wins)."""
+        self._db.execute(
+            "INSERT OR IGNORE INTO runs (run, config) VALUES (?, ?)",
+            (run, json.dumps(dict(config), sort_keys=True)),
+        )
+
+    def run_config(self, run: str) -> dict[str, Any] | None:
+        """A run's configuration, if recorded."""
+        row = self._db.execute("SELECT config FROM runs WHERE run = ?", (run,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+
+def _row(row: tuple[str, str, str, str, str]) -> StoredNegotiation:
+    key, run, record, extra, finished_at = row
+    return StoredNegotiation(
+        key=key,
+        run=run,
+        record=NegotiationRecord.model_validate_json(record),
+        extra=json.loads(extra),
+        finished_at=finished_at,
+    )
