@@ -1,0 +1,61 @@
+"""The briefing a seat reads before negotiating: role, item, own private value, rules, tools.
+
+One text for every kind of player (the MCP ``briefing`` prompt, LLM agents' instructions, SFT
+exports), so that an LLM sees exactly what a scripted agent knows and nothing more.
+"""
+
+from __future__ import annotations
+
+from dealroom.protocol._base import Money
+from dealroom.protocol.rules import DEFAULT_RULES, Rules
+from dealroom.protocol.scenario import SeatView
+
+
+def _money(amount: Money, currency: str) -> str:
+    text = f"{amount:,.2f}"
+    return f"${text}" if currency == "USD" else f"{text} {currency}"
+
+
+def briefing(view: SeatView, rules: Rules = DEFAULT_RULES) -> str:
+    """The briefing for one seat. Mentions only that seat's own private value."""
+    s = view.scenario
+    cur = s.currency
+    value = _money(view.private_value, cur)
+    if view.role == "buyer":
+        stake = (
+            f"Your private value is {value}: the most the item is worth to you. Paying less is "
+            f"your gain (your surplus is {value} minus the price); paying more loses you money."
+        )
+        goal = "buy the item for as little as possible"
+    else:
+        stake = (
+            f"Your private cost is {value}: the least you can accept. Selling for more is your "
+            f"gain (your surplus is the price minus {value}); selling for less loses you money."
+        )
+        goal = "sell the item for as much as possible"
+    costs = rules.costs
+    return f"""You are the {view.role} in a one-item negotiation.
+
+Item: {s.item.name} ({s.item.category}). {s.item.description}
+List price: {_money(s.list_price, cur)} (public; both sides see it).
+{stake}
+The other side has its own private number, which you do not know; they do not know yours. \
+Never reveal yours.
+
+Goal: {goal}, without ever agreeing to a deal that loses you money. No deal is better than a \
+losing deal, and a good deal is better than no deal.
+
+Rules:
+- Offers are binding: make_offer(price) proposes a price in {cur}; if the other side accepts it, \
+the deal closes at that price at once. You have at most one live offer; a new one replaces it.
+- accept(offer_id) closes the deal at the other side's live offer; reject(offer_id) turns it \
+down. send_message(text) is cheap talk: nothing said binds anyone. walk_away() ends the \
+negotiation for good without a deal.
+- The negotiation clock runs for {s.deadline:g} seconds; at the deadline it ends without a deal. \
+Actions take clock time (offer {costs.make_offer:g} s, message {costs.send_message:g} s, \
+reject {costs.reject:g} s, accept {costs.accept:g} s), and so does thinking.
+- wait_for_opponent() waits for the other side's next move; get_state() shows the current \
+offers, events and time left.
+- Invalid actions are refused with an error and change nothing, but after \
+{rules.max_invalid_actions} of them you forfeit.
+"""
