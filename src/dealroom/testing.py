@@ -1,0 +1,133 @@
+"""Test doubles and checks for people who write agents.
+
+- ``ScriptedAgent``: replays a fixed list of decisions (then waits forever).
+- ``check_agent``: plays your agent in both seats against the built-in strategies and raises
+  ``AgentCheckError`` naming the first problem: an exception, something that is not a Decision,
+  a deal that loses your agent money, or different results for the same seed.
+
+Usage::
+
+    from dealroom.testing import check_agent
+    check_agent(MyAgent)          # MyAgent(view, rng) -> object with act(observation)
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from dealroom.agents import resolve
+from dealroom.protocol import (
+    TIERS,
+    Action,
+    AgentFactory,
+    Decision,
+    Observation,
+    Role,
+    SeatView,
+)
+from dealroom.protocol.generator import generate
+from dealroom.protocol.record import NegotiationRecord
+from dealroom.server.match import play
+
+__all__ = ["AgentCheckError", "ScriptedAgent", "check_agent"]
+
+DEFAULT_OPPONENTS = ("hardliner", "boulware", "linear", "conceder")
+
+
+@dataclass
+class ScriptedAgent:
+    """Replays ``decisions`` one per wake; afterwards sleeps until the negotiation ends.
+
+    ``observations`` records what it was shown, for assertions.
+    """
+
+    decisions: Sequence[Decision]
+    observations: list[Observation] = field(default_factory=list[Observation])
+
+    def act(self, observation: Observation) -> Decision:
+        """The next scripted decision."""
+        self.observations.append(observation)
+        index = len(self.observations) - 1
+        return self.decisions[index] if index < len(self.decisions) else Decision()
+
+    @classmethod
+    def of(cls, *actions: Action, wait: float | None = None) -> ScriptedAgent:
+        """One action per wake, each followed by ``wait``."""
+        return cls([Decision(actions=(action,), wait=wait) for action in actions])
+
+
+class AgentCheckError(AssertionError):
+    """An agent broke the agent contract; the message says how and where."""
+
+
+def _guarded(factory: AgentFactory, where: list[str]) -> AgentFactory:
+    def build(view: SeatView, rng: random.Random) -> _Checked:
+        try:
+            agent = factory(view, rng)
+        except Exception as exc:
+            raise AgentCheckError(f"{where[0]}: building the agent raised {exc!r}") from exc
+        return _Checked(agent, where[0])
+
+    return build
+
+
+@dataclass
+class _Checked:
+    agent: object
+    where: str
+
+    def act(self, observation: Observation) -> Decision:
+        try:
+            decision = self.agent.act(observation)  # type: ignore[attr-defined]
+        except Exception as exc:
+            raise AgentCheckError(
+                f"{self.where} at t={observation.now}: act raised {exc!r}"
+            ) from exc
+        if not isinstance(decision, Decision):
+            raise AgentCheckError(
+                f"{self.where} at t={observation.now}: act returned {type(decision).__name__}, "
+                "not a Decision"
+            )
+        if decision.wait is not None and not decision.wait >= 0:
+            raise AgentCheckError(f"{self.where}: Decision.wait must be None or >= 0")
+        return decision
+
+
+def _check_record(record: NegotiationRecord, role: Role, where: str) -> None:
+    outcome = record.outcome
+    violated = outcome.buyer_ir_violation if role == "buyer" else outcome.seller_ir_violation
+    if violated:
+        raise AgentCheckError(f"{where}: agreed to a deal at {outcome.price} that loses money")
+
+
+def check_agent(
+    factory: AgentFactory,
+    *,
+    opponents: Iterable[str] = DEFAULT_OPPONENTS,
+    scenarios_per_tier: int = 3,
+    seed: int = 0,
+) -> list[NegotiationRecord]:
+    """Play ``factory`` in both seats against each opponent on every tier; check the contract.
+
+    Returns the records (the first run of each) so callers can look further.
+    """
+    records: list[NegotiationRecord] = []
+    for opponent in opponents:
+        other = resolve(opponent)
+        for scenario in generate(scenarios_per_tier, seed=seed, tiers=TIERS):
+            for role in ("buyer", "seller"):
+                where = [f"as {role} vs {opponent} on {scenario.id}"]
+                mine = _guarded(factory, where)
+                pair = (mine, other) if role == "buyer" else (other, mine)
+                first = play(scenario, *pair, seed=seed)
+                again = play(scenario, *pair, seed=seed)
+                if first.model_dump_json() != again.model_dump_json():
+                    raise AgentCheckError(
+                        f"{where[0]}: two runs with the same seed differ (use only the rng "
+                        "the factory is given)"
+                    )
+                _check_record(first, role, where[0])
+                records.append(first)
+    return records
