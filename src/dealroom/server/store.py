@@ -56,6 +56,36 @@ class StoredNegotiation:
     finished_at: str
 
 
+@dataclass(frozen=True, slots=True)
+class SerializedRecord:
+    """A record as the store writes it: its JSON and the columns kept beside it. Cheap to send
+    between processes (a pickled record costs several times more)."""
+
+    buyer: str
+    seller: str
+    scenario_id: str
+    tier: str
+    status: str
+    end_reason: str
+    price: str | None
+    record_json: str
+
+    @classmethod
+    def of(cls, record: NegotiationRecord) -> SerializedRecord:
+        """Serialise a record."""
+        outcome = record.outcome
+        return cls(
+            buyer=record.buyer,
+            seller=record.seller,
+            scenario_id=record.scenario.id,
+            tier=record.scenario.tier,
+            status=outcome.status,
+            end_reason=outcome.end_reason,
+            price=None if outcome.price is None else str(outcome.price),
+            record_json=record.model_dump_json(),
+        )
+
+
 class ResultsStore:
     """A SQLite results store. Use as a context manager, or call ``close()``."""
 
@@ -88,7 +118,17 @@ class ResultsStore:
         extra: Mapping[str, Any] | None = None,
     ) -> bool:
         """Write one finished negotiation and commit. False if the key was already stored."""
-        outcome = record.outcome
+        return self.add_serialized(key, SerializedRecord.of(record), run=run, extra=extra)
+
+    def add_serialized(
+        self,
+        key: str,
+        row: SerializedRecord,
+        *,
+        run: str = "",
+        extra: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """``add`` for a record serialised elsewhere (e.g. in the worker process that played it)."""
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO negotiations (key, run, buyer, seller, scenario_id, tier, "
             "status, end_reason, price, record, extra, finished_at) "
@@ -96,14 +136,14 @@ class ResultsStore:
             (
                 key,
                 run,
-                record.buyer,
-                record.seller,
-                record.scenario.id,
-                record.scenario.tier,
-                outcome.status,
-                outcome.end_reason,
-                None if outcome.price is None else str(outcome.price),
-                record.model_dump_json(),
+                row.buyer,
+                row.seller,
+                row.scenario_id,
+                row.tier,
+                row.status,
+                row.end_reason,
+                row.price,
+                row.record_json,
                 json.dumps(dict(extra or {}), sort_keys=True),
                 datetime.now(UTC).isoformat(timespec="seconds"),
             ),
@@ -143,12 +183,20 @@ class ResultsStore:
         for row in self._db.execute(query + " ORDER BY key", params):
             yield _row(row)
 
-    def set_run_config(self, run: str, config: Mapping[str, Any]) -> None:
-        """Remember how a run was configured (first write wins)."""
+    def set_run_config(self, run: str, config: Mapping[str, Any], *, replace: bool = False) -> None:
+        """Remember how a run was configured (first write wins, unless ``replace``)."""
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         self._db.execute(
-            "INSERT OR IGNORE INTO runs (run, config) VALUES (?, ?)",
+            f"{verb} INTO runs (run, config) VALUES (?, ?)",
             (run, json.dumps(dict(config), sort_keys=True)),
         )
+
+    def runs(self) -> dict[str, int]:
+        """Every run with stored negotiations or a recorded configuration, and its row count."""
+        counts = dict(self._db.execute("SELECT run, COUNT(*) FROM negotiations GROUP BY run"))
+        for (run,) in self._db.execute("SELECT run FROM runs"):
+            counts.setdefault(run, 0)
+        return {run: int(counts[run]) for run in sorted(counts)}
 
     def run_config(self, run: str) -> dict[str, Any] | None:
         """A run's configuration, if recorded."""
