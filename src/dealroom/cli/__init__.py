@@ -12,11 +12,12 @@ from typing import NoReturn
 
 from dealroom import __version__
 from dealroom._logging import configure_logging
+from dealroom.cli import export_sft as _export_sft
 from dealroom.cli import match as _match
 from dealroom.cli import scenarios as _scenarios
 
 # Subcommand modules, in the order ``dealroom --help`` lists them.
-SUBCOMMANDS = [_match, _scenarios]
+SUBCOMMANDS = [_match, _scenarios, _export_sft]
 
 
 class UsageError(Exception):

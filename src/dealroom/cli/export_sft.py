@@ -1,0 +1,92 @@
+"""``dealroom export-sft``: stored negotiations as chat transcripts for fine-tuning (JSONL)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from dealroom.cli._common import usage_error
+from dealroom.protocol import ROLES, Role
+from dealroom.sdk.rl.sft import sft_example
+from dealroom.server.store import ResultsStore, StoredNegotiation, StoreError
+
+
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the subcommand."""
+    parser = commands.add_parser(
+        "export-sft",
+        help="write stored negotiations as chat transcripts (OpenAI messages, JSONL)",
+        description="One line per seat and negotiation: the seat's briefing, observations, "
+        "its tool calls and their results. The seat's private value appears only in its own "
+        "briefing.",
+    )
+    parser.add_argument("db", type=Path, metavar="FILE.db", help="results store to read")
+    parser.add_argument("--out", type=Path, required=True, help="JSONL file to write")
+    parser.add_argument("--role", choices=ROLES, help="only this seat (default: both)")
+    parser.add_argument("--agent", help="only seats played by this agent (name or full spec)")
+    parser.add_argument("--run", help="only negotiations of this run")
+    parser.add_argument(
+        "--min-share", type=_share, metavar="X", help="only seats whose surplus share is >= X"
+    )
+    parser.add_argument("--deals-only", action="store_true", help="only negotiations with a deal")
+    parser.set_defaults(handler=run)
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {text!r}")
+    return value
+
+
+def _agent_matches(spec: str, wanted: str) -> bool:
+    return spec == wanted or spec.partition(":")[0] == wanted
+
+
+def _keep(row: StoredNegotiation, role: Role, args: argparse.Namespace) -> bool:
+    record = row.record
+    outcome = record.outcome
+    if args.deals_only and outcome.status != "deal":
+        return False
+    spec = record.buyer if role == "buyer" else record.seller
+    if args.agent is not None and not _agent_matches(spec, args.agent):
+        return False
+    if args.min_share is not None:
+        share = outcome.buyer_share if role == "buyer" else outcome.seller_share
+        if share is None or share < args.min_share:
+            return False
+    return True
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the store, filter, write one transcript per line."""
+    if not args.db.is_file():
+        raise usage_error(f"{args.db}: no such file")
+    roles: tuple[Role, ...] = (args.role,) if args.role else ROLES
+    try:
+        store = ResultsStore(args.db)
+    except StoreError as exc:
+        raise usage_error(str(exc)) from None
+    written = 0
+    try:
+        with store, args.out.open("w", encoding="utf-8") as out:
+            for row in store.iter(args.run):
+                for role in roles:
+                    if not _keep(row, role, args):
+                        continue
+                    example = sft_example(
+                        row.record, role, metadata={"key": row.key, "run": row.run}
+                    )
+                    if example is not None:
+                        out.write(json.dumps(example, ensure_ascii=False) + "\n")
+                        written += 1
+    except OSError as exc:
+        raise usage_error(f"{args.out}: {exc.strerror or exc}") from None
+    sys.stderr.write(f"wrote {written} transcripts to {args.out}\n")
+    return 0

@@ -1,0 +1,123 @@
+"""Rewards for training a seat: pure functions of a scored Outcome and the seat's role.
+
+The trade-off
+-------------
+A seat can raise its share of the gains by bargaining harder, but every extra bit of hardness
+also makes "no deal" more likely, and a missed deal is worth nothing to either side. Which way
+a trained policy leans is set by the reward:
+
+- **share** (own surplus / gains from trade on a deal, 0 without one) already balances the two:
+  its expectation is P(deal) x E[share | deal]. Alone, it rewards the hard line as long as the
+  extra share outweighs the deals lost; fine-tuning on high-share transcripts alone pushes
+  this way (more share, fewer deals).
+- **utility** (own surplus / list price) is the same idea in money: scenarios with large gains
+  count more, and it needs no knowledge of the other side's value. Negative on a losing deal.
+- **deal** (+1 on any deal) and **no_deal** (+1 when a deal was possible, gains > 0, but none
+  was made; give it a negative weight) pay for closing. Raising either moves the optimum toward
+  softer bargaining: more deals, less share per deal. This is what RL against a fixed opponent
+  recovers when it is rewarded for deals, and it gives back surplus to do so.
+- **ir_violation** (+1 when the seat agreed to a price that loses it money; give it a negative
+  weight) keeps a deal bonus from buying deals at a loss. Keep it larger than the deal bonus.
+
+Combine them with a :class:`RewardSpec`: the reward is the weighted sum of the terms.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from pydantic import Field
+
+from dealroom.protocol import Model, Outcome, Role
+
+
+def surplus_share(outcome: Outcome, role: Role) -> float:
+    """The seat's share of the gains from trade on a deal; 0 without a deal or gains.
+
+    Usually in [0, 1]; below 0 when the seat agreed to lose money, above 1 when the other side
+    did.
+    """
+    share = outcome.buyer_share if role == "buyer" else outcome.seller_share
+    return 0.0 if share is None else share
+
+
+def own_surplus(outcome: Outcome, role: Role) -> Decimal:
+    """The seat's surplus: buyer value - price, or price - seller cost; 0 without a deal."""
+    return outcome.buyer_surplus if role == "buyer" else outcome.seller_surplus
+
+
+def normalised_utility(outcome: Outcome, role: Role, list_price: Decimal | float) -> float:
+    """The seat's surplus as a fraction of the list price (scale-free across price tiers)."""
+    return float(own_surplus(outcome, role)) / float(list_price)
+
+
+def deal_made(outcome: Outcome) -> float:
+    """1 on a deal, 0 otherwise."""
+    return 1.0 if outcome.status == "deal" else 0.0
+
+
+def deal_missed(outcome: Outcome) -> float:
+    """1 when a deal was possible (gains > 0) but none was made, 0 otherwise."""
+    return 1.0 if outcome.status == "no_deal" and outcome.gains > 0 else 0.0
+
+
+def ir_violated(outcome: Outcome, role: Role) -> float:
+    """1 when the seat agreed to a price that loses it money, 0 otherwise."""
+    violated = outcome.buyer_ir_violation if role == "buyer" else outcome.seller_ir_violation
+    return 1.0 if violated else 0.0
+
+
+class RewardTerms(Model):
+    """Every reward term of one outcome for one seat, before weighting."""
+
+    share: float
+    utility: float
+    deal: float
+    no_deal: float
+    ir_violation: float
+
+
+def reward_terms(outcome: Outcome, role: Role, list_price: Decimal | float) -> RewardTerms:
+    """Every term for one seat."""
+    return RewardTerms(
+        share=surplus_share(outcome, role),
+        utility=normalised_utility(outcome, role, list_price),
+        deal=deal_made(outcome),
+        no_deal=deal_missed(outcome),
+        ir_violation=ir_violated(outcome, role),
+    )
+
+
+class RewardSpec(Model):
+    """Weights of the reward terms; the reward is their weighted sum.
+
+    The default is the surplus share with a penalty of 1 for a losing deal.
+    """
+
+    share: float = Field(default=1.0, allow_inf_nan=False)
+    """Weight of the surplus share (own surplus / gains, 0 without a deal)."""
+    utility: float = Field(default=0.0, allow_inf_nan=False)
+    """Weight of the normalised utility (own surplus / list price)."""
+    deal: float = Field(default=0.0, allow_inf_nan=False)
+    """Weight of the deal indicator; positive values favour closing over share."""
+    no_deal: float = Field(default=0.0, allow_inf_nan=False)
+    """Weight of the missed-deal indicator (no deal although gains > 0); use <= 0."""
+    ir_violation: float = Field(default=-1.0, allow_inf_nan=False)
+    """Weight of the losing-deal indicator; use < 0."""
+
+    def __call__(self, outcome: Outcome, role: Role, list_price: Decimal | float) -> float:
+        """The reward of one outcome for one seat."""
+        terms = reward_terms(outcome, role, list_price)
+        return (
+            self.share * terms.share
+            + self.utility * terms.utility
+            + self.deal * terms.deal
+            + self.no_deal * terms.no_deal
+            + self.ir_violation * terms.ir_violation
+        )
+
+
+SHARE = RewardSpec()
+"""Surplus share, -1 for a losing deal (the default)."""
+DEAL_SEEKING = RewardSpec(share=1.0, deal=0.5, ir_violation=-2.0)
+"""Share plus a deal bonus: more deals, less share per deal."""
