@@ -1,0 +1,150 @@
+"""What the MCP tools send and return: results a seat reads after each tool call.
+
+Field docstrings are the descriptions a model reads in the tools' output schemas. Nothing here
+carries the other side's private value or the full (two-sided) outcome.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from dealroom.protocol._base import Model, Money, Role
+from dealroom.protocol.events import Event
+from dealroom.protocol.observation import LiveOffer, Observation
+from dealroom.protocol.outcome import SeatOutcome
+from dealroom.protocol.rules import Rules
+from dealroom.protocol.scenario import Tier
+
+ClockKind = Literal["virtual", "wall"]
+"""``virtual``: simulated seconds, every action costs a fixed time; ``wall``: real seconds."""
+
+
+class SessionErrorCode(StrEnum):
+    """Codes for refusals that come from the server rather than the referee."""
+
+    NEGOTIATION_RUNNING = "negotiation_running"
+    SERIES_UNAVAILABLE = "series_unavailable"
+    SERIES_OVER = "series_over"
+    UPSTREAM_UNAVAILABLE = "upstream_unavailable"
+
+
+class ToolErrorPayload(Model):
+    """A refused call: a stable code and one or two sentences saying what to do instead."""
+
+    code: str
+    """Stable machine-readable code, e.g. offer_not_live or price_out_of_range."""
+    message: str
+    """What went wrong and what to do instead."""
+
+    def text(self) -> str:
+        """The one-line form tool errors carry: ``code: message``."""
+        return f"{self.code}: {self.message}"
+
+    @classmethod
+    def parse(cls, text: str) -> ToolErrorPayload:
+        """Read ``code: message`` back (any ``Error executing tool NAME:`` prefix is skipped)."""
+        if text.startswith("Error executing tool "):
+            text = text.split(": ", 1)[1] if ": " in text else text
+        code, sep, message = text.partition(": ")
+        if not sep or not code.replace("_", "").isalnum():
+            return cls(code="error", message=text)
+        return cls(code=code, message=message)
+
+
+class _SeatUpdate(Model):
+    events: tuple[Event, ...]
+    """Events you have not been shown yet (yours and the other side's), oldest first."""
+    live_offers: tuple[LiveOffer, ...]
+    """Offers that can be accepted right now: at most one per side."""
+    now: float
+    """Your position on the negotiation clock, in seconds since the start."""
+    time_left: float
+    """Seconds until the deadline; at the deadline the negotiation ends without a deal."""
+    outcome: SeatOutcome | None = None
+    """Your result once the negotiation has ended (null while it runs)."""
+    hint: str
+    """What you can usefully do next."""
+
+
+class ActionResult(_SeatUpdate):
+    """The result of make_offer, accept, reject, send_message or walk_away."""
+
+    ok: bool
+    """True if your action took effect. False if the negotiation ended before it could (see
+    error and outcome); a refused action is reported as a tool error instead."""
+    error: ToolErrorPayload | None = None
+    """Why the action did not take effect, when ok is false."""
+
+
+WakeReason = Literal["news", "timeout", "ended", "pending"]
+
+
+class WaitResult(_SeatUpdate):
+    """The result of wait_for_opponent."""
+
+    woke: WakeReason
+    """news: the other side did something; timeout: your timeout passed on the negotiation clock
+    without news; ended: the negotiation is over; pending: the other side is still deciding in
+    real time (call wait_for_opponent again)."""
+
+
+class SeriesResult(Model):
+    """One finished negotiation of the series, as your seat saw it."""
+
+    negotiation: int
+    """Number in the series, from 1."""
+    scenario_id: str
+    item: str
+    """Name of the item."""
+    list_price: Money
+    private_value: Money
+    """Your own reservation value in that negotiation."""
+    outcome: SeatOutcome
+
+
+class SeatState(Model):
+    """Everything your seat knows now, plus the results of the series so far."""
+
+    observation: Observation
+    """The current negotiation as your seat sees it (every event so far, the live offers, your
+    private value; never the other side's value)."""
+    negotiation: int
+    """Number of the current negotiation in the series, from 1."""
+    results: tuple[SeriesResult, ...]
+    """Finished negotiations of this series, oldest first."""
+    total_surplus: Money
+    """Sum of your surplus over the finished negotiations."""
+    can_start_next: bool
+    """True when new_negotiation would start the next negotiation now."""
+    clock: ClockKind
+    """How time passes: virtual (each action costs fixed simulated seconds) or wall (real time)."""
+    hint: str
+    """What you can usefully do next."""
+
+
+class RoomRequest(Model):
+    """Admin request: open a room on an HTTP server."""
+
+    tier: Tier = "mid"
+    seed: int = 0
+    index: int = Field(default=0, ge=0)
+    """Which scenario of the seed and tier is played first."""
+    deadline: float | None = Field(default=None, gt=0, le=86_400)
+    """Seconds on the negotiation clock (default: the scenario generator's)."""
+    clock: ClockKind = "virtual"
+    house_buyer: str | None = None
+    """Agent spec for a house agent in the buyer seat (that seat gets no token)."""
+    house_seller: str | None = None
+    """Agent spec for a house agent in the seller seat (that seat gets no token)."""
+    rules: Rules = Rules()
+
+
+class RoomCreated(Model):
+    """Admin response: the room id and one bearer token per open seat."""
+
+    room: str
+    tokens: dict[Role, str]
+    """Bearer token per seat a client may take; give each to one client only."""
