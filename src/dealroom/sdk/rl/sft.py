@@ -10,9 +10,10 @@ same text as :class:`~dealroom.sdk.rl.trl.BargainToolEnv`, so SFT and RL see one
   seat's next turn; the last one ends with the outcome (the seat's own surplus only).
 
 Records keep events, not turns, so turns are inferred: consecutive actions of the seat belong
-to one turn when nothing else happened between them and the second took effect exactly its
-clock cost after the first. A turn's wake time is estimated as its first action's time minus
-that action's cost and one thinking step. Refused actions are not stored, so they never appear.
+to one turn when the second took effect exactly its clock cost after the first (a queued batch
+runs on whatever the other side does meanwhile; a new turn costs thinking time first). A
+turn's wake time is estimated as its first action's time minus that action's cost and one
+thinking step. Refused actions are not stored, so they never appear.
 """
 
 from __future__ import annotations
@@ -119,21 +120,16 @@ def _call(event: Event) -> tuple[ActionType, dict[str, Any]] | None:
 def _turns(events: tuple[Event, ...], role: Role, rules: Rules) -> list[list[int]]:
     """Indices of the seat's action events, grouped by inferred turn."""
     turns: list[list[int]] = []
-    others_since = True
     for i, event in enumerate(events):
-        if event.by != role:
-            others_since = True
-            continue
-        call = _call(event)
+        call = _call(event) if event.by == role else None
         if call is None:
             continue
-        if turns and not others_since:
-            last = events[turns[-1][-1]]
-            if abs(event.t - last.t - rules.costs.of(call[0])) < 1e-6:
-                turns[-1].append(i)
-                continue
-        turns.append([i])
-        others_since = False
+        # A queued action takes effect exactly its cost after the previous one, whatever the
+        # other side does meanwhile; a new turn costs thinking time first.
+        if turns and abs(event.t - events[turns[-1][-1]].t - rules.costs.of(call[0])) < 1e-6:
+            turns[-1].append(i)
+        else:
+            turns.append([i])
     return turns
 
 
