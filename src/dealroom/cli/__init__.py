@@ -14,10 +14,13 @@ from dealroom import __version__
 from dealroom._logging import configure_logging
 from dealroom.cli import export_sft as _export_sft
 from dealroom.cli import match as _match
+from dealroom.cli import replay as _replay
+from dealroom.cli import report as _report
 from dealroom.cli import scenarios as _scenarios
+from dealroom.cli import tournament as _tournament
 
 # Subcommand modules, in the order ``dealroom --help`` lists them.
-SUBCOMMANDS = [_match, _scenarios, _export_sft]
+SUBCOMMANDS = [_match, _scenarios, _export_sft, _tournament, _report, _replay]
 
 
 class UsageError(Exception):

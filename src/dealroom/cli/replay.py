@@ -1,0 +1,99 @@
+"""``dealroom replay``: re-run a stored negotiation, or fork it from an event with a new agent."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dealroom.agents import AgentSpecError, resolve
+from dealroom.cli._common import agent, usage_error
+from dealroom.cli.report import open_store
+from dealroom.protocol import DEFAULT_RULES, AgentFactory, Rules
+from dealroom.protocol.record import NegotiationRecord
+from dealroom.sdk.transcript import format_record
+from dealroom.server.fork import ForkError, fork
+from dealroom.server.match import play
+from dealroom.server.store import StoredNegotiation
+
+
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the subcommand."""
+    parser = commands.add_parser(
+        "replay", help="re-run a stored negotiation, or fork it with a new agent in one seat"
+    )
+    parser.add_argument("store", type=Path, help="results store")
+    parser.add_argument("key", help="the negotiation's key, e.g. tournament/mid/00003/micro/zic")
+    parser.add_argument(
+        "--from-event",
+        type=int,
+        metavar="K",
+        help="keep the first K events, then continue with the agents given (default 0 when "
+        "--buyer or --seller is given)",
+    )
+    parser.add_argument("--buyer", help="agent spec to seat as buyer from event K on")
+    parser.add_argument("--seller", help="agent spec to seat as seller from event K on")
+    parser.add_argument("--json", action="store_true", help="print the record as one JSON object")
+    parser.set_defaults(handler=run)
+
+
+def _stored_agent(spec: str, seat: str) -> AgentFactory:
+    try:
+        return resolve(spec)
+    except AgentSpecError:
+        raise usage_error(
+            f"the stored {seat} {spec!r} is not a registered agent; replace it with --{seat}"
+        ) from None
+
+
+def _seed_and_rules(row: StoredNegotiation, config: dict[str, object] | None) -> tuple[int, Rules]:
+    seed = row.extra.get("seed", (config or {}).get("seed", 0))
+    rules = (config or {}).get("rules")
+    return int(seed), (DEFAULT_RULES if rules is None else Rules.model_validate(rules))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay (and say whether it matches the stored record) or fork, then print the record."""
+    if args.from_event is not None and args.buyer is None and args.seller is None:
+        raise usage_error("--from-event needs --buyer or --seller (the agent that takes over)")
+    if args.from_event is not None and args.from_event < 0:
+        raise usage_error("--from-event must be at least 0")
+    with open_store(args.store) as store:
+        row = store.get(args.key)
+        if row is None:
+            raise usage_error(f"{args.store}: no negotiation with key {args.key!r}")
+        config = store.run_config(row.run)
+    seed, rules = _seed_and_rules(row, config)
+    stored = row.record
+    buyer_spec = args.buyer or stored.buyer
+    seller_spec = args.seller or stored.seller
+    buyer = agent(args.buyer) if args.buyer else _stored_agent(stored.buyer, "buyer")
+    seller = agent(args.seller) if args.seller else _stored_agent(stored.seller, "seller")
+    names = (buyer_spec, seller_spec)
+    if args.buyer is None and args.seller is None:
+        record = play(stored.scenario, buyer, seller, names=names, rules=rules, seed=seed)
+        sys.stderr.write(_compare(record, stored) + "\n")
+    else:
+        at = args.from_event or 0
+        try:
+            record = fork(stored, at, buyer, seller, names=names, rules=rules, seed=seed)
+        except ForkError as exc:
+            raise usage_error(f"cannot fork {args.key!r}: {exc}") from None
+        seats = ", ".join(
+            f"{seat} {spec}"
+            for seat, spec in (("buyer", args.buyer), ("seller", args.seller))
+            if spec
+        )
+        sys.stderr.write(f"replay: forked after event {at} of {len(stored.events)}; {seats}\n")
+    sys.stdout.write((record.model_dump_json() if args.json else format_record(record)) + "\n")
+    return 0
+
+
+def _compare(record: NegotiationRecord, stored: NegotiationRecord) -> str:
+    if record == stored:
+        return "replay: identical to the stored record"
+    pairs = zip(record.events, stored.events, strict=False)
+    first = next((i for i, (a, b) in enumerate(pairs, 1) if a != b), None)
+    if first is None:
+        first = min(len(record.events), len(stored.events)) + 1
+    return f"replay: differs from the stored record from event {first}"
