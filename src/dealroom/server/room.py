@@ -1,0 +1,314 @@
+"""Async rooms: negotiations served to remote seats one tool call at a time.
+
+A ``Room`` plays a series of negotiations with a house agent in zero, one or two seats; each
+``Negotiation`` wraps a ``Scheduler`` (see ``schedule``) with one ``anyio.Lock``. A call never
+holds the lock while it sleeps: it changes the schedule, runs what can run, and waits for an
+``anyio.Event`` that is replaced on every change. Cancelling a call (a client-side timeout
+cancels the handler) withdraws an action that has not taken effect and leaves a wait in place;
+nothing else changes.
+
+A remote seat that stays silent longer than ``RoomLimits.idle_s`` while the other seat waits for
+it counts as waiting, so a dead client never holds the room: the other seat plays on and the
+deadline ends it. A negotiation whose remote seats are all silent for ``abandon_s`` is run to its
+end by ``tick`` (called by the server's reaper), so it is recorded too.
+
+Every finished negotiation is handed to ``on_end`` (the results store) under the lock, before
+the call that finished it returns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import structlog
+
+from dealroom.protocol import (
+    ROLES,
+    Action,
+    ActionResult,
+    Agent,
+    ErrorCode,
+    Observation,
+    Referee,
+    Role,
+    Rules,
+    RuleViolation,
+    Scenario,
+    ToolErrorPayload,
+    WaitResult,
+    WakeReason,
+    seat_outcome,
+)
+from dealroom.protocol.wire import ClockKind
+from dealroom.server.schedule import Scheduler
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RoomLimits:
+    """Wall-clock limits of a room, in seconds."""
+
+    idle_s: float = 30.0
+    """A remote seat silent this long, while the other side waits for it, counts as waiting."""
+    abandon_s: float = 600.0
+    """When every remote seat has been silent this long, the negotiation is run to its end."""
+    max_wait_s: float = 60.0
+    """Longest a wait_for_opponent call may block."""
+
+
+DEFAULT_LIMITS = RoomLimits()
+
+Hint = Callable[["Negotiation", Role], str]
+
+
+class Negotiation:
+    """One negotiation, its referee, schedule and the seats' delivery positions."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        number: int,
+        rules: Rules,
+        clock: ClockKind,
+        houses: Mapping[Role, Agent],
+        on_end: Callable[[Negotiation], None],
+        hint: Hint,
+        limits: RoomLimits = DEFAULT_LIMITS,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.scenario = scenario
+        self.number = number
+        self.referee = Referee(scenario, rules)
+        self.sched = Scheduler(self.referee, dict(houses), clock=clock)
+        self.remote_roles: tuple[Role, ...] = tuple(r for r in ROLES if r not in houses)
+        self.limits = limits
+        self._on_end = on_end
+        self._hint = hint
+        self._timer = timer
+        self._lock = anyio.Lock()
+        self._seat_locks = {role: anyio.Lock() for role in self.remote_roles}
+        self._changed = anyio.Event()
+        self._seen = dict.fromkeys(self.remote_roles, 0)
+        self._in_call = dict.fromkeys(self.remote_roles, 0)
+        self._created = timer()
+        self._active_at: dict[Role, float] = {}
+        self._started: float | None = None
+        self._version = -1
+        self.recorded = False
+
+    @property
+    def clock(self) -> ClockKind:
+        """How time passes in this negotiation."""
+        return self.sched.clock
+
+    @property
+    def is_open(self) -> bool:
+        """True until the negotiation ends."""
+        return self.referee.is_open
+
+    # -- the calls ------------------------------------------------------------------------------
+
+    async def act(self, role: Role, action: Action) -> ActionResult:
+        """Make one action; returns once it has taken effect. Raises RuleViolation if refused."""
+        async with self._call(role):
+            seat = self.sched.remote(role)
+            async with self._lock:
+                self._advance()
+                if not self.referee.is_open:
+                    return self._too_late(role)
+                self.sched.submit(role, action, self._wall())
+                self._advance()
+            try:
+                await self._until(lambda: seat.state != "acting" or not self.referee.is_open)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    async with self._lock:
+                        self.sched.cancel(role)
+                        self._advance()
+                raise
+            async with self._lock:
+                if seat.state == "acting":  # the negotiation ended before the action was due
+                    self.sched.cancel(role)
+                    return self._too_late(role)
+                applied, seat.applied = seat.applied, None
+                if isinstance(applied, RuleViolation):
+                    raise applied
+                return ActionResult(ok=True, **self._update(role))
+
+    async def wait(self, role: Role, timeout_s: float) -> WaitResult:
+        """Sleep until news from the other side, ``timeout_s`` on the clock, or the end.
+
+        Blocks at most ``timeout_s`` wall seconds; if the other side is still deciding then,
+        the seat stays asleep and the result says ``pending``.
+        """
+        timeout_s = min(max(timeout_s, 0.0), self.limits.max_wait_s)
+        async with self._call(role):
+            seat = self.sched.remote(role)
+            async with self._lock:
+                self._advance()
+                if self.referee.is_open and seat.state == "thinking" and seat.woke is None:
+                    self.sched.sleep(role, timeout_s, self._wall())
+                    self._advance()
+            await self._until(
+                lambda: seat.state != "waiting" or not self.referee.is_open,
+                limit=timeout_s + 0.05,
+            )
+            async with self._lock:
+                reason: WakeReason
+                if not self.referee.is_open:
+                    reason = "ended"
+                elif seat.state == "waiting":
+                    reason = "pending"
+                else:
+                    reason = seat.woke or "timeout"
+                return WaitResult(woke=reason, **self._update(role))
+
+    async def observe(self, role: Role, *, deliver: bool) -> Observation:
+        """The seat's observation now; ``deliver`` marks every event as shown to it."""
+        async with self._call(role) if deliver else _nothing(), self._lock:
+            self._advance()
+            if deliver:
+                self._delivered(role)
+            return self.referee.observe(role, self._now(role))
+
+    async def tick(self) -> None:
+        """Advance on wall time; run an abandoned negotiation to its end (the server's reaper)."""
+        async with self._lock:
+            if self.referee.is_open and self._abandoned():
+                for role in self.remote_roles:
+                    if not self.sched.remote(role).absent:
+                        self.sched.set_absent(role)
+                log.info("negotiation abandoned", negotiation=self.number)
+            self._advance()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _call(self, role: Role) -> AsyncIterator[None]:
+        async with self._seat_locks[role]:
+            now = self._timer()
+            if self._started is None:
+                self._started = now
+            self._in_call[role] += 1
+            self._active_at[role] = now
+            try:
+                yield
+            finally:
+                self._in_call[role] -= 1
+                self._active_at[role] = self._timer()
+
+    async def _until(self, done: Callable[[], bool], *, limit: float | None = None) -> bool:
+        """Sleep until ``done()`` (True) or ``limit`` wall seconds pass (False)."""
+        end = None if limit is None else self._timer() + limit
+        while True:
+            async with self._lock:
+                self._advance()
+                if done():
+                    return True
+                changed = self._changed
+                pause = self._pause()
+            if end is not None:
+                remaining = end - self._timer()
+                if remaining <= 0:
+                    return False
+                pause = min(pause, remaining)
+            with anyio.move_on_after(pause):
+                await changed.wait()
+
+    def _advance(self) -> None:
+        sched = self.sched
+        if sched.clock == "virtual":
+            while (blocker := sched.blocker()) is not None and self._idle(blocker):
+                sched.set_absent(blocker)
+                log.info("seat idle, counted as waiting", seat=blocker, negotiation=self.number)
+            sched.advance()
+        else:
+            sched.advance(self._wall())
+        if sched.version != self._version:
+            self._version = sched.version
+            self._changed.set()
+            self._changed = anyio.Event()
+        if not self.referee.is_open and not self.recorded:
+            self.recorded = True
+            self._on_end(self)
+
+    def _pause(self) -> float:
+        """Wall seconds until the schedule may change without any call (capped)."""
+        if self.sched.clock == "wall":
+            started = self._started if self._started is not None else self._timer()
+            return max(0.0, started + self.sched.next_time() - self._timer() + 0.001)
+        blocker = self.sched.blocker()
+        if blocker is None or self._in_call[blocker]:
+            return 3600.0
+        return max(0.0, self._since(blocker) + self.limits.idle_s - self._timer() + 0.001)
+
+    def _since(self, role: Role) -> float:
+        return self._active_at.get(role, self._started if self._started is not None else 0.0)
+
+    def _idle(self, role: Role) -> bool:
+        return not self._in_call[role] and self._timer() - self._since(role) >= self.limits.idle_s
+
+    def _abandoned(self) -> bool:
+        now = self._timer()
+        return all(
+            not self._in_call[role]
+            and now - self._active_at.get(role, self._created) >= self.limits.abandon_s
+            for role in self.remote_roles
+        )
+
+    def _wall(self) -> float:
+        return 0.0 if self._started is None else self._timer() - self._started
+
+    def _now(self, role: Role) -> float:
+        if self.sched.clock == "wall":
+            return self._wall()
+        return self.sched.seat_now(role)
+
+    def _delivered(self, role: Role) -> None:
+        self._seen[role] = self.referee.event_count
+        self.sched.delivered(role)
+
+    def _update(self, role: Role) -> dict[str, Any]:
+        referee = self.referee
+        events = tuple(referee.events_since(self._seen[role]))
+        self._delivered(role)
+        end = referee.outcome
+        now = end.time if end is not None else min(self._now(role), self.scenario.deadline)
+        return {
+            "events": events,
+            "live_offers": referee.live_offers(),
+            "now": now,
+            "time_left": round(self.scenario.deadline - now, 3),
+            "outcome": None if end is None else seat_outcome(end, role),
+            "hint": self._hint(self, role),
+        }
+
+    def _too_late(self, role: Role) -> ActionResult:
+        """The negotiation ended before the action could take effect."""
+        end = self.referee.outcome
+        assert end is not None
+        if self._seen[role] >= self.referee.event_count:  # the seat has already seen the end
+            raise RuleViolation(ErrorCode.NEGOTIATION_CLOSED, "The negotiation has ended.")
+        if end.end_reason == "deadline":
+            error = ToolErrorPayload(
+                code=ErrorCode.DEADLINE_PASSED,
+                message="The deadline came before your action could take effect.",
+            )
+        else:
+            error = ToolErrorPayload(
+                code=ErrorCode.NEGOTIATION_CLOSED,
+                message="The negotiation ended before your action could take effect.",
+            )
+        return ActionResult(ok=False, error=error, **self._update(role))
+
+
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield

@@ -1,0 +1,267 @@
+"""The clock of a room: house agents and remote seats on one schedule. Pure: no I/O, no clock.
+
+House seats (in-process agents) are simulated exactly as ``VirtualRoom`` simulates its seats:
+a seat is due at its next queued action (``ready_at`` + the action's cost), or else at the
+earliest of a new event from the other side and its requested wake-up; deciding costs
+``rules.thinking.per_wake``. Remote seats act one tool call at a time and are in one of three
+states:
+
+thinking   between calls (the client is deciding); it cannot act before its lower bound
+acting     one submitted action, taking effect at a known time
+waiting    asleep until news from the other side or its wake-up time
+
+The earliest due item runs first (ties: ``rules.first_mover``). With the **virtual** clock, a
+remote action takes effect at the seat's own clock + the action's cost (+ ``per_wake`` on the
+first action after a wake), and nothing runs past a thinking seat's lower bound: the room waits
+for it (conservative synchronisation), unless the seat is marked absent. With the **wall**
+clock, remote actions take effect at the wall time they arrive, and items run once the wall time
+supplied to ``advance`` reaches them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+from dealroom.protocol import (
+    Action,
+    Agent,
+    Event,
+    Referee,
+    Role,
+    Rules,
+    RuleViolation,
+    other,
+)
+from dealroom.protocol.wire import ClockKind
+
+RemoteState = Literal["thinking", "acting", "waiting"]
+
+
+def _t(x: float) -> float:
+    return round(x, 3)
+
+
+@dataclass(slots=True)
+class HouseSeat:
+    """An in-process agent; the same state as a ``VirtualRoom`` seat."""
+
+    agent: Agent
+    ready_at: float = 0.0
+    wake_at: float = 0.0
+    news_at: float = math.inf
+    pending: deque[Action] = field(default_factory=deque[Action])
+
+
+@dataclass(slots=True)
+class RemoteSeat:
+    """A seat driven by tool calls."""
+
+    state: RemoteState = "thinking"
+    ready_at: float = 0.0
+    """The seat's clock: when its last action took effect or it last woke."""
+    fresh: bool = True
+    """The next action is the first since a wake, so it pays the per-wake thinking cost."""
+    absent: bool = False
+    """Silent past the idle limit: counts as waiting for news that never wakes it."""
+    action: Action | None = None
+    action_at: float = 0.0
+    wake_at: float = math.inf
+    news_at: float = math.inf
+    """Time of the first event from the other side not yet delivered to the client."""
+    applied: list[Event] | RuleViolation | None = None
+    """What the last executed action did; read once by the room."""
+    woke: Literal["news", "timeout"] | None = None
+    """Why the seat last woke, until the news is delivered."""
+
+
+Seat = HouseSeat | RemoteSeat
+
+
+class Scheduler:
+    """One negotiation's seats, advanced item by item in time order."""
+
+    def __init__(
+        self,
+        referee: Referee,
+        houses: dict[Role, Agent],
+        *,
+        clock: ClockKind = "virtual",
+    ) -> None:
+        self.referee = referee
+        self.rules: Rules = referee.rules
+        self.clock = clock
+        self.deadline = referee.scenario.deadline
+        self.seats: dict[Role, Seat] = {
+            role: HouseSeat(houses[role]) if role in houses else RemoteSeat()
+            for role in ("buyer", "seller")
+        }
+        self.order: tuple[Role, Role] = (self.rules.first_mover, other(self.rules.first_mover))
+        costs = self.rules.costs
+        self._min_cost = min(costs.make_offer, costs.accept, costs.reject)
+        self._min_cost = min(self._min_cost, costs.send_message, costs.walk_away)
+        self.now = 0.0
+        """Time of the last item run: nothing can happen before it any more."""
+        self.version = 0
+        """Bumped on every change, so the room knows when to wake its waiters."""
+
+    def remote(self, role: Role) -> RemoteSeat:
+        """The remote seat ``role`` (a programming error if it is a house seat)."""
+        seat = self.seats[role]
+        assert isinstance(seat, RemoteSeat), f"the {role} seat is not remote"
+        return seat
+
+    # -- remote seat transitions (called by the room, one call per seat at a time) -------------
+
+    def submit(self, role: Role, action: Action, wall: float) -> None:
+        """The seat starts an action; it takes effect when the schedule reaches it."""
+        seat = self._ready(role, wall)
+        if self.clock == "virtual":
+            thinking = self.rules.thinking.per_wake if seat.fresh else 0.0
+            at = _t(seat.ready_at + thinking + self.rules.costs.of(action.type))
+        else:
+            at = max(wall, self.now)
+        seat.state, seat.action, seat.action_at, seat.applied = "acting", action, at, None
+        self.version += 1
+
+    def sleep(self, role: Role, timeout: float, wall: float) -> None:
+        """The seat sleeps until news from the other side or ``timeout`` seconds pass."""
+        seat = self._ready(role, wall)
+        start = seat.ready_at if self.clock == "virtual" else max(wall, self.now)
+        seat.state, seat.wake_at = "waiting", _t(start + timeout)
+        self.version += 1
+
+    def cancel(self, role: Role) -> None:
+        """Withdraw an action that has not taken effect (the call was cancelled)."""
+        seat = self.remote(role)
+        if seat.state == "acting":
+            seat.state, seat.action = "thinking", None
+            # Time already simulated for others cannot be undone: the seat resumes from there.
+            seat.ready_at = max(seat.ready_at, self.now)
+            seat.fresh = True
+            self.version += 1
+
+    def set_absent(self, role: Role) -> None:
+        """Count a silent seat as waiting (it never wakes by itself)."""
+        self.remote(role).absent = True
+        self.version += 1
+
+    def delivered(self, role: Role) -> None:
+        """Every event so far has been shown to the client."""
+        seat = self.remote(role)
+        seat.news_at, seat.woke = math.inf, None
+
+    def _ready(self, role: Role, wall: float) -> RemoteSeat:
+        seat = self.remote(role)
+        if seat.absent or seat.state == "waiting":
+            # Back from absence, or an early end to its own sleep: it resumes no earlier than
+            # the last item run (nothing happened between then and now on the schedule).
+            seat.absent, seat.state, seat.fresh = False, "thinking", True
+            seat.ready_at = max(seat.ready_at, self.now)
+        if self.clock == "wall":
+            seat.ready_at = max(seat.ready_at, wall)
+        return seat
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def advance(self, wall: float = 0.0) -> None:
+        """Run every item that can run now (``wall``: seconds since start, wall clock only)."""
+        referee = self.referee
+        while referee.is_open:
+            role, at, determined = self._earliest()
+            if self.clock == "virtual":
+                if at >= self.deadline:
+                    self._expire()
+                    return
+                if not determined:
+                    return
+            elif at > wall or at >= self.deadline:
+                if wall >= self.deadline:
+                    self._expire()
+                return
+            self._run(role, at)
+
+    def blocker(self) -> Role | None:
+        """The thinking remote seat the schedule waits for (virtual clock), if any."""
+        if not self.referee.is_open or self.clock != "virtual":
+            return None
+        role, at, determined = self._earliest()
+        return None if determined or at >= self.deadline else role
+
+    def next_time(self) -> float:
+        """When the next item is due (wall clock: when to run ``advance`` again)."""
+        return min(self._earliest()[1], self.deadline)
+
+    def seat_now(self, role: Role) -> float:
+        """The clock a seat observes: its own, but never before the last item run."""
+        return max(self.seats[role].ready_at, self.now)
+
+    def _earliest(self) -> tuple[Role, float, bool]:
+        best: tuple[Role, float, bool] | None = None
+        for role in self.order:
+            at, determined = self._bound(self.seats[role])
+            if best is None or at < best[1]:
+                best = (role, at, determined)
+        assert best is not None
+        return best
+
+    def _bound(self, seat: Seat) -> tuple[float, bool]:
+        costs = self.rules.costs
+        if isinstance(seat, HouseSeat):
+            if seat.pending:
+                return _t(seat.ready_at + costs.of(seat.pending[0].type)), True
+            return max(seat.ready_at, min(seat.wake_at, seat.news_at)), True
+        if seat.state == "acting":
+            return seat.action_at, True
+        if seat.state == "waiting":
+            return max(seat.ready_at, min(seat.wake_at, seat.news_at)), True
+        if seat.absent or self.clock == "wall":
+            return math.inf, False
+        thinking = self.rules.thinking.per_wake if seat.fresh else 0.0
+        return _t(seat.ready_at + thinking + self._min_cost), False
+
+    def _run(self, role: Role, at: float) -> None:
+        self.now = at
+        self.version += 1
+        seat = self.seats[role]
+        if isinstance(seat, HouseSeat):
+            self._run_house(role, seat, at)
+        elif seat.state == "acting":
+            action, seat.action = seat.action, None
+            assert action is not None
+            seat.state, seat.ready_at, seat.fresh = "thinking", at, False
+            seat.applied = self._apply(role, action, at)
+        else:
+            seat.woke = "news" if seat.news_at <= seat.wake_at else "timeout"
+            seat.state, seat.ready_at, seat.fresh = "thinking", at, True
+
+    def _run_house(self, role: Role, seat: HouseSeat, at: float) -> None:
+        # Mirrors VirtualRoom.next_wake/decide/_apply line for line.
+        seat.ready_at = at
+        if seat.pending:
+            result = self._apply(role, seat.pending.popleft(), at)
+            if isinstance(result, RuleViolation):
+                seat.pending.clear()
+                seat.wake_at = at
+            return
+        seat.news_at = math.inf
+        decision = seat.agent.act(self.referee.observe(role, at))
+        seat.ready_at = _t(seat.ready_at + self.rules.thinking.per_wake)
+        seat.pending.extend(decision.actions)
+        seat.wake_at = math.inf if decision.wait is None else _t(seat.ready_at + decision.wait)
+
+    def _apply(self, role: Role, action: Action, at: float) -> list[Event] | RuleViolation:
+        try:
+            events = self.referee.apply(role, action, at)
+        except RuleViolation as violation:
+            return violation
+        opponent = self.seats[other(role)]
+        opponent.news_at = min(opponent.news_at, at)
+        return events
+
+    def _expire(self) -> None:
+        self.referee.expire(self.deadline)
+        self.now = max(self.now, self.deadline)
+        self.version += 1

@@ -1,0 +1,203 @@
+"""A room: a series of negotiations between remote seats and house agents, recorded as they end."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+import structlog
+
+from dealroom.protocol import (
+    DEFAULT_RULES,
+    ROLES,
+    AgentFactory,
+    Role,
+    Rules,
+    Scenario,
+    SeriesResult,
+    SessionErrorCode,
+    seat_outcome,
+    seat_view,
+)
+from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.wire import ClockKind
+from dealroom.server import texts
+from dealroom.server.match import seat_rng
+from dealroom.server.room import DEFAULT_LIMITS, Negotiation, RoomLimits
+from dealroom.server.store import ResultsStore
+
+log = structlog.stdlib.get_logger(__name__)
+
+ScenarioSource = Callable[[int], Scenario | None]
+"""The scenario of the n-th negotiation of a series (from 0), or None when there is no more."""
+
+REMOTE_NAME = "mcp"
+"""Name recorded for a seat played by an MCP client."""
+
+
+class RoomError(Exception):
+    """A request the room refused (not a rule of the negotiation); nothing changed."""
+
+    def __init__(self, code: SessionErrorCode, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class House:
+    """A house agent: its spec (recorded) and the factory that builds it."""
+
+    spec: str
+    factory: AgentFactory
+
+
+class Room:
+    """A series of negotiations with fixed seats, clock and rules."""
+
+    def __init__(
+        self,
+        room_id: str,
+        *,
+        scenarios: ScenarioSource,
+        houses: Mapping[Role, House] | None = None,
+        rules: Rules = DEFAULT_RULES,
+        clock: ClockKind = "virtual",
+        seed: int = 0,
+        store: ResultsStore | None = None,
+        limits: RoomLimits = DEFAULT_LIMITS,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.id = room_id
+        self.houses: dict[Role, House] = dict(houses or {})
+        if len(self.houses) == len(ROLES):
+            raise ValueError("a room needs at least one seat for a client")
+        self.remote_roles: tuple[Role, ...] = tuple(r for r in ROLES if r not in self.houses)
+        self.rules = rules
+        self.clock: ClockKind = clock
+        self.seed = seed
+        self.store = store
+        self.limits = limits
+        self._scenarios = scenarios
+        self._timer = timer
+        self.negotiations: list[Negotiation] = []
+        self._start()
+
+    @property
+    def current(self) -> Negotiation:
+        """The negotiation being played (or the last one, once it has ended)."""
+        return self.negotiations[-1]
+
+    @property
+    def series(self) -> bool:
+        """True when new_negotiation is available (one client seat, the other a house agent)."""
+        return len(self.remote_roles) == 1
+
+    def can_start_next(self) -> bool:
+        """True when new_negotiation would succeed now."""
+        return self.series and not self.current.is_open
+
+    def new_negotiation(self) -> Negotiation:
+        """Start the next negotiation of the series."""
+        if not self.series:
+            raise RoomError(
+                SessionErrorCode.SERIES_UNAVAILABLE,
+                "This room plays one negotiation between two clients; ask the organiser for "
+                "a new room.",
+            )
+        if self.current.is_open:
+            raise RoomError(
+                SessionErrorCode.NEGOTIATION_RUNNING,
+                "The current negotiation is still running; finish it (or walk_away) first.",
+            )
+        return self._start()
+
+    def results(self, role: Role) -> tuple[SeriesResult, ...]:
+        """Finished negotiations, as ``role`` saw them."""
+        return tuple(
+            SeriesResult(
+                negotiation=n.number,
+                scenario_id=n.scenario.id,
+                item=n.scenario.item.name,
+                list_price=n.scenario.list_price,
+                private_value=n.scenario.private_value(role),
+                outcome=seat_outcome(n.referee.outcome, role),
+            )
+            for n in self.negotiations
+            if n.referee.outcome is not None
+        )
+
+    def total_surplus(self, role: Role) -> Decimal:
+        """Sum of ``role``'s surplus over the finished negotiations."""
+        return sum((r.outcome.surplus for r in self.results(role)), Decimal("0.00"))
+
+    def name(self, role: Role) -> str:
+        """Who sits in a seat, as recorded: the house agent's spec or ``mcp``."""
+        house = self.houses.get(role)
+        return house.spec if house is not None else REMOTE_NAME
+
+    def _start(self) -> Negotiation:
+        number = len(self.negotiations) + 1
+        scenario = self._scenarios(number - 1)
+        if scenario is None:
+            raise RoomError(
+                SessionErrorCode.SERIES_OVER,
+                f"The series is over: all {number - 1} scenarios have been played.",
+            )
+        agents = {
+            role: house.factory(seat_view(scenario, role), seat_rng(self.seed, scenario.id, role))
+            for role, house in self.houses.items()
+        }
+        negotiation = Negotiation(
+            scenario,
+            number=number,
+            rules=self.rules,
+            clock=self.clock,
+            houses=agents,
+            on_end=self._record,
+            hint=lambda n, role: texts.result_hint(n, role, series=self.series),
+            limits=self.limits,
+            timer=self._timer,
+        )
+        self.negotiations.append(negotiation)
+        log.info("negotiation started", room=self.id, negotiation=number, scenario=scenario.id)
+        return negotiation
+
+    def key(self, negotiation: Negotiation) -> str:
+        """The results-store key of one negotiation of this room."""
+        return f"{self.id}/{negotiation.number}"
+
+    def _record(self, negotiation: Negotiation) -> None:
+        outcome = negotiation.referee.outcome
+        assert outcome is not None
+        log.info(
+            "negotiation ended",
+            room=self.id,
+            negotiation=negotiation.number,
+            reason=outcome.end_reason,
+            status=outcome.status,
+        )
+        if self.store is None:
+            return
+        record = NegotiationRecord(
+            scenario=negotiation.scenario,
+            buyer=self.name("buyer"),
+            seller=self.name("seller"),
+            events=negotiation.referee.events,
+            outcome=outcome,
+        )
+        self.store.add(
+            self.key(negotiation),
+            record,
+            run=self.id,
+            extra={
+                "room": self.id,
+                "negotiation": negotiation.number,
+                "clock": self.clock,
+                "rules": self.rules.model_dump(mode="json"),
+                "seats": {role: self.name(role) for role in ROLES},
+                "seed": self.seed,
+            },
+        )
