@@ -24,6 +24,7 @@ pass one seat per negotiation (e.g. the buyers), or the interval comes out too n
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from collections import defaultdict
@@ -190,8 +191,8 @@ def surplus_share(rows: Iterable[Seat], *, on_deals: bool = False) -> float | No
 def efficiency(rows: Iterable[Seat]) -> float | None:
     """Realised gains / available gains over negotiations with gains > 0."""
     with_gains = [s for s in rows if s.has_gains]
-    available = sum(s.gains for s in with_gains)
-    return sum(s.gains for s in with_gains if s.deal) / available if available else None
+    available = math.fsum(s.gains for s in with_gains)
+    return math.fsum(s.gains for s in with_gains if s.deal) / available if available else None
 
 
 def ir_violations(rows: Iterable[Seat]) -> int:
@@ -311,12 +312,15 @@ def bootstrap_ci(
     seed: int = 0,
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of sum(num) / sum(den) (a mean when ``denominators`` is
-    None), resampling observations with replacement. Deterministic for ``seed``."""
+    None), resampling observations with replacement. Deterministic for ``seed`` and the same
+    whatever order the observations come in."""
     num = np.asarray(numerators, dtype=float)
     n = len(num)
     if n == 0 or resamples < 1:
         return None
     den = np.ones(n) if denominators is None else np.asarray(denominators, dtype=float)
+    order = np.lexsort((den, num))  # the interval depends on the data, not on its order
+    num, den = num[order], den[order]
     rng = np.random.default_rng(seed)
     stats = np.empty(resamples)
     batch = max(1, 1_000_000 // n)  # bounds memory at about 8 MB of indices
@@ -361,7 +365,7 @@ def estimate(
     if not pairs:
         return Estimate(None, None, None, 0)
     num, den = [p[0] for p in pairs], [p[1] for p in pairs]
-    value = sum(num) / sum(den) if sum(den) else None
+    value = math.fsum(num) / math.fsum(den) if math.fsum(den) else None
     ci = bootstrap_ci(
         num, den, resamples=resamples, level=level, seed=label_seed(seed, f"{name}:{label}")
     )

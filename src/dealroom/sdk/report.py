@@ -8,6 +8,7 @@ the strategy features. ``format_report`` prints it; ``dealroom.sdk.report_html``
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -55,7 +56,7 @@ def build_report(
         "head_to_head": _head_to_head(rows, agents),
         "per_tier": _per_tier(rows, agents, tiers, est),
         "features": _features(rows, agents),
-        "samples": [_trajectory(r) for r in picked],
+        "samples": [_trajectory(r) for r in _diverse(picked, samples)],
     }
 
 
@@ -169,12 +170,24 @@ def _features(rows: Sequence[m.Seat], agents: Sequence[str]) -> list[dict[str, A
 
 
 def _maybe_sample(picked: list[NegotiationRecord], record: NegotiationRecord, limit: int) -> None:
-    """Keep the first ``limit`` negotiations of the first scenario with gains (different
-    pairings on the same scenario, in store order)."""
-    if len(picked) >= limit or record.scenario.gains <= 0:
+    """Collect (a bounded number of) the negotiations of the first scenario with gains."""
+    if limit < 1 or len(picked) >= 20 * limit or record.scenario.gains <= 0:
         return
     if not picked or record.scenario.id == picked[0].scenario.id:
         picked.append(record)
+
+
+def _diverse(candidates: Sequence[NegotiationRecord], limit: int) -> list[NegotiationRecord]:
+    """Up to ``limit`` pairings, each time the one whose agents have been shown least."""
+    shown: Counter[str] = Counter()
+    chosen: list[NegotiationRecord] = []
+    left = list(candidates)
+    while left and len(chosen) < limit:
+        best = min(left, key=lambda r: (shown[r.buyer] + shown[r.seller], r.buyer, r.seller))
+        left.remove(best)
+        chosen.append(best)
+        shown.update((best.buyer, best.seller))
+    return chosen
 
 
 def _trajectory(record: NegotiationRecord) -> dict[str, Any]:
