@@ -25,6 +25,7 @@ from dealroom.sdk.tournament import (
     TournamentError,
     chunked,
 )
+from dealroom.server.fork import ForkError, fork, rebuild
 from dealroom.server.store import ResultsStore
 
 CONFIG = TournamentConfig(
@@ -208,3 +209,34 @@ def test_the_ray_backend_gives_the_same_records_as_the_local_one(
     finally:
         ray.shutdown()
     assert records(tmp_path / "r.db") == serial
+
+
+def test_every_stored_negotiation_can_be_rebuilt_at_every_action_boundary(
+    serial: dict[str, NegotiationRecord],
+) -> None:
+    checked = 0
+    for record in serial.values():
+        for at in range(len(record.events)):
+            try:
+                room = rebuild(record.scenario, record.events, at)
+            except ForkError as exc:  # inside one action, or the closing one
+                assert "withdraws an offer" in str(exc) or "ends the negotiation" in str(exc)
+                continue
+            assert room.referee.events == record.events[:at]
+            checked += 1
+    assert checked > len(serial) * 10
+
+
+def test_a_fork_from_event_zero_with_the_same_agents_is_the_original(
+    serial: dict[str, NegotiationRecord],
+) -> None:
+    record = serial["tournament/high/00001/conceder/boulware"]
+    again = fork(
+        record,
+        0,
+        resolve("conceder"),
+        resolve("boulware"),
+        names=("conceder", "boulware"),
+        seed=CONFIG.seed,
+    )
+    assert again == record
