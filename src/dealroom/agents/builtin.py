@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dealroom.agents.micro import MicroParams, micro
+from dealroom.agents.nice_tft import NiceTftParams, nice_tft
 from dealroom.agents.registry import AgentEntry, AgentSpecError, register
 from dealroom.agents.time_dependent import TimeDependentParams, time_dependent
+from dealroom.agents.tit_for_tat import TitForTatParams, tit_for_tat
+from dealroom.agents.zic import ZicParams, zic
 from dealroom.protocol import AgentFactory
 
 _TD_DEFAULTS = {"k": 0.0, "seller_open": 1.3, "buyer_open": 0.5, "step": 10.0}
@@ -33,3 +37,76 @@ _register_time_dependent("hardliner", 0.0, "never concedes from its opening pric
 _register_time_dependent("boulware", 0.2, "time-dependent, concedes late (e=0.2), AC_next")
 _register_time_dependent("linear", 1.0, "time-dependent, concedes linearly in time (e=1), AC_next")
 _register_time_dependent("conceder", 2.0, "time-dependent, concedes early (e=2), AC_next")
+
+
+def _check_common(params: dict[str, float]) -> None:
+    if params["step"] <= 0:
+        raise AgentSpecError("parameter 'step' must be positive")
+    if params.get("margin", 0) < 0:
+        raise AgentSpecError("parameter 'margin' must be at least 0 seconds")
+    for key in ("seller_open", "buyer_open", "seller_high", "buyer_low"):
+        if key in params and params[key] <= 0:
+            raise AgentSpecError(f"parameter {key!r} must be a positive fraction of the list price")
+
+
+def _build_tit_for_tat(params: dict[str, float]) -> AgentFactory:
+    _check_common(params)
+    if params["floor_e"] < 0:
+        raise AgentSpecError("parameter 'floor_e' must be at least 0 (0: no floor)")
+    return tit_for_tat(TitForTatParams(**params))
+
+
+def _build_micro(params: dict[str, float]) -> AgentFactory:
+    _check_common(params)
+    steps = params.pop("steps")
+    if steps != int(steps) or not 1 <= steps <= 1000:
+        raise AgentSpecError("parameter 'steps' must be a whole number from 1 to 1000")
+    return micro(MicroParams(steps=int(steps), **params))
+
+
+def _build_zic(params: dict[str, float]) -> AgentFactory:
+    _check_common(params)
+    return zic(ZicParams(**params))
+
+
+def _build_nice_tft(params: dict[str, float]) -> AgentFactory:
+    _check_common(params)
+    if params["floor_e"] < 0:
+        raise AgentSpecError("parameter 'floor_e' must be at least 0 (0: no floor)")
+    return nice_tft(NiceTftParams(**params))
+
+
+_OPEN = {"seller_open": 1.3, "buyer_open": 0.5, "step": 10.0, "margin": 10.0}
+
+register(
+    AgentEntry(
+        name="tit_for_tat",
+        summary="relative tit-for-tat, Boulware floor near the deadline, AC_next",
+        defaults={"floor_e": 0.2, **_OPEN},
+        build=_build_tit_for_tat,
+    )
+)
+register(
+    AgentEntry(
+        name="micro",
+        summary="MiCRO: a grid step down only for a new offer received, AC_next",
+        defaults={"steps": 16, "seller_open": 1.3, "buyer_open": 0.5, "step": 10.0},
+        build=_build_micro,
+    )
+)
+register(
+    AgentEntry(
+        name="zic",
+        summary="ZI-C: random quotes that never lose money (a floor to beat)",
+        defaults={"seller_high": 1.3, "buyer_low": 0.5, "step": 10.0},
+        build=_build_zic,
+    )
+)
+register(
+    AgentEntry(
+        name="nice_tft",
+        summary="nice tit-for-tat: matches the opponent's progress to the estimated Nash point",
+        defaults={"floor_e": 0.2, **_OPEN},
+        build=_build_nice_tft,
+    )
+)

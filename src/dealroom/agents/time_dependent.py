@@ -11,15 +11,9 @@ import random
 from dataclasses import dataclass
 from decimal import Decimal
 
-from dealroom.agents._pricing import (
-    acceptable,
-    as_money,
-    better_or_equal,
-    progress,
-    reservation_fraction,
-    safe_price,
-)
-from dealroom.protocol import Accept, Decision, MakeOffer, Observation, SeatView
+from dealroom.agents._pricing import as_money, progress, reservation_fraction, safe_price
+from dealroom.agents._tactics import reply
+from dealroom.protocol import Decision, Observation, SeatView
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,19 +56,8 @@ class TimeDependent:
 
     def act(self, observation: Observation) -> Decision:
         """Accept by AC_next, else offer the price for now (if it moved)."""
-        t = progress(observation)
-        mine = self.price_at(t)
-        theirs = observation.their_offer
-        if (
-            theirs is not None
-            and better_or_equal(self.role, theirs.price, mine)
-            and acceptable(self.role, theirs.price, self.reservation)
-        ):
-            return Decision(actions=(Accept(offer_id=theirs.offer_id),))
-        current = observation.my_offer
-        if current is not None and current.price == mine:
-            return Decision(wait=self.params.step)
-        return Decision(actions=(MakeOffer(price=mine),), wait=self.params.step)
+        mine = self.price_at(progress(observation))
+        return reply(observation, mine, self.reservation, self.params.step)
 
 
 def time_dependent(params: TimeDependentParams):

@@ -1,0 +1,96 @@
+"""Pieces shared by the scripted strategies: an incremental offer log, AC_next, and a clock.
+
+Observations carry the whole event log; re-reading it on every wake would make a negotiation
+quadratic in its length. ``OfferLog`` remembers how many events it has read and only looks at
+the new ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from dealroom.agents._pricing import acceptable, better_or_equal, clamp
+from dealroom.protocol import Accept, Decision, Event, MakeOffer, Observation, OfferMade, Role
+
+
+@dataclass(slots=True)
+class OfferLog:
+    """Prices each side has offered so far, oldest first, read incrementally from the events."""
+
+    role: Role
+    mine: list[Decimal] = field(default_factory=list[Decimal])
+    theirs: list[Decimal] = field(default_factory=list[Decimal])
+    seen: int = 0
+    """Number of events already read."""
+
+    def update(self, events: Sequence[Event]) -> int:
+        """Read the events not seen yet; return how many new offers the other side made."""
+        before = len(self.theirs)
+        for event in events[self.seen :]:
+            if isinstance(event, OfferMade):
+                (self.mine if event.by == self.role else self.theirs).append(event.price)
+        self.seen = len(events)
+        return len(self.theirs) - before
+
+
+MIN_MOVE = Decimal("0.001")
+"""Smallest change of the own live offer worth an action, as a fraction of the list price.
+
+Without it a slowly conceding tactic shaves a cent at a time, and whether a sub-cent move shows
+up at all depends on the price scale: the same negotiation at $50 and at $50,000 would take
+different turns."""
+
+
+SLACK = Decimal("0.000001")
+"""How much worse than the own next offer an offer may be and still pass AC_next, as a fraction
+of the list price: the precision of a price computed from a fraction (``as_money`` keeps nine
+digits), so that the decision does not depend on the price scale."""
+
+
+def reply(
+    observation: Observation,
+    mine: Decimal,
+    reservation: Decimal,
+    wait: float,
+    *,
+    min_move: Decimal = MIN_MOVE,
+) -> Decision:
+    """AC_next, else stand by ``mine``.
+
+    Accept the other side's live offer if it does not lose money and is at least as good as
+    ``mine`` (up to ``SLACK``); otherwise offer ``mine`` unless the live offer is closer to it
+    than ``min_move`` (a fraction of the list price). Always ask to be woken again after
+    ``wait`` seconds.
+    """
+    role = observation.role
+    list_price = observation.scenario.list_price
+    theirs = observation.their_offer
+    if (
+        theirs is not None
+        and (
+            better_or_equal(role, theirs.price, mine)
+            or abs(theirs.price - mine) <= list_price * SLACK
+        )
+        and acceptable(role, theirs.price, reservation)
+    ):
+        return Decision(actions=(Accept(offer_id=theirs.offer_id),))
+    current = observation.my_offer
+    if current is not None and (
+        current.price == mine or abs(current.price - mine) < list_price * min_move
+    ):
+        return Decision(wait=wait)
+    return Decision(actions=(MakeOffer(price=mine),), wait=wait)
+
+
+def progress_until(observation: Observation, margin: float) -> float:
+    """Normalised time t in [0, 1] that reaches 1 ``margin`` seconds before the deadline.
+
+    Offers take clock time (about 6 s for a think and an offer, more for the reply), so a tactic
+    that concedes fully only at the deadline itself never gets its last offer answered.
+    """
+    horizon = observation.scenario.deadline - margin
+    if horizon <= 0:
+        return 1.0
+    return clamp(observation.now / horizon, 0.0, 1.0)

@@ -1,0 +1,93 @@
+"""Time-dependent tactics: how fast each concedes, and what that does to the surplus split."""
+
+import random
+import statistics
+from decimal import Decimal
+
+import pytest
+
+from dealroom.agents import resolve
+from dealroom.protocol import OfferMade, Role, Scenario, SeatView
+from dealroom.protocol.generator import generate, scenario_at
+from dealroom.protocol.record import NegotiationRecord
+from dealroom.server.match import play
+from dealroom.testing import ScriptedAgent
+
+
+def silent(view: SeatView, rng: random.Random) -> ScriptedAgent:
+    """An opponent that never does anything."""
+    return ScriptedAgent([])
+
+
+def play_alone(spec: str, role: Role, scenario: Scenario) -> NegotiationRecord:
+    """``spec`` in ``role`` against a silent opponent."""
+    agent = resolve(spec)
+    pair = (agent, silent) if role == "buyer" else (silent, agent)
+    return play(scenario, *pair, names=(spec, spec))
+
+
+def own_prices(record: NegotiationRecord, role: Role, until: float = float("inf")) -> list[Decimal]:
+    return [
+        e.price for e in record.events if isinstance(e, OfferMade) and e.by == role and e.t <= until
+    ]
+
+
+def concession_at(spec: str, role: Role, scenario: Scenario, t: float) -> float:
+    """How far the agent has moved from its opening towards its reservation value by time t."""
+    prices = own_prices(play_alone(spec, role, scenario), role, until=t * scenario.deadline)
+    opening, latest = prices[0], prices[-1]
+    return float((latest - opening) / (scenario.private_value(role) - opening))
+
+
+@pytest.mark.parametrize("role", ["buyer", "seller"])
+@pytest.mark.parametrize("index", range(5))
+def test_boulware_concedes_later_than_conceder(role: Role, index: int) -> None:
+    scenario = scenario_at(2, index, "mid")
+    boulware = concession_at("boulware", role, scenario, 0.5)
+    conceder = concession_at("conceder", role, scenario, 0.5)
+    assert boulware < 0.1 < 0.5 < conceder
+
+
+@pytest.mark.parametrize("role", ["buyer", "seller"])
+def test_linear_concedes_about_half_way_by_half_time(role: Role) -> None:
+    scenario = scenario_at(2, 0, "high")
+    assert 0.3 < concession_at("linear", role, scenario, 0.5) < 0.6
+
+
+@pytest.mark.parametrize("opponent", ["silent", "conceder", "boulware", "zic"])
+@pytest.mark.parametrize("role", ["buyer", "seller"])
+def test_hardliner_never_moves(role: Role, opponent: str) -> None:
+    other = silent if opponent == "silent" else resolve(opponent)
+    hardliner = resolve("hardliner")
+    for scenario in generate(3, seed=4):
+        pair = (hardliner, other) if role == "buyer" else (other, hardliner)
+        record = play(scenario, *pair)
+        assert len(set(own_prices(record, role))) == 1
+
+
+def mean_share(spec: str, role: Role, pool: tuple[str, ...], scenarios: list[Scenario]) -> float:
+    """Mean surplus share of ``spec`` in ``role`` over the deals it made against the pool."""
+    agent = resolve(spec)
+    shares: list[float] = []
+    for name in pool:
+        other = resolve(name)
+        for scenario in scenarios:
+            pair = (agent, other) if role == "buyer" else (other, agent)
+            outcome = play(scenario, *pair).outcome
+            share = outcome.buyer_share if role == "buyer" else outcome.seller_share
+            if share is not None:
+                shares.append(share)
+    assert len(shares) > 30, "too few deals to compare"
+    return statistics.fmean(shares)
+
+
+@pytest.mark.parametrize("role", ["buyer", "seller"])
+def test_the_later_a_tactic_concedes_the_larger_its_share_of_the_deals_it_makes(
+    role: Role,
+) -> None:
+    scenarios = [s for s in generate(34, seed=9) if s.gains > 0]  # about 100
+    pool = ("linear", "conceder", "zic")
+    boulware, linear, conceder = (
+        mean_share(spec, role, pool, scenarios) for spec in ("boulware", "linear", "conceder")
+    )
+    assert boulware > linear > conceder
