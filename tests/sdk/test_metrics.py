@@ -255,14 +255,25 @@ def test_group_and_spread() -> None:
 
 
 def test_bootstrap_interval_is_seeded_and_brackets_the_mean() -> None:
-    values = [0.0, 1.0] * 50 + [1.0] * 20
+    values = [0.0, 0.3, 0.9, 1.0] * 30  # mean 0.55, standard error about 0.037
     first = m.bootstrap_ci(values, seed=3)
     assert first == m.bootstrap_ci(values, seed=3)
+    assert first == m.bootstrap_ci(values[::-1], seed=3)
     assert first != m.bootstrap_ci(values, seed=4)
     assert first is not None
     low, high = first
-    assert low < sum(values) / len(values) < high
-    assert 0.05 < high - low < 0.25  # about 4 standard errors of a proportion near 0.58
+    assert low < 0.55 < high
+    assert 0.1 < high - low < 0.2  # about 4 standard errors
+
+
+def test_bootstrap_interval_of_a_proportion_is_about_four_standard_errors_wide() -> None:
+    values = [0.0, 1.0] * 50 + [1.0] * 20  # p = 0.583, standard error 0.045
+    ci = m.bootstrap_ci(values, seed=1)
+    assert ci is not None
+    assert ci == m.bootstrap_ci(sorted(values), seed=1)
+    low, high = ci
+    assert low < 70 / 120 < high
+    assert 0.13 < high - low < 0.22
 
 
 def test_bootstrap_interval_of_a_constant_is_that_constant() -> None:
