@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from dealroom.sdk.tournament import (
     Tournament,
     TournamentConfig,
     TournamentError,
+    _context,
     chunked,
 )
 from dealroom.server.fork import ForkError, fork, rebuild
@@ -240,3 +242,15 @@ def test_a_fork_from_event_zero_with_the_same_agents_is_the_original(
         seed=CONFIG.seed,
     )
     assert again == record
+
+
+def test_worker_processes_are_not_forked_from_a_driver_that_runs_threads() -> None:
+    assert _context().get_start_method() == "fork"
+    release = threading.Event()
+    helper = threading.Thread(target=release.wait, args=(10,))
+    helper.start()
+    try:
+        assert _context().get_start_method() == "forkserver"
+    finally:
+        release.set()
+        helper.join(timeout=10)

@@ -22,7 +22,10 @@ most ``limit`` negotiations in flight.
 from __future__ import annotations
 
 import functools
+import logging
+import multiprocessing
 import signal
+import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -207,6 +210,15 @@ def chunked(jobs: Sequence[Job], workers: int, size: int | None = None) -> list[
     return [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
 
 
+def _context() -> multiprocessing.context.BaseContext:
+    # Fork is fast and needs no ``if __name__ == "__main__"`` guard in the user's script, but is
+    # unsafe in a process that runs threads (an event loop's workers, Ray's): use forkserver then.
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
 def _ignore_sigint() -> None:
     # Ctrl-C reaches the whole process group: only the driver handles it (and stops the pool).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -224,7 +236,7 @@ class ProcessBackend:
     ) -> Iterator[tuple[Job, SerializedRecord]]:
         """Play every job; results arrive a chunk at a time."""
         chunks = iter(chunked(jobs, self.workers, self.chunk_size))
-        pool = ProcessPoolExecutor(self.workers, initializer=_ignore_sigint)
+        pool = ProcessPoolExecutor(self.workers, mp_context=_context(), initializer=_ignore_sigint)
         running: dict[Future[list[SerializedRecord]], list[Job]] = {}
         try:
             while True:
@@ -265,6 +277,7 @@ class RayBackend:
                 num_cpus=self.num_cpus,
                 include_dashboard=False,
                 log_to_driver=False,
+                logging_level=logging.ERROR,  # no start-up chatter on the driver's stderr
             )
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         remote = ray.remote(_play_chunk)
