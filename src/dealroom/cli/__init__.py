@@ -16,11 +16,14 @@ from dealroom.cli import export_sft as _export_sft
 from dealroom.cli import match as _match
 from dealroom.cli import replay as _replay
 from dealroom.cli import report as _report
+from dealroom.cli import room as _room
 from dealroom.cli import scenarios as _scenarios
+from dealroom.cli import seat as _seat
+from dealroom.cli import serve as _serve
 from dealroom.cli import tournament as _tournament
 
 # Subcommand modules, in the order ``dealroom --help`` lists them.
-SUBCOMMANDS = [_match, _scenarios, _export_sft, _tournament, _report, _replay]
+SUBCOMMANDS = [_match, _scenarios, _export_sft, _tournament, _report, _replay, _serve, _room, _seat]
 
 
 class UsageError(Exception):

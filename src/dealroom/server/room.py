@@ -33,12 +33,15 @@ from dealroom.protocol import (
     ActionResult,
     Agent,
     ErrorCode,
+    Event,
+    LiveOffer,
     Observation,
     Referee,
     Role,
     Rules,
     RuleViolation,
     Scenario,
+    SeatOutcome,
     ToolErrorPayload,
     WaitResult,
     WakeReason,
@@ -64,7 +67,18 @@ class RoomLimits:
 
 DEFAULT_LIMITS = RoomLimits()
 
-Hint = Callable[["Negotiation", Role], str]
+
+@dataclass(frozen=True, slots=True)
+class Sight:
+    """What one seat may see: events up to ``upto``, the live offers then, its clock."""
+
+    upto: int
+    live_offers: tuple[LiveOffer, ...]
+    now: float
+    outcome: SeatOutcome | None
+
+
+Hint = Callable[["Negotiation", Role, Sight], str]
 
 
 class Negotiation:
@@ -86,6 +100,7 @@ class Negotiation:
         self.scenario = scenario
         self.number = number
         self.referee = Referee(scenario, rules)
+        self._public = scenario.public()
         self.sched = Scheduler(self.referee, dict(houses), clock=clock)
         self.remote_roles: tuple[Role, ...] = tuple(r for r in ROLES if r not in houses)
         self.limits = limits
@@ -145,10 +160,10 @@ class Negotiation:
     async def wait(self, role: Role, timeout_s: float) -> WaitResult:
         """Sleep until news from the other side, ``timeout_s`` on the clock, or the end.
 
-        Blocks at most ``timeout_s`` wall seconds; if the other side is still deciding then,
-        the seat stays asleep and the result says ``pending``.
+        Blocks at most ``timeout_s`` (and ``limits.max_wait_s``) wall seconds; if the other
+        side is still deciding then, the seat stays asleep and the result says ``pending``.
         """
-        timeout_s = min(max(timeout_s, 0.0), self.limits.max_wait_s)
+        timeout_s = max(timeout_s, 0.0)
         async with self._call(role):
             seat = self.sched.remote(role)
             async with self._lock:
@@ -158,7 +173,7 @@ class Negotiation:
                     self._advance()
             await self._until(
                 lambda: seat.state != "waiting" or not self.referee.is_open,
-                limit=timeout_s + 0.05,
+                limit=min(timeout_s, self.limits.max_wait_s) + 0.05,
             )
             async with self._lock:
                 reason: WakeReason
@@ -168,15 +183,49 @@ class Negotiation:
                     reason = "pending"
                 else:
                     reason = seat.woke or "timeout"
-                return WaitResult(woke=reason, **self._update(role))
+                update = self._update(role)
+                if reason == "timeout" and any(e.by not in (role, None) for e in update["events"]):
+                    reason = "news"  # the other side moved by the time the seat woke
+                return WaitResult(woke=reason, **update)
 
     async def observe(self, role: Role, *, deliver: bool) -> Observation:
-        """The seat's observation now; ``deliver`` marks every event as shown to it."""
+        """What the seat sees now; ``deliver`` marks those events as shown to it."""
         async with self._call(role) if deliver else _nothing(), self._lock:
             self._advance()
+            sight = self.sight(role)
             if deliver:
-                self._delivered(role)
-            return self.referee.observe(role, self._now(role))
+                self._deliver(role, sight)
+            return Observation(
+                role=role,
+                scenario=self._public,
+                private_value=self.scenario.private_value(role),
+                now=sight.now,
+                time_left=round(self.scenario.deadline - sight.now, 3),
+                live_offers=sight.live_offers,
+                events=tuple(self.referee.events_since(0)[: sight.upto]),
+                outcome=sight.outcome,
+            )
+
+    def sight(self, role: Role) -> Sight:
+        """What ``role`` may see now.
+
+        On the virtual clock that is fixed when the seat's own last item ran (its action, or
+        its wake-up), never by how far the other seats got in real time since, so that a
+        seat's view, and so its next decision, does not depend on anyone's speed.
+        """
+        referee = self.referee
+        end = referee.outcome
+        if end is not None:
+            return Sight(referee.event_count, (), end.time, seat_outcome(end, role))
+        if self.sched.clock == "wall":
+            now = min(self._wall(), self.scenario.deadline)
+            return Sight(referee.event_count, referee.live_offers(), now, None)
+        seat = self.sched.remote(role)
+        return Sight(seat.upto, seat.live, seat.ready_at, None)
+
+    def hint(self, role: Role) -> str:
+        """What the seat can usefully do next, given what it sees."""
+        return self._hint(self, role, self.sight(role))
 
     async def tick(self) -> None:
         """Advance on wall time; run an abandoned negotiation to its end (the server's reaper)."""
@@ -266,28 +315,22 @@ class Negotiation:
     def _wall(self) -> float:
         return 0.0 if self._started is None else self._timer() - self._started
 
-    def _now(self, role: Role) -> float:
-        if self.sched.clock == "wall":
-            return self._wall()
-        return self.sched.seat_now(role)
-
-    def _delivered(self, role: Role) -> None:
-        self._seen[role] = self.referee.event_count
-        self.sched.delivered(role)
+    def _deliver(self, role: Role, sight: Sight) -> tuple[Event, ...]:
+        seen = self._seen[role]
+        events = tuple(self.referee.events_since(seen)[: max(0, sight.upto - seen)])
+        self._seen[role] = max(seen, sight.upto)
+        self.sched.delivered(role, self._seen[role])
+        return events
 
     def _update(self, role: Role) -> dict[str, Any]:
-        referee = self.referee
-        events = tuple(referee.events_since(self._seen[role]))
-        self._delivered(role)
-        end = referee.outcome
-        now = end.time if end is not None else min(self._now(role), self.scenario.deadline)
+        sight = self.sight(role)
         return {
-            "events": events,
-            "live_offers": referee.live_offers(),
-            "now": now,
-            "time_left": round(self.scenario.deadline - now, 3),
-            "outcome": None if end is None else seat_outcome(end, role),
-            "hint": self._hint(self, role),
+            "events": self._deliver(role, sight),
+            "live_offers": sight.live_offers,
+            "now": sight.now,
+            "time_left": round(self.scenario.deadline - sight.now, 3),
+            "outcome": sight.outcome,
+            "hint": self._hint(self, role, sight),
         }
 
     def _too_late(self, role: Role) -> ActionResult:

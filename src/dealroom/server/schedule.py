@@ -29,6 +29,7 @@ from dealroom.protocol import (
     Action,
     Agent,
     Event,
+    LiveOffer,
     Referee,
     Role,
     Rules,
@@ -75,6 +76,10 @@ class RemoteSeat:
     """What the last executed action did; read once by the room."""
     woke: Literal["news", "timeout"] | None = None
     """Why the seat last woke, until the news is delivered."""
+    upto: int = 0
+    """Events the seat may see: those that had happened when its last item ran."""
+    live: tuple[LiveOffer, ...] = ()
+    """The live offers at that moment."""
 
 
 Seat = HouseSeat | RemoteSeat
@@ -148,10 +153,19 @@ class Scheduler:
         self.remote(role).absent = True
         self.version += 1
 
-    def delivered(self, role: Role) -> None:
-        """Every event so far has been shown to the client."""
+    def delivered(self, role: Role, seen: int) -> None:
+        """The client has been shown the first ``seen`` events."""
         seat = self.remote(role)
-        seat.news_at, seat.woke = math.inf, None
+        seat.woke = None
+        them = other(role)
+        later = (e.t for e in self.referee.events_since(seen) if e.by == them)
+        seat.news_at = next(later, math.inf)
+
+    def _snapshot(self, seat: RemoteSeat) -> None:
+        # What a seat sees is fixed when its own item runs, so that it never depends on how
+        # far the other seats got in real time (items up to its lower bound may run later).
+        seat.upto = self.referee.event_count
+        seat.live = self.referee.live_offers()
 
     def _ready(self, role: Role, wall: float) -> RemoteSeat:
         seat = self.remote(role)
@@ -160,6 +174,7 @@ class Scheduler:
             # the last item run (nothing happened between then and now on the schedule).
             seat.absent, seat.state, seat.fresh = False, "thinking", True
             seat.ready_at = max(seat.ready_at, self.now)
+            self._snapshot(seat)
         if self.clock == "wall":
             seat.ready_at = max(seat.ready_at, wall)
         return seat
@@ -193,10 +208,6 @@ class Scheduler:
     def next_time(self) -> float:
         """When the next item is due (wall clock: when to run ``advance`` again)."""
         return min(self._earliest()[1], self.deadline)
-
-    def seat_now(self, role: Role) -> float:
-        """The clock a seat observes: its own, but never before the last item run."""
-        return max(self.seats[role].ready_at, self.now)
 
     def _earliest(self) -> tuple[Role, float, bool]:
         best: tuple[Role, float, bool] | None = None
@@ -233,9 +244,11 @@ class Scheduler:
             assert action is not None
             seat.state, seat.ready_at, seat.fresh = "thinking", at, False
             seat.applied = self._apply(role, action, at)
+            self._snapshot(seat)
         else:
             seat.woke = "news" if seat.news_at <= seat.wake_at else "timeout"
             seat.state, seat.ready_at, seat.fresh = "thinking", at, True
+            self._snapshot(seat)
 
     def _run_house(self, role: Role, seat: HouseSeat, at: float) -> None:
         # Mirrors VirtualRoom.next_wake/decide/_apply line for line.

@@ -104,7 +104,7 @@ class LocalSeat:
             total_surplus=room.total_surplus(role),
             can_start_next=room.can_start_next(),
             clock=room.clock,
-            hint=texts.result_hint(negotiation, role, series=room.series),
+            hint=negotiation.hint(role),
         )
 
     async def new_negotiation(self) -> SeatState:

@@ -157,7 +157,7 @@ class Room:
             clock=self.clock,
             houses=agents,
             on_end=self._record,
-            hint=lambda n, role: texts.result_hint(n, role, series=self.series),
+            hint=lambda n, role, sight: texts.result_hint(n, role, sight, series=self.series),
             limits=self.limits,
             timer=self._timer,
         )

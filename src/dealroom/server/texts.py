@@ -29,7 +29,7 @@ from dealroom.protocol.briefing import briefing as base_briefing
 from dealroom.protocol.wire import ClockKind
 
 if TYPE_CHECKING:
-    from dealroom.server.room import Negotiation
+    from dealroom.server.room import Negotiation, Sight
 
 ERROR_HINTS: dict[str, str] = {
     ErrorCode.OFFER_NOT_FOUND: "Use an offer_id from live_offers (get_state lists them).",
@@ -61,11 +61,10 @@ def money(amount: Decimal, currency: str = "USD") -> str:
     return f"${text}" if currency == "USD" else f"{text} {currency}"
 
 
-def result_hint(negotiation: Negotiation, role: Role, *, series: bool) -> str:
-    """What the seat can usefully do next."""
-    referee = negotiation.referee
+def result_hint(negotiation: Negotiation, role: Role, sight: Sight, *, series: bool) -> str:
+    """What the seat can usefully do next, from what it sees."""
     currency = negotiation.scenario.currency
-    end = referee.outcome
+    end = sight.outcome
     if end is not None:
         head = (
             f"The negotiation is over: deal at {money(end.price, currency)}."
@@ -74,7 +73,7 @@ def result_hint(negotiation: Negotiation, role: Role, *, series: bool) -> str:
         )
         more = " Call new_negotiation to play the next one." if series else ""
         return f"{head}{more} get_state shows your results."
-    theirs = next((o for o in referee.live_offers() if o.by != role), None)
+    theirs = next((o for o in sight.live_offers if o.by != role), None)
     if theirs is not None:
         return (
             f"Their offer {theirs.offer_id} at {money(theirs.price, currency)} is live: accept "

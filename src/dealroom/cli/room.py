@@ -1,0 +1,106 @@
+"""``dealroom room create|show``: the admin API of an HTTP server, from the command line.
+
+The admin token is read from DEALROOM_ADMIN_TOKEN only, never from a flag (flags end up in shell
+history and process lists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+import httpx2
+
+from dealroom.cli._common import usage_error
+from dealroom.protocol import TIERS, RoomCreated, RoomRequest
+
+ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
+
+
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the subcommands."""
+    room = commands.add_parser("room", help="create and inspect rooms on an HTTP server")
+    actions = room.add_subparsers(dest="room_command", required=True, parser_class=type(room))
+    create = actions.add_parser(
+        "create",
+        help="open a room; prints its id and one token per open seat",
+        description=f"Open a room. The admin token is read from ${ADMIN_TOKEN_ENV}.",
+    )
+    create.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8765")
+    create.add_argument("--tier", choices=TIERS, default="mid", help="price tier (default: mid)")
+    create.add_argument("--seed", type=int, default=0, help="scenario seed (default: 0)")
+    create.add_argument("--index", type=int, default=0, help="scenario index (default: 0)")
+    create.add_argument("--deadline", type=float, help="seconds on the negotiation clock")
+    create.add_argument("--clock", choices=["virtual", "wall"], default="virtual")
+    house = create.add_mutually_exclusive_group()
+    house.add_argument("--house-buyer", metavar="SPEC", help="a house agent takes the buyer seat")
+    house.add_argument("--house-seller", metavar="SPEC", help="a house agent takes the seller seat")
+    create.add_argument("--json", action="store_true", help='print {"room": ..., "tokens": ...}')
+    create.set_defaults(handler=run_create)
+
+    show = actions.add_parser("show", help="print a room's negotiations and outcomes (JSON)")
+    show.add_argument("--server", required=True)
+    show.add_argument("room")
+    show.set_defaults(handler=run_show)
+
+
+def base_url(server: str) -> str:
+    """The server's root URL (a trailing /mcp is dropped)."""
+    url = server.rstrip("/")
+    return url.removesuffix("/mcp")
+
+
+def _admin(method: str, url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    token = os.environ.get(ADMIN_TOKEN_ENV)
+    if not token:
+        raise usage_error(f"set {ADMIN_TOKEN_ENV} to the server's admin token")
+    try:
+        response = httpx2.request(
+            method, url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30.0
+        )
+    except httpx2.HTTPError as exc:
+        raise usage_error(f"{url}: {exc}") from None
+    try:
+        data: dict[str, Any] = response.json()
+    except ValueError:
+        data = {"error": response.text[:200]}
+    if response.status_code >= 400:
+        raise usage_error(f"{url}: HTTP {response.status_code}: {data.get('error', data)}")
+    return data
+
+
+def run_create(args: argparse.Namespace) -> int:
+    """POST /admin/rooms and print the tokens."""
+    try:
+        request = RoomRequest(
+            tier=args.tier,
+            seed=args.seed,
+            index=args.index,
+            deadline=args.deadline,
+            clock=args.clock,
+            house_buyer=args.house_buyer,
+            house_seller=args.house_seller,
+        )
+    except ValueError as exc:
+        raise usage_error(str(exc).splitlines()[0]) from None
+    body = request.model_dump(mode="json", exclude_defaults=True)
+    created = RoomCreated.model_validate(
+        _admin("POST", f"{base_url(args.server)}/admin/rooms", body)
+    )
+    if args.json:
+        sys.stdout.write(json.dumps({"room": created.room, "tokens": created.tokens}) + "\n")
+        return 0
+    sys.stdout.write(f"room {created.room}\n")
+    for role, token in created.tokens.items():
+        sys.stdout.write(f"{role:<6} {token}\n")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """GET /admin/rooms/{room}."""
+    data = _admin("GET", f"{base_url(args.server)}/admin/rooms/{args.room}")
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    return 0

@@ -1,0 +1,43 @@
+"""``dealroom seat``: a stdio MCP server that plays one seat of an HTTP room (for stdio hosts)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import anyio
+
+from dealroom.cli._common import usage_error
+
+SEAT_TOKEN_ENV = "DEALROOM_SEAT_TOKEN"
+
+
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the subcommand."""
+    parser = commands.add_parser(
+        "seat",
+        help="stdio MCP server forwarding to one seat of an HTTP room",
+        description=f"Relay stdio MCP to a seat of an HTTP room. The seat token is read from "
+        f"${SEAT_TOKEN_ENV}.",
+    )
+    parser.add_argument(
+        "--server", required=True, help="the room server, e.g. http://127.0.0.1:8765 (or .../mcp)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def mcp_url(server: str) -> str:
+    """The MCP endpoint of a server URL (``/mcp`` appended when there is no path)."""
+    url = server.rstrip("/")
+    return url if url.endswith("/mcp") else f"{url}/mcp"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Relay until the host closes stdin."""
+    token = os.environ.get(SEAT_TOKEN_ENV)
+    if not token:
+        raise usage_error(f"set {SEAT_TOKEN_ENV} to the seat token from `dealroom room create`")
+    from dealroom.server.mcp_proxy import serve_proxy
+
+    anyio.run(serve_proxy, mcp_url(args.server), token)
+    return 0

@@ -1,0 +1,190 @@
+"""``dealroom serve``: the MCP server, over stdio (house mode) or streamable HTTP (rooms)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+from pathlib import Path
+
+import anyio
+
+from dealroom.cli._common import add_scenario_flags, agent, read_scenarios, usage_error
+from dealroom.protocol import DEFAULT_RULES, Role, Scenario
+from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
+from dealroom.server.room import DEFAULT_LIMITS, RoomLimits
+from dealroom.server.series import House, Room, ScenarioSource
+from dealroom.server.store import ResultsStore, StoreError
+
+ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
+
+
+def default_results_path() -> Path:
+    """$XDG_DATA_HOME/dealroom/results.db (default ~/.local/share/dealroom/results.db)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "dealroom" / "results.db"
+
+
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the subcommand."""
+    parser = commands.add_parser(
+        "serve",
+        help="serve negotiations over MCP (stdio house mode, or HTTP rooms)",
+        description="Serve negotiations over MCP. stdio (default): this process is one seat "
+        "against a house agent, for hosts such as Claude Desktop. http: rooms with a bearer "
+        "token per seat, MCP at /mcp, rooms created with `dealroom room create`.",
+    )
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    house = parser.add_argument_group("stdio house mode")
+    house.add_argument(
+        "--role",
+        choices=["buyer", "seller"],
+        default="buyer",
+        help="the client's seat (default: buyer)",
+    )
+    house.add_argument(
+        "--opponent",
+        default="boulware",
+        help="house agent spec in the other seat (default: boulware)",
+    )
+    add_scenario_flags(house)
+    for action in house._group_actions:
+        if action.dest == "scenario":
+            action.help = "JSONL scenario file: negotiation n of the series plays line n"
+    house.add_argument(
+        "--deadline",
+        type=_seconds,
+        help="seconds on the negotiation clock "
+        f"(default: {DEFAULT_SPEC.deadline:g}; ignored with --scenario)",
+    )
+    house.add_argument(
+        "--clock",
+        choices=["virtual", "wall"],
+        default="virtual",
+        help="virtual (default): each action costs fixed simulated seconds; wall: real time",
+    )
+    http = parser.add_argument_group("http rooms")
+    http.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
+    http.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
+    http.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra Host name accepted by DNS-rebinding protection (repeatable)",
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="SQLite results store; every finished negotiation is written there "
+        f"(default: {default_results_path()}, i.e. $XDG_DATA_HOME/dealroom/"
+        "results.db)",
+    )
+    parser.add_argument(
+        "--idle-limit",
+        type=_seconds,
+        default=DEFAULT_LIMITS.idle_s,
+        help="real seconds after which a silent seat counts as waiting "
+        f"(default: {DEFAULT_LIMITS.idle_s:g})",
+    )
+    parser.set_defaults(handler=run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError(f"must be in (0, 86400]: {text!r}")
+    return value
+
+
+def open_store(path: Path | None) -> ResultsStore:
+    """The results store, its directory created if needed; a usage error if it cannot be."""
+    path = path or default_results_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return ResultsStore(path)
+    except (OSError, StoreError) as exc:
+        raise usage_error(f"{path}: cannot open the results store ({exc})") from None
+
+
+def house_scenarios(args: argparse.Namespace) -> ScenarioSource:
+    """Negotiation n plays line n of --scenario, or the n-th scenario of --seed and --tier."""
+    if args.scenario is not None:
+        rows = read_scenarios(args.scenario)
+        if not rows:
+            raise usage_error(f"{args.scenario}: no scenario in the file")
+
+        def from_file(index: int) -> Scenario | None:
+            return rows[index] if index < len(rows) else None
+
+        return from_file
+    spec = DEFAULT_SPEC
+    if args.deadline is not None:
+        spec = DEFAULT_SPEC.model_copy(update={"deadline": args.deadline})
+    tier, seed = args.tier, args.seed
+
+    def generated(index: int) -> Scenario:
+        return scenario_at(seed, index, tier, spec)
+
+    return generated
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until the client (stdio) or an interrupt (http) ends it."""
+    limits = RoomLimits(idle_s=args.idle_limit)
+    if args.transport == "http":
+        return _run_http(args, limits)
+    role: Role = args.role
+    opponent: Role = "seller" if role == "buyer" else "buyer"
+    house = House(args.opponent, agent(args.opponent))
+    scenarios = house_scenarios(args)
+    store = open_store(args.results)
+    try:
+        room = Room(
+            f"house-{secrets.token_hex(6)}",
+            scenarios=scenarios,
+            houses={opponent: house},
+            rules=DEFAULT_RULES,
+            clock=args.clock,
+            seed=args.seed,
+            store=store,
+            limits=limits,
+        )
+        from dealroom.server.mcp_stdio import serve_stdio
+
+        anyio.run(serve_stdio, room, role)
+    finally:
+        store.close()
+    return 0
+
+
+def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
+    from dealroom.agents import resolve
+    from dealroom.server.mcp_http import serve_http
+    from dealroom.server.registry import RoomRegistry
+
+    admin_token = os.environ.get(ADMIN_TOKEN_ENV) or None
+    if admin_token is None:
+        sys.stderr.write(
+            f"dealroom: {ADMIN_TOKEN_ENV} is not set: the admin API (room creation) is disabled\n"
+        )
+    store = open_store(args.results)
+    try:
+        registry = RoomRegistry(store=store, resolve_house=resolve, limits=limits)
+        anyio.run(
+            lambda: serve_http(
+                registry,
+                host=args.host,
+                port=args.port,
+                admin_token=admin_token,
+                allowed_hosts=args.allow_host,
+            )
+        )
+    finally:
+        store.close()
+    return 0

@@ -1,0 +1,33 @@
+"""stdio, house mode: this process is one client's seat against a house agent.
+
+On stdio the wire is stdout: nothing else may be written there. Logs go to stderr (the entry
+point configures them before the MCP server is built).
+"""
+
+from __future__ import annotations
+
+import anyio
+import structlog
+
+from dealroom.protocol import Role
+from dealroom.server.mcp_app import build_app
+from dealroom.server.seat import LocalSeat
+from dealroom.server.series import Room
+
+
+async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> None:
+    """Serve ``role`` of ``room`` on stdin/stdout until the client closes the stream."""
+    structlog.contextvars.bind_contextvars(room=room.id, seat=role)
+    seat = LocalSeat(room, role)
+    app = build_app(lambda: seat, series=room.series)
+
+    async def reap() -> None:
+        # Ends wall-clock negotiations at their deadline even while the client is silent.
+        while True:
+            await anyio.sleep(reap_interval)
+            await room.current.tick()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(reap)
+        await app.run_stdio_async()
+        group.cancel_scope.cancel()

@@ -1,0 +1,340 @@
+"""Every tool, resource, prompt and error code, through an in-memory MCP client (house mode)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from mcp_support import acts, client_for, house_room, ok, refused, scenario, scripted
+
+from dealroom.protocol import (
+    Accept,
+    Decision,
+    ErrorCode,
+    MakeOffer,
+    Observation,
+    SendMessage,
+    SessionErrorCode,
+    WalkAway,
+)
+from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI
+from dealroom.server.room import RoomLimits
+from dealroom.server.series import Room
+from dealroom.server.store import ResultsStore
+
+pytestmark = pytest.mark.anyio
+
+TOOLS = {
+    "make_offer",
+    "accept",
+    "reject",
+    "send_message",
+    "walk_away",
+    "wait_for_opponent",
+    "get_state",
+    "new_negotiation",
+}
+
+
+def _price(x: float | Decimal) -> float:
+    return float(x)
+
+
+async def test_the_server_offers_exactly_the_negotiation_tools_with_typed_inputs() -> None:
+    async with client_for(house_room(), "buyer") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    price = tools["make_offer"].input_schema["properties"]["price"]
+    assert price["type"] == "number" and price["exclusiveMinimum"] == 0
+    assert "binding" in (tools["make_offer"].description or "")
+    assert "cheap talk" in (tools["send_message"].description or "").lower()
+    timeout = tools["wait_for_opponent"].input_schema["properties"]["timeout_s"]
+    assert timeout["maximum"] == 60 and timeout["default"] == 20
+    for tool in tools.values():
+        assert tool.output_schema is not None, tool.name
+        assert "role" not in tool.input_schema.get("properties", {}), "the seat is never an input"
+
+
+async def test_get_state_shows_the_seat_its_own_value_and_the_public_scenario() -> None:
+    room = house_room(role="seller", seed=3)
+    async with client_for(room, "seller") as client:
+        state = await ok(client, "get_state")
+    observation = Observation.model_validate(state["observation"])
+    assert observation.role == "seller"
+    assert observation.private_value == room.current.scenario.seller_cost
+    assert observation.now == 0 and observation.time_left == 120
+    assert state["negotiation"] == 1 and state["results"] == [] and state["clock"] == "virtual"
+    assert state["can_start_next"] is False
+
+
+async def test_make_offer_takes_effect_at_thinking_plus_cost_and_returns_the_unseen_events() -> (
+    None
+):
+    room = house_room(opponent=acts(MakeOffer(price=Decimal("1500.00"))))
+    async with client_for(room, "buyer") as client:
+        result = await ok(client, "make_offer", price=900, message="Cash today.")
+    assert result["ok"] is True
+    # The house seller (first mover) acts at 0 + 1 (thinking) + 5 (offer); so does the client.
+    made = [(e["by"], e["t"], e["price"], e["message"]) for e in result["events"]]
+    assert made == [("seller", 6.0, 1500.0, None), ("buyer", 6.0, 900.0, "Cash today.")]
+    assert {o["by"] for o in result["live_offers"]} == {"buyer", "seller"}
+    assert result["now"] == 6.0 and result["time_left"] == 114.0
+    assert "o1" in result["hint"]
+
+
+async def test_a_second_action_without_a_wait_pays_no_thinking_time() -> None:
+    async with client_for(house_room(opponent=scripted()), "buyer") as client:
+        first = await ok(client, "send_message", text="Hello.")
+        second = await ok(client, "make_offer", price=700)
+    assert first["events"][0]["t"] == 4.0  # 1 thinking + 3 message
+    assert second["events"][0]["t"] == 9.0  # + 5 offer, no thinking
+
+
+async def test_accept_closes_the_deal_and_reports_only_the_seats_own_outcome(
+    tmp_path: Path,
+) -> None:
+    with ResultsStore(tmp_path / "r.db") as store:
+        room = house_room(opponent=acts(MakeOffer(price=Decimal("800.00"))), store=store)
+        async with client_for(room, "buyer") as client:
+            await ok(client, "wait_for_opponent", timeout_s=10)
+            result = await ok(client, "accept", offer_id="o1")
+            assert store.get("room-test/1") is not None, "recorded before the call returned"
+    outcome = result["outcome"]
+    assert outcome["status"] == "deal" and outcome["price"] == 800.0
+    value = room.current.scenario.buyer_value
+    assert Decimal(str(outcome["surplus"])) == value - Decimal("800.00")
+    assert set(outcome) == {"status", "end_reason", "price", "time", "surplus"}
+    assert result["events"][-1]["type"] == "negotiation_ended"
+
+
+async def test_reject_turns_their_offer_down_and_tells_them() -> None:
+    room = house_room(opponent=acts(MakeOffer(price=Decimal("1500.00"))))
+    async with client_for(room, "buyer") as client:
+        await ok(client, "wait_for_opponent")
+        result = await ok(client, "reject", offer_id="o1", message="Too high.")
+    rejected = result["events"][-1]
+    assert rejected["type"] == "offer_rejected" and rejected["message"] == "Too high."
+    assert result["live_offers"] == []
+
+
+async def test_send_message_is_delivered_as_cheap_talk() -> None:
+    room = house_room(opponent=scripted())
+    async with client_for(room, "buyer") as client:
+        result = await ok(client, "send_message", text="My budget is tight.")
+    assert result["events"][0]["type"] == "message_sent"
+    assert room.current.referee.live_offers() == ()
+
+
+async def test_walk_away_ends_the_negotiation_without_a_deal() -> None:
+    async with client_for(house_room(opponent=scripted()), "buyer") as client:
+        result = await ok(client, "walk_away", message="No thanks.")
+    assert result["outcome"]["status"] == "no_deal"
+    assert result["outcome"]["end_reason"] == "walk_away"
+    assert result["outcome"]["surplus"] == 0
+
+
+async def test_wait_for_opponent_returns_the_news_as_soon_as_the_house_moves() -> None:
+    house = scripted(Decision(wait=30), Decision(actions=(SendMessage(text="Still there?"),)))
+    async with client_for(house_room(opponent=house), "buyer") as client:
+        result = await ok(client, "wait_for_opponent", timeout_s=60)
+    # The house wakes at 0, sleeps 1 + 30, then says something 1 + 3 later.
+    assert result["woke"] == "news"
+    assert [(e["type"], e["t"]) for e in result["events"]] == [("message_sent", 35.0)]
+    assert result["now"] == 35.0
+
+
+async def test_wait_for_opponent_times_out_on_the_virtual_clock() -> None:
+    async with client_for(house_room(opponent=scripted()), "buyer") as client:
+        result = await ok(client, "wait_for_opponent", timeout_s=15)
+        again = await ok(client, "wait_for_opponent", timeout_s=15)
+    assert (result["woke"], result["now"], result["events"]) == ("timeout", 15.0, [])
+    assert again["now"] == 30.0
+
+
+async def test_waiting_past_the_deadline_ends_the_negotiation() -> None:
+    room = house_room(opponent=scripted(), deadline=30)
+    async with client_for(room, "buyer") as client:
+        first = await ok(client, "wait_for_opponent", timeout_s=20)
+        second = await ok(client, "wait_for_opponent", timeout_s=20)
+    assert first["woke"] == "timeout"
+    assert second["woke"] == "ended" and second["outcome"]["end_reason"] == "deadline"
+
+
+async def test_an_action_overtaken_by_the_end_reports_what_happened() -> None:
+    # The house sleeps; the client's second offer would take effect after the deadline.
+    house = scripted(Decision(wait=None))
+    room = house_room(opponent=house, deadline=8)
+    async with client_for(room, "buyer") as client:
+        result = await ok(client, "make_offer", price=700)  # due at 6
+        late = await ok(client, "make_offer", price=720)  # due at 11 > deadline 8
+    assert result["ok"] is True
+    assert late["ok"] is False and late["error"]["code"] == "deadline_passed"
+    assert late["outcome"]["end_reason"] == "deadline"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code"),
+    [
+        ("accept", {"offer_id": "o99"}, ErrorCode.OFFER_NOT_FOUND),
+        ("accept", {"offer_id": "o2"}, ErrorCode.OWN_OFFER),
+        ("reject", {"offer_id": "o1", "message": "x" * 2001}, ErrorCode.MESSAGE_TOO_LONG),
+        ("make_offer", {"price": "Infinity"}, ErrorCode.PRICE_NOT_FINITE),
+        ("make_offer", {"price": 1e300}, ErrorCode.PRICE_OUT_OF_RANGE),
+        ("make_offer", {"price": 10_000_000}, ErrorCode.PRICE_OUT_OF_RANGE),
+        ("send_message", {"text": "   "}, ErrorCode.MESSAGE_EMPTY),
+        ("walk_away", {"message": "y" * 2001}, ErrorCode.MESSAGE_TOO_LONG),
+    ],
+)
+async def test_a_refused_action_is_a_tool_error_with_the_referees_code_and_changes_nothing(
+    tool: str, arguments: dict[str, object], code: ErrorCode
+) -> None:
+    room = house_room(opponent=acts(MakeOffer(price=Decimal("1500.00"))))
+    async with client_for(room, "buyer") as client:
+        await ok(client, "make_offer", price=700)
+        before = room.current.referee.events, room.current.referee.live_offers()
+        text = await refused(client, tool, **arguments)
+        after = room.current.referee.events, room.current.referee.live_offers()
+    assert text.startswith(f"{code}: ")
+    assert text.count(".") >= 2, "the referee's sentence plus a hint"
+    assert before == after
+    assert room.current.referee.invalid_count("buyer") == 1
+
+
+async def test_accepting_an_offer_that_is_no_longer_live_is_refused_with_offer_not_live() -> None:
+    house = acts(MakeOffer(price=Decimal("1500.00")), MakeOffer(price=Decimal("1400.00")), wait=2)
+    async with client_for(house_room(opponent=house), "buyer") as client:
+        await ok(client, "wait_for_opponent")
+        await ok(client, "wait_for_opponent")
+        text = await refused(client, "accept", offer_id="o1")
+    assert text.startswith("offer_not_live: ")
+
+
+async def test_acting_after_seeing_the_end_is_refused_with_negotiation_closed() -> None:
+    async with client_for(house_room(opponent=scripted()), "buyer") as client:
+        await ok(client, "walk_away")
+        text = await refused(client, "make_offer", price=100)
+    assert text.startswith("negotiation_closed: ")
+
+
+async def test_the_invalid_action_that_reaches_the_limit_forfeits() -> None:
+    room = house_room(opponent=scripted())
+    async with client_for(room, "buyer") as client:
+        for _ in range(9):
+            await refused(client, "accept", offer_id="nope")
+        text = await refused(client, "accept", offer_id="nope")
+        state = await ok(client, "get_state")
+    assert "forfeited" in text
+    assert state["observation"]["outcome"]["end_reason"] == "forfeit"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("make_offer", {"price": -5}),
+        ("make_offer", {"price": 0}),
+        ("make_offer", {"price": "NaN"}),
+        ("make_offer", {"price": "abc"}),
+        ("make_offer", {}),
+        ("accept", {}),
+        ("accept", {"offer_id": ""}),
+        ("wait_for_opponent", {"timeout_s": 61}),
+        ("wait_for_opponent", {"timeout_s": -1}),
+    ],
+)
+async def test_bad_arguments_are_a_clear_validation_error_and_cost_nothing(
+    tool: str, arguments: dict[str, object]
+) -> None:
+    room = house_room(opponent=scripted())
+    async with client_for(room, "buyer") as client:
+        text = await refused(client, tool, **arguments)
+    assert "validation error" in text
+    assert room.current.referee.invalid_count("buyer") == 0
+    assert room.current.sched.remote("buyer").ready_at == 0
+
+
+async def test_new_negotiation_is_refused_while_one_runs_then_starts_the_next() -> None:
+    room = house_room(opponent=scripted(), seed=4)
+    async with client_for(room, "buyer") as client:
+        text = await refused(client, "new_negotiation")
+        await ok(client, "walk_away")
+        state = await ok(client, "new_negotiation")
+    assert text.startswith(f"{SessionErrorCode.NEGOTIATION_RUNNING}: ")
+    assert state["negotiation"] == 2
+    assert [r["outcome"]["end_reason"] for r in state["results"]] == ["walk_away"]
+    assert state["observation"]["scenario"]["id"] == scenario(4, index=1).id
+    assert state["observation"]["events"] == []
+
+
+async def test_a_series_ends_when_the_scenario_list_is_exhausted() -> None:
+    only = scenario(2)
+    room = house_room(opponent=scripted(), scenarios=lambda i: only if i == 0 else None)
+    async with client_for(room, "buyer") as client:
+        await ok(client, "walk_away")
+        text = await refused(client, "new_negotiation")
+    assert text.startswith(f"{SessionErrorCode.SERIES_OVER}: ")
+
+
+async def test_a_room_of_two_clients_refuses_new_negotiation() -> None:
+    room = Room("two", scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.05))
+    async with client_for(room, "buyer") as client:
+        await ok(client, "walk_away")
+        text = await refused(client, "new_negotiation")
+    assert text.startswith(f"{SessionErrorCode.SERIES_UNAVAILABLE}: ")
+
+
+async def test_the_results_of_the_series_add_up_in_get_state() -> None:
+    house = scripted(Decision(wait=None), Decision(actions=(Accept(offer_id="o1"),)))
+    room = house_room(role="seller", opponent=house, seed=5)
+    async with client_for(room, "seller") as client:
+        cost = Decimal(str((await ok(client, "get_state"))["observation"]["private_value"]))
+        await ok(client, "make_offer", price=_price(cost + 100))
+        await ok(client, "wait_for_opponent")
+        state = await ok(client, "get_state")
+    assert state["results"][0]["outcome"]["status"] == "deal"
+    assert Decimal(str(state["total_surplus"])) == Decimal("100.00")
+    assert state["can_start_next"] is True
+
+
+async def test_the_observation_resource_is_the_seats_own_view() -> None:
+    room = house_room(role="seller", opponent=acts(MakeOffer(price=Decimal("500.00"))))
+    async with client_for(room, "seller") as client:
+        await ok(client, "wait_for_opponent")
+        resource = await client.read_resource(OBSERVATION_URI)
+        listed = {str(r.uri) for r in (await client.list_resources()).resources}
+    assert listed == {OBSERVATION_URI, TRANSCRIPT_URI}
+    text = resource.contents[0].text  # type: ignore[union-attr]
+    observation = Observation.model_validate(json.loads(text))
+    assert observation.role == "seller"
+    assert observation.private_value == room.current.scenario.seller_cost
+    assert [e.type for e in observation.events] == ["offer_made"]
+
+
+async def test_the_transcript_resource_lists_every_event_from_the_seats_side() -> None:
+    room = house_room(opponent=acts(SendMessage(text="Hi!"), WalkAway()))
+    async with client_for(room, "buyer") as client:
+        await ok(client, "make_offer", price=600, message="Hello")
+        await ok(client, "wait_for_opponent")
+        resource = await client.read_resource(TRANSCRIPT_URI)
+    text = resource.contents[0].text  # type: ignore[union-attr]
+    assert 'seller said: "Hi!"' in text
+    assert 'you offered $600.00 (o1): "Hello"' in text
+    assert "seller walked away" in text and "Your result: no_deal" in text
+
+
+async def test_the_briefing_prompt_tells_the_seat_everything_it_needs() -> None:
+    room = house_room(role="buyer", seed=7)
+    s = room.current.scenario
+    async with client_for(room, "buyer") as client:
+        prompts = (await client.list_prompts()).prompts
+        prompt = await client.get_prompt("briefing")
+    assert [p.name for p in prompts] == ["briefing"]
+    text = prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert "You are the buyer" in text
+    assert s.item.name in text and f"{s.buyer_value:,.2f}" in text
+    assert f"{s.deadline:g} seconds" in text
+    for tool in ("make_offer", "accept", "wait_for_opponent", "get_state", "new_negotiation"):
+        assert tool in text
+    assert "surplus" in text and "virtual" in text
+    assert f"{s.seller_cost:,.2f}" not in text

@@ -1,0 +1,244 @@
+"""The room's clocks: house seats as in VirtualRoom, conservative sync, idle seats, cancels."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from decimal import Decimal
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp_support import acts, house_room, scenario, scripted
+
+from dealroom.agents import entries, resolve
+from dealroom.protocol import (
+    Accept,
+    ActionCosts,
+    MakeOffer,
+    Referee,
+    Role,
+    Rules,
+    RuleViolation,
+    SendMessage,
+    ThinkingCosts,
+    WalkAway,
+    seat_view,
+)
+from dealroom.protocol.generator import generate
+from dealroom.server.match import play, seat_rng
+from dealroom.server.room import RoomLimits
+from dealroom.server.schedule import Scheduler
+from dealroom.server.series import Room
+from dealroom.server.store import ResultsStore
+
+FAST = RoomLimits(idle_s=0.2, abandon_s=0.3)
+
+
+def two_seat_room(seed: int = 1, *, limits: RoomLimits = FAST, **kwargs: object) -> Room:
+    return Room("pair", scenarios=lambda i: scenario(seed, index=i), limits=limits, **kwargs)  # type: ignore[arg-type]
+
+
+def test_house_seats_are_simulated_exactly_as_the_virtual_room_simulates_them() -> None:
+    names = [entry.name for entry in entries()]
+    for sc in generate(1, seed=11):
+        for buyer in names:
+            for seller in names:
+                record = play(sc, resolve(buyer), resolve(seller), seed=2)
+                agents = {
+                    role: resolve(spec)(seat_view(sc, role), seat_rng(2, sc.id, role))
+                    for role, spec in (("buyer", buyer), ("seller", seller))
+                }
+                referee = Referee(sc)
+                Scheduler(referee, agents).advance()  # type: ignore[arg-type]
+                assert referee.events == record.events, (sc.id, buyer, seller)
+
+
+@pytest.mark.anyio
+async def test_a_remote_seat_pays_thinking_once_per_wake_and_each_actions_cost() -> None:
+    room = house_room(opponent=scripted())
+    negotiation = room.current
+    first = await negotiation.act("buyer", SendMessage(text="Hi"))
+    second = await negotiation.act("buyer", MakeOffer(price=Decimal(500)))
+    waited = await negotiation.wait("buyer", 10)
+    third = await negotiation.act("buyer", MakeOffer(price=Decimal(510)))
+    assert [first.events[0].t, second.events[0].t] == [4.0, 9.0]
+    assert waited.woke == "timeout" and waited.now == 19.0
+    assert third.events[-1].t == 25.0  # 19 + 1 thinking + 5
+
+
+@pytest.mark.anyio
+async def test_a_held_action_waits_until_the_other_remote_seat_cannot_act_earlier() -> None:
+    room = two_seat_room(limits=RoomLimits(idle_s=30))
+    negotiation = room.current
+    order: list[str] = []
+
+    async def seller() -> None:
+        result = await negotiation.act("seller", MakeOffer(price=Decimal(2000)))  # due at 6
+        order.append(f"seller@{result.events[-1].t}")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(seller)
+        await anyio.sleep(0.05)
+        assert order == [], "held: the buyer (clock 0) could still act before 6"
+        result = await negotiation.act("buyer", SendMessage(text="Hello"))  # due at 4
+        order.append(f"buyer@{result.events[-1].t}")
+        with anyio.fail_after(5):
+            await negotiation.wait("buyer", 20)
+    assert order == ["buyer@4.0", "seller@6.0"]
+
+
+async def _play_pair(room: Room, delays: dict[Role, float], rng: random.Random) -> list[str]:
+    """Two scripted remote seats haggling, each pausing in real time between calls."""
+    negotiation = room.current
+    value = {r: negotiation.scenario.private_value(r) for r in ("buyer", "seller")}
+
+    async def seat(role: Role) -> None:
+        price = value[role] * Decimal("0.7" if role == "buyer" else "1.3")
+        step = Decimal("1.04" if role == "buyer" else "0.96")
+        while negotiation.is_open:
+            await anyio.sleep(delays[role] * rng.random())
+            result = await negotiation.act(role, MakeOffer(price=price.quantize(Decimal("0.01"))))
+            if not result.ok or result.outcome is not None:
+                return
+            update = await negotiation.wait(role, 15)
+            while update.woke == "pending":
+                update = await negotiation.wait(role, 15)
+            theirs = next((o for o in update.live_offers if o.by != role), None)
+            good = theirs is not None and (
+                theirs.price <= price if role == "buyer" else theirs.price >= price
+            )
+            if theirs is not None and good and negotiation.is_open:
+                with contextlib.suppress(RuleViolation):
+                    await negotiation.act(role, Accept(offer_id=theirs.offer_id))
+                return
+            price *= step
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as group:
+            group.start_soon(seat, "buyer")
+            group.start_soon(seat, "seller")
+    return [e.model_dump_json() for e in negotiation.referee.events]
+
+
+@pytest.mark.anyio
+async def test_two_remote_seats_get_the_same_negotiation_whatever_their_real_speed() -> None:
+    seed = next(s for s in range(50) if scenario(s).gains > 0)
+    logs = []
+    for delays in (
+        {"buyer": 0.0, "seller": 0.0},
+        {"buyer": 0.02, "seller": 0.0},
+        {"buyer": 0.0, "seller": 0.03},
+    ):
+        room = two_seat_room(seed, limits=RoomLimits(idle_s=30))
+        logs.append(await _play_pair(room, delays, random.Random(7)))  # type: ignore[arg-type]
+    assert logs[0] == logs[1] == logs[2]
+    assert '"negotiation_ended"' in logs[0][-1]
+
+
+@pytest.mark.anyio
+async def test_a_silent_seat_counts_as_waiting_after_the_idle_limit_and_the_deadline_ends_it(
+    tmp_path: Path,
+) -> None:
+    with ResultsStore(tmp_path / "r.db") as store:
+        room = Room(
+            "pair", scenarios=lambda i: scenario(1, index=i, deadline=30), limits=FAST, store=store
+        )
+        negotiation = room.current
+        with anyio.fail_after(5):
+            result = await negotiation.act("buyer", MakeOffer(price=Decimal(100)))
+            assert result.ok and result.events[-1].t == 6.0
+            update = await negotiation.wait("buyer", 60)
+        assert update.woke == "ended" and update.outcome is not None
+        assert update.outcome.end_reason == "deadline"
+        assert "pair/1" in store
+
+
+@pytest.mark.anyio
+async def test_wait_says_pending_while_the_other_remote_seat_is_still_deciding() -> None:
+    room = two_seat_room(limits=RoomLimits(idle_s=30, max_wait_s=0.1))
+    negotiation = room.current
+    await negotiation.observe("seller", deliver=True)  # the seller is here, and thinking
+    with anyio.fail_after(5):
+        update = await negotiation.wait("buyer", 20)
+    assert update.woke == "pending" and update.events == ()
+    # The buyer is still asleep on the schedule: the seller's offer wakes it.
+    await negotiation.act("seller", MakeOffer(price=Decimal(3000)))
+    with anyio.fail_after(5):
+        update = await negotiation.wait("buyer", 5)
+    assert update.woke == "news" and update.events[-1].type == "offer_made"
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_wait_changes_nothing_and_the_next_call_gets_the_news() -> None:
+    room = two_seat_room()
+    negotiation = room.current
+    await negotiation.observe("seller", deliver=True)
+    with anyio.move_on_after(0.1):
+        await negotiation.wait("buyer", 20)  # cancelled, as by a client-side timeout
+    before = negotiation.referee.events
+    assert before == ()
+    await negotiation.act("seller", MakeOffer(price=Decimal(3000)))
+    with anyio.fail_after(5):
+        update = await negotiation.wait("buyer", 20)
+    assert update.woke == "news" and [e.type for e in update.events] == ["offer_made"]
+    result = await negotiation.act("buyer", Accept(offer_id="o1"))
+    assert result.outcome is not None and result.outcome.status == "deal"
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_held_action_is_withdrawn_and_never_happens() -> None:
+    room = two_seat_room()
+    negotiation = room.current
+    await negotiation.observe("buyer", deliver=True)
+    with anyio.move_on_after(0.1):
+        await negotiation.act("seller", MakeOffer(price=Decimal(3000)))  # held by the buyer
+    assert negotiation.sched.remote("seller").state == "thinking"
+    result = await negotiation.act("buyer", WalkAway())
+    assert [e.type for e in result.events] == ["walked_away", "negotiation_ended"]
+    assert all(e.type != "offer_made" for e in negotiation.referee.events)
+
+
+@pytest.mark.anyio
+async def test_a_wall_clock_negotiation_ends_at_its_deadline_and_is_recorded(
+    tmp_path: Path,
+) -> None:
+    with ResultsStore(tmp_path / "r.db") as store:
+        room = house_room(opponent=scripted(), clock="wall", deadline=0.3, store=store)
+        negotiation = room.current
+        state = await negotiation.observe("buyer", deliver=True)
+        assert state.now < 0.3
+        with anyio.fail_after(5):
+            update = await negotiation.wait("buyer", 5)
+        assert update.woke == "ended" and update.outcome is not None
+        assert update.outcome.end_reason == "deadline" and update.now == 0.3
+        assert "room-test/1" in store
+
+
+@pytest.mark.anyio
+async def test_a_wall_clock_house_agent_acts_in_real_time() -> None:
+    rules = Rules(thinking=ThinkingCosts(per_wake=0.0), costs=ActionCosts(make_offer=0.2))
+    house = acts(MakeOffer(price=Decimal(999)))
+    room = house_room(opponent=house, clock="wall", deadline=60, rules=rules)
+    negotiation = room.current
+    await negotiation.observe("buyer", deliver=True)
+    with anyio.fail_after(5):
+        update = await negotiation.wait("buyer", 5)
+    assert update.woke == "news"
+    assert 0.2 <= update.events[0].t < 1.0
+    result = await negotiation.act("buyer", Accept(offer_id="o1"))
+    assert result.outcome is not None and result.outcome.price == Decimal("999.00")
+
+
+@pytest.mark.anyio
+async def test_an_abandoned_negotiation_is_run_to_its_end_by_the_reaper(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "r.db") as store:
+        room = house_room(opponent="boulware", store=store, limits=FAST)
+        negotiation = room.current
+        await negotiation.act("buyer", MakeOffer(price=Decimal(100)))
+        await negotiation.tick()
+        assert negotiation.is_open, "not abandoned yet"
+        await anyio.sleep(0.35)
+        await negotiation.tick()
+        assert not negotiation.is_open
+        assert "room-test/1" in store
