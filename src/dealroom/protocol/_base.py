@@ -30,14 +30,21 @@ Money = Annotated[Decimal, PlainSerializer(_money_json, return_type=float, when_
 
 
 def to_cents(value: Decimal | float | int | str) -> Decimal:
-    """Quantise an amount to cents (half up). Raises ValueError if it is not a finite number."""
+    """Quantise an amount to cents (half up).
+
+    Raises ValueError if it is not a finite number, or too large to carry cents within the
+    decimal context's precision (27 digits or more before the point).
+    """
     try:
         amount = value if isinstance(value, Decimal) else Decimal(str(value))
     except (InvalidOperation, ValueError) as exc:
         raise ValueError(f"not a number: {value!r}") from exc
     if not amount.is_finite():
         raise ValueError(f"not a finite number: {value!r}")
-    return amount.quantize(CENT, rounding=ROUND_HALF_UP)
+    try:
+        return amount.quantize(CENT, rounding=ROUND_HALF_UP)
+    except InvalidOperation as exc:
+        raise ValueError(f"too large to quantise to cents: {value!r}") from exc
 
 
 def is_finite_number(value: object) -> bool:

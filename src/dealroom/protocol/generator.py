@@ -101,7 +101,9 @@ def loads_jsonl(text: str) -> Iterator[Scenario]:
 
     Raises ScenarioFileError naming the first bad line and what is wrong with it.
     """
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Split on "\n" only: str.splitlines also breaks at U+2028, U+0085 and other characters
+    # that JSON writes unescaped inside strings.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

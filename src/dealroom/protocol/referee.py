@@ -187,8 +187,11 @@ class Referee:
     def _check_price(self, price: Decimal) -> None:
         if not is_finite_number(price):
             raise RuleViolation(ErrorCode.PRICE_NOT_FINITE, "The price must be a finite number.")
-        cents = to_cents(price)
-        if cents <= 0 or cents > self._max_price:
+        try:
+            cents = to_cents(price)
+        except ValueError:  # finite but too large to quantise: far above the maximum
+            cents = None
+        if cents is None or cents <= 0 or cents > self._max_price:
             raise RuleViolation(
                 ErrorCode.PRICE_OUT_OF_RANGE,
                 f"The price must be above 0 and at most {self._max_price} "

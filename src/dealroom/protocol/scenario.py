@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Literal
 
 from pydantic import Field
 
 from dealroom.protocol._base import Model, Money, Role
+
+_MAX_AMOUNT = Decimal(10) ** 12
+"""Scenario amounts stay below a trillion: offers of a few times the list price then keep
+their cents in a JSON number, and far within Decimal's 28 digits."""
 
 Tier = Literal["low", "mid", "high"]
 TIERS: tuple[Tier, Tier, Tier] = ("low", "mid", "high")
@@ -29,22 +34,22 @@ class PublicScenario(Model):
     id: str
     """Scenario identifier."""
     item: Item
-    list_price: Money
+    list_price: Money = Field(gt=0, lt=_MAX_AMOUNT)
     """The advertised price, a public reference point (not anyone's private value)."""
     tier: Tier
     """Price tier: low ($10-$100), mid ($1,000-$10,000) or high ($100,000-$1,000,000)."""
     currency: str
     """ISO currency code of every price in this negotiation."""
-    deadline: float
+    deadline: float = Field(gt=0, allow_inf_nan=False)
     """Seconds on the negotiation clock after which the negotiation ends without a deal."""
 
 
 class Scenario(PublicScenario):
     """A full scenario, including both private values. Never shown to a seat as a whole."""
 
-    buyer_value: Money = Field(gt=0)
+    buyer_value: Money = Field(gt=0, lt=_MAX_AMOUNT)
     """Private to the buyer: the most it would pay."""
-    seller_cost: Money = Field(gt=0)
+    seller_cost: Money = Field(gt=0, lt=_MAX_AMOUNT)
     """Private to the seller: the least it would take."""
 
     def public(self) -> PublicScenario:

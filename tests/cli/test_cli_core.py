@@ -1,0 +1,188 @@
+"""``dealroom match``, ``dealroom agents`` and ``dealroom scenarios``, run in-process."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dealroom.agents import entries
+from dealroom.cli import main
+from dealroom.protocol.generator import dumps_jsonl, generate, loads_jsonl, scenario_at
+from dealroom.protocol.record import NegotiationRecord
+
+MATCH = ["match", "--buyer", "boulware", "--seller", "conceder"]
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    # main() points the root logger at the sys.stderr of the moment (capsys's, here).
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- match ---------------------------------------------------------------------------------
+
+
+def test_match_json_prints_exactly_one_json_object(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, *MATCH, "--seed", "4", "--json")
+    assert (code, err) == (0, "")
+    assert out.endswith("}\n") and out.count("\n") == 1
+    data = json.loads(out)
+    assert list(data) == ["scenario", "buyer", "seller", "events", "outcome"]
+    assert (data["buyer"], data["seller"]) == ("boulware", "conceder")
+    record = NegotiationRecord.model_validate_json(out)
+    assert record.scenario == scenario_at(4, 0, "mid")
+    assert record.events[-1].type == "negotiation_ended"
+
+
+def test_match_output_is_byte_identical_for_the_same_seed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    first = run(capsys, *MATCH, "--seed", "9", "--tier", "high", "--json")
+    second = run(capsys, *MATCH, "--seed", "9", "--tier", "high", "--json")
+    assert first == second
+    assert run(capsys, *MATCH, "--seed", "10", "--tier", "high", "--json") != first
+
+
+def test_match_prints_a_readable_transcript_with_the_outcome(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, *MATCH, "--seed", "4", "--tier", "low")
+    assert (code, err) == (0, "")
+    record = json.loads(run(capsys, *MATCH, "--seed", "4", "--tier", "low", "--json")[1])
+    outcome = record["outcome"]
+    assert out.splitlines()[0].startswith(f"Scenario low-4-0: {record['scenario']['item']['name']}")
+    assert "Outcome: " in out
+    if outcome["status"] == "deal":
+        assert f"Outcome: deal at ${outcome['price']:,.2f}" in out
+    else:
+        assert f"Outcome: no deal ({outcome['end_reason']})" in out
+    assert f"negotiation ended: {outcome['end_reason']}" in out
+
+
+def test_match_plays_the_first_scenario_of_a_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    scenarios = generate(2, seed=5, tiers=["high"])
+    path = tmp_path / "two.jsonl"
+    path.write_text(dumps_jsonl(reversed(scenarios)), encoding="utf-8")
+    code, out, _ = run(capsys, *MATCH, "--scenario", str(path), "--json")
+    assert code == 0
+    assert NegotiationRecord.model_validate_json(out).scenario == scenarios[1]
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("argv", "mentions"),
+    [
+        (["match", "--buyer", "nope", "--seller", "conceder"], "unknown agent 'nope'"),
+        ([*MATCH, "--bogus"], "unrecognized arguments: --bogus"),
+        (["match", "--buyer", "boulware"], "--seller"),
+        (["match", "--buyer", "boulware:e=abc", "--seller", "conceder"], "must be a number"),
+        (["match", "--buyer", "boulware:zz=1", "--seller", "conceder"], "no parameter 'zz'"),
+        (["match", "--buyer", "boulware", "--seller", "conceder:e=-1"], "'e'"),
+        (["match", "--buyer", "boulware", "--seller", "conceder:e=inf"], "finite"),
+        ([*MATCH, "--tier", "luxury"], "invalid choice: 'luxury'"),
+        ([*MATCH, "--seed", "x"], "invalid int value: 'x'"),
+        ([*MATCH, "--scenario", "{tmp}/missing.jsonl"], "missing.jsonl: No such file"),
+        ([*MATCH, "--scenario", "{tmp}"], "Is a directory"),
+        ([*MATCH, "--scenario", "{malformed}"], "bad.jsonl: line 2: "),
+        ([*MATCH, "--scenario", "{huge}"], "huge.jsonl: line 1: list_price"),
+        ([*MATCH, "--scenario", "{empty}"], "no scenario in the file"),
+        ([*MATCH, "--scenario", "{binary}"], "not a UTF-8 text file"),
+        ([], "required: command"),
+        (["haggle"], "invalid choice: 'haggle'"),
+        (["scenarios", "--n", "0"], "must be at least 1"),
+        (["scenarios", "--n", "two"], "not an integer"),
+        (["scenarios", "--n", "1", "--out", "{tmp}/no/such/dir.jsonl"], "No such file"),
+    ],
+)
+def test_a_bad_command_line_exits_2_with_one_line_on_stderr(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], mentions: str
+) -> None:
+    good = scenario_at(0, 0, "low").model_dump_json()
+    huge = {**json.loads(good), "list_price": 1e30}
+    files = {
+        "tmp": str(tmp_path),
+        "malformed": _write(tmp_path, "bad.jsonl", good + "\n{oops\n"),
+        "huge": _write(tmp_path, "huge.jsonl", json.dumps(huge)),
+        "empty": _write(tmp_path, "empty.jsonl", "\n\n"),
+    }
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00")
+    files["binary"] = str(binary)
+    code, out, err = run(capsys, *(arg.format(**files) for arg in argv))
+    assert code == 2
+    assert out == ""
+    assert err.startswith("dealroom: error: ") and err.endswith("\n") and err.count("\n") == 1
+    assert mentions in err
+
+
+# -- agents and scenarios ----------------------------------------------------------------
+
+
+def test_agents_lists_one_line_per_agent(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "agents")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines] == [entry.name for entry in entries()]
+    assert "boulware" in out and "e=0.2" in out
+
+
+def test_scenarios_writes_valid_jsonl(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "scenarios", "--n", "2", "--tier", "low", "--seed", "3")
+    assert (code, err) == (0, "")
+    assert out.count("\n") == 2
+    assert list(loads_jsonl(out)) == generate(2, seed=3, tiers=["low"])
+
+
+def test_scenarios_covers_every_tier_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "scenarios", "--n", "1")
+    assert [s.tier for s in loads_jsonl(out)] == ["low", "mid", "high"]
+
+
+def test_scenarios_writes_to_a_file_when_asked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "out.jsonl"
+    code, out, _ = run(capsys, "scenarios", "--n", "3", "--seed", "1", "--out", str(path))
+    assert (code, out) == (0, "")
+    assert list(loads_jsonl(path.read_text(encoding="utf-8"))) == generate(3, seed=1)
+
+
+# -- the installed console script ------------------------------------------------------
+
+
+def test_the_console_script_plays_the_same_match_as_in_process(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    script = Path(sys.executable).with_name("dealroom")
+    argv = [*MATCH, "--seed", "2", "--json"]
+    done = subprocess.run(
+        [str(script), *argv], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == run(capsys, *argv)[1]  # also across processes and hash seeds
