@@ -30,6 +30,17 @@ def _peak_mib(who: int) -> float:
     return resource.getrusage(who).ru_maxrss / 1024  # kilobytes on Linux
 
 
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def load_note() -> str:
+    """The machine's load: wall time means little on a busy machine; CPU time still does."""
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} / {five:.1f} over 1 / 5 min"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total", type=int, default=15_000)
@@ -63,6 +74,7 @@ def main() -> None:
             progress = Tournament(config, store).run(resolve, backend=backend)
             played = time.perf_counter() - start
             peak_play = _peak_mib(resource.RUSAGE_SELF)
+            cpu_driver, cpu_workers = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
             size = path.stat().st_size + Path(f"{path}-wal").stat().st_size
             start = time.perf_counter()
             report = build_report((row.record for row in store.iter()), config=config.as_dict())
@@ -71,6 +83,7 @@ def main() -> None:
             f"  played {progress.done:,} in {played:.1f} s: {progress.done / played:,.0f} "
             f"negotiations/s, deal rate {progress.deals / progress.done:.1%}"
         )
+        print(f"  CPU time: workers {cpu_workers:.1f} s, driver {cpu_driver:.1f} s ({load_note()})")
         print(
             f"  store {size / 2**20:,.1f} MiB; report (1,000 bootstrap resamples) "
             f"in {reported:.1f} s"
