@@ -26,6 +26,7 @@ builds a vector.
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 import numpy as np
@@ -60,7 +61,7 @@ def action_space() -> spaces.Box:
 
 def action(kind: float, fraction: float = 1.0) -> np.ndarray:
     """An action vector: ``kind`` is WAIT, OFFER or ACCEPT; ``fraction`` of the list price."""
-    return np.array([kind, np.clip(fraction - 1.0, -1.0, 1.0)], dtype=np.float32)
+    return np.array([kind, min(max(fraction - 1.0, -1.0), 1.0)], dtype=np.float32)
 
 
 def encode(observation: Observation, rules: Rules) -> np.ndarray:
@@ -93,10 +94,9 @@ def encode(observation: Observation, rules: Rules) -> np.ndarray:
     return np.asarray(vector, dtype=np.float32)
 
 
-def decode(vector: np.ndarray, observation: Observation, wait: float) -> Decision:
+def decode(vector: np.ndarray, observation: Observation, wait: float | None) -> Decision:
     """The decision an action vector stands for."""
-    clean = np.clip(np.nan_to_num(np.asarray(vector, dtype=np.float64)), -1.0, 1.0)
-    move, price = float(clean[0]), float(clean[1])
+    move, price = (min(max(float(x), -1.0), 1.0) if math.isfinite(x) else 0.0 for x in vector)
     actions: tuple[Action, ...] = ()
     if -1 / 3 <= move < 1 / 3:
         amount = to_cents(Decimal(repr(round(1.0 + price, 6))) * observation.scenario.list_price)

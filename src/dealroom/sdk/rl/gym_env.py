@@ -49,7 +49,8 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
             environment's generator (``reset(options={"index": i})`` or
             ``{"scenario": Scenario}`` pins one).
         reward: weights of the final reward.
-        wait: seconds the seat sleeps after a move unless the other side moves first.
+        wait: seconds the seat sleeps after a move unless the other side moves first (None:
+            until the other side moves, or the deadline).
         rules: referee limits and clock costs.
         render_mode: None or "ansi" (text of the last turn).
     """
@@ -64,7 +65,7 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
         tier: Tier | None = "mid",
         scenario_seed: int = 0,
         reward: RewardSpec | None = None,
-        wait: float = 10.0,
+        wait: float | None = 10.0,
         rules: Rules = DEFAULT_RULES,
         render_mode: str | None = None,
     ) -> None:

@@ -50,7 +50,7 @@ class BargainAECEnv(AECEnv[str, np.ndarray, np.ndarray]):
         tier: Tier | None = "mid",
         scenario_seed: int = 0,
         reward: RewardSpec | None = None,
-        wait: float = 10.0,
+        wait: float | None = 10.0,
         rules: Rules = DEFAULT_RULES,
         render_mode: str | None = None,
     ) -> None:
