@@ -8,7 +8,7 @@ from gymnasium.utils.env_checker import check_env
 import dealroom.sdk.rl
 from dealroom.protocol.generator import scenario_at
 from dealroom.sdk.rl import BargainEnv, RewardSpec
-from dealroom.sdk.rl._features import ACCEPT, OFFER, WAIT, action
+from dealroom.sdk.rl.spaces import ACCEPT, OFFER, WAIT, action
 
 
 def run_episode(env: BargainEnv, policy, **reset: object) -> tuple[float, dict]:

@@ -5,7 +5,7 @@ import pytest
 from pettingzoo.test import api_test
 
 from dealroom.sdk.rl import BargainAECEnv
-from dealroom.sdk.rl._features import ACCEPT, OFFER, WAIT, action
+from dealroom.sdk.rl.spaces import ACCEPT, OFFER, WAIT, action
 
 
 @pytest.mark.filterwarnings("ignore:We recommend agents to be named")  # "buyer", not "player_0"

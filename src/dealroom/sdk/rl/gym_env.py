@@ -2,7 +2,7 @@
 
 Each step is one turn of the learner's seat on the virtual clock; the opponent (any registry
 agent, boulware by default) plays its turns in between. Observations and actions are described
-in :mod:`dealroom.sdk.rl._features` (prices as fractions of the list price). The reward is 0
+in :mod:`dealroom.sdk.rl.spaces` (prices as fractions of the list price). The reward is 0
 until the negotiation ends, then the :class:`RewardSpec` of the outcome. ``info`` carries the
 codes of refused actions (``"errors"``) and, at the end, the full scored ``"outcome"`` (both
 sides' surplus: for evaluation, never for the policy).
@@ -32,7 +32,7 @@ from dealroom.protocol import (
     Tier,
 )
 from dealroom.protocol.generator import scenario_at
-from dealroom.sdk.rl import _features, _text
+from dealroom.sdk.rl import _text, spaces
 from dealroom.sdk.rl._seat import SeatMatch, opponent_factory
 from dealroom.sdk.rl.rewards import RewardSpec
 from dealroom.server.virtual import Wake
@@ -79,8 +79,8 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
         self.rules = rules
         self.render_mode = render_mode
         self._opponent = opponent_factory(opponent)
-        self.observation_space = _features.observation_space(rules)
-        self.action_space = _features.action_space()
+        self.observation_space = spaces.observation_space(rules)
+        self.action_space = spaces.action_space()
         self._match: SeatMatch | None = None
         self._wake: Wake | None = None
         self._shown = 0
@@ -102,7 +102,7 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
         match, wake = self._match, self._wake
         if match is None or wake is None:
             raise RuntimeError("call reset() before step(), and again after the episode ends")
-        match.decide(_features.decode(action, wake.observation, self.wait))
+        match.decide(spaces.decode(action, wake.observation, self.wait))
         self._wake = match.advance()
         terminated = self._wake is None
         reward = 0.0
@@ -149,7 +149,7 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
     def _observe(self) -> np.ndarray:
         assert self._match is not None
         observation = self._wake.observation if self._wake is not None else self._match.observe()
-        return _features.encode(observation, self.rules)
+        return spaces.encode(observation, self.rules)
 
     def _info(self) -> dict[str, Any]:
         assert self._match is not None

@@ -2,7 +2,7 @@
 
 The virtual clock decides whose turn it is: ``agent_selection`` is the seat it wakes next, so
 turns do not strictly alternate (a seat whose timer fires first goes again). Observations and
-actions are those of ``dealroom/Bargain-v0`` (:mod:`dealroom.sdk.rl._features`), per seat;
+actions are those of ``dealroom/Bargain-v0`` (:mod:`dealroom.sdk.rl.spaces`), per seat;
 each seat's reward, paid when the negotiation ends, is the :class:`RewardSpec` of the outcome
 for that seat.
 
@@ -20,12 +20,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
+from gymnasium.spaces import Space
 from pettingzoo import AECEnv
 
 from dealroom.protocol import DEFAULT_RULES, ROLES, TIERS, Role, Rules, Tier
 from dealroom.protocol.generator import scenario_at
-from dealroom.sdk.rl import _features
+from dealroom.sdk.rl import spaces
 from dealroom.sdk.rl.rewards import RewardSpec
 from dealroom.server.virtual import VirtualRoom, Wake
 
@@ -62,18 +62,18 @@ class BargainAECEnv(AECEnv[str, np.ndarray, np.ndarray]):
         self.rules = rules
         self.render_mode = render_mode
         self.possible_agents = list(ROLES)
-        self._obs_space = _features.observation_space(rules)
-        self._act_space = _features.action_space()
+        self._obs_space = spaces.observation_space(rules)
+        self._act_space = spaces.action_space()
         self._room: VirtualRoom | None = None
         self._wake: Wake | None = None
         self.np_random = np.random.default_rng()
 
-    def observation_space(self, agent: str) -> spaces.Space[Any]:
+    def observation_space(self, agent: str) -> Space[Any]:
         """The same Box for both seats."""
         del agent
         return self._obs_space
 
-    def action_space(self, agent: str) -> spaces.Space[Any]:
+    def action_space(self, agent: str) -> Space[Any]:
         """The same Box for both seats."""
         del agent
         return self._act_space
@@ -105,7 +105,7 @@ class BargainAECEnv(AECEnv[str, np.ndarray, np.ndarray]):
         else:
             now = wake.observation.now if wake is not None else self._end_time()
             observation = room.referee.observe(role, now)
-        return _features.encode(observation, self.rules)
+        return spaces.encode(observation, self.rules)
 
     def step(self, action: np.ndarray | None) -> None:
         """Play the selected seat's turn."""
@@ -116,7 +116,7 @@ class BargainAECEnv(AECEnv[str, np.ndarray, np.ndarray]):
         room, wake = self._require(), self._wake
         assert wake is not None and action is not None
         self._cumulative_rewards[agent] = 0.0
-        room.decide(wake.role, _features.decode(action, wake.observation, self.wait))
+        room.decide(wake.role, spaces.decode(action, wake.observation, self.wait))
         self._clear_rewards()
         self._advance()
         self._accumulate_rewards()

@@ -30,7 +30,7 @@ import math
 from decimal import Decimal
 
 import numpy as np
-from gymnasium import spaces
+from gymnasium.spaces import Box
 
 from dealroom.protocol import (
     Accept,
@@ -47,16 +47,16 @@ WAIT, OFFER, ACCEPT = -1.0, 0.0, 1.0
 OBS_SIZE = 8
 
 
-def observation_space(rules: Rules) -> spaces.Box:
+def observation_space(rules: Rules) -> Box:
     """The Box every observation lies in (prices up to the referee's price cap)."""
     cap = float(rules.max_price_multiple)
     high = np.array([1, cap, 1, 1, cap, 1, cap, cap], dtype=np.float32)
-    return spaces.Box(low=np.zeros(OBS_SIZE, dtype=np.float32), high=high, dtype=np.float32)
+    return Box(low=np.zeros(OBS_SIZE, dtype=np.float32), high=high, dtype=np.float32)
 
 
-def action_space() -> spaces.Box:
+def action_space() -> Box:
     """[-1, 1]^2: the move, then the offer price."""
-    return spaces.Box(low=-1.0, high=1.0, shape=(2,), dtype=np.float32)
+    return Box(low=-1.0, high=1.0, shape=(2,), dtype=np.float32)
 
 
 def action(kind: float, fraction: float = 1.0) -> np.ndarray:
