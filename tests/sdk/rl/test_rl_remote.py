@@ -1,7 +1,7 @@
-"""The remote adapter speaks MCP streamable HTTP to a bearer-token server, with stdlib only.
+"""The remote adapter speaks MCP streamable HTTP to bearer-token servers, with stdlib only.
 
-The server here is a stub with the seat's tool names and the real transport and auth of the
-MCP SDK (uvicorn on a loopback port), so the wire is exercised end to end.
+A stub server (the MCP SDK's real transport and auth, a few tools) pins the wire details; the
+real dealroom room server checks the adapter end to end. Both run under uvicorn on loopback.
 """
 
 import json
@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,3 +132,59 @@ def test_the_adapter_runs_without_any_third_party_package(url: str) -> None:
     out = json.loads(run.stdout)
     assert out["structured"]["price"] == 7.0
     assert out["third"] == ["dealroom"]
+
+
+@pytest.fixture(scope="module")
+def dealroom_url() -> Iterator[str]:
+    """A real dealroom HTTP room server (MCP at /mcp, admin API), on a loopback port."""
+    from dealroom.agents import resolve
+    from dealroom.server.mcp_http import build_http_app
+    from dealroom.server.registry import RoomRegistry
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    registry = RoomRegistry(store=None, resolve_house=resolve)
+    app = build_http_app(registry, admin_token="admin-secret", host="127.0.0.1", port=port)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "dealroom server did not start"
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def buyer_token(base: str) -> str:
+    request = urllib.request.Request(
+        f"{base}/admin/rooms",
+        data=json.dumps({"house_seller": "boulware"}).encode(),
+        headers={"Authorization": "Bearer admin-secret", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)["tokens"]["buyer"]
+
+
+def test_a_seat_on_a_real_dealroom_server_negotiates_through_the_adapter(
+    dealroom_url: str,
+) -> None:
+    with RemoteSeat(f"{dealroom_url}/mcp", token=buyer_token(dealroom_url)) as seat:
+        names = {tool["name"] for tool in seat.list_tools()}
+        assert names >= {"make_offer", "accept", "reject", "send_message", "walk_away"}
+        assert names >= {"wait_for_opponent", "get_state"}
+        offered = seat.make_offer(1000.0, "Cash today.")
+        assert not offered.is_error and offered.structured is not None
+        assert offered.structured["ok"] is True
+        assert any(e["by"] == "buyer" for e in offered.structured["events"])
+        refused = seat.accept("o999")
+        assert refused.is_error and refused.error_code == "offer_not_found"
+        state = seat.get_state()
+        assert state.structured is not None
+        assert state.structured["observation"]["role"] == "buyer"
+        assert "seller_cost" not in state.text
