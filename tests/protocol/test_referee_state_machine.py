@@ -3,11 +3,10 @@
 A small oracle predicts, from what the seats can see (events and live offers), whether each
 action is refused and with which code, and what events an accepted one emits.
 
-Private values carry a third decimal digit (buyer 3, seller 1) that nothing else in an
-observation can end in: prices are whole cents, clock times are multiples of 0.25 and messages
-are letters. A seat's own surplus against a cent price ends in its own value's digit (buyer: 3)
-or its complement (seller: 9), never in the other side's. So the other side's value cannot appear
-in an observation, not even as a substring, unless it leaks.
+The leak invariant walks every field of an observation. Prices (offers the seats chose, which
+may coincide with anything) and the seat's own surplus (its value minus a price) are the only
+numbers that may equal the other side's value by chance; every other number and every string
+(messages are letters) must not contain it.
 """
 
 from __future__ import annotations
@@ -92,8 +91,13 @@ texts = st.text(alphabet="ab \n", max_size=14)
 messages = st.none() | texts
 
 
-def value(units: int, cents: int, thousandth: int) -> Decimal:
-    return D(units) + D(cents) / 100 + D(thousandth) / 1000
+def _attached(message: str | None) -> str | None:
+    """The referee records a blank message attached to an action as no message."""
+    return message if message is not None and message.strip() else None
+
+
+def value(units: int, cents: int) -> Decimal:
+    return D(units) + D(cents) / 100
 
 
 class RefereeMachine(RuleBasedStateMachine):
@@ -103,7 +107,7 @@ class RefereeMachine(RuleBasedStateMachine):
     @initialize(
         buyer_units=st.integers(1, 1500),
         seller_units=st.integers(1, 1500),
-        cents=st.integers(0, 99),
+        cents=st.integers(0, 49).map(lambda k: 2 * k + 1),  # odd: no integer or quarter
         multiple=st.sampled_from([0.5, 1.0, 2.5, 10.0]),
         max_chars=st.integers(1, 12),
         max_actions=st.integers(1, 30),
@@ -128,8 +132,8 @@ class RefereeMachine(RuleBasedStateMachine):
             tier="low",
             currency="USD",
             deadline=deadline,
-            buyer_value=value(buyer_units, cents, 3),
-            seller_cost=value(seller_units, 99 - cents, 1),
+            buyer_value=value(buyer_units, cents),
+            seller_cost=value(seller_units, 100 - cents),
         )
         self.rules = Rules(
             max_price_multiple=multiple,
@@ -207,7 +211,7 @@ class RefereeMachine(RuleBasedStateMachine):
                         by=role,
                         offer_id=f"o{made + 1}",
                         price=self._cents(price),
-                        message=message,
+                        message=_attached(message),
                     )
                 )
             case Accept(offer_id=offer_id):
@@ -223,12 +227,14 @@ class RefereeMachine(RuleBasedStateMachine):
                 )
             case Reject(offer_id=offer_id, message=message):
                 events.append(
-                    OfferRejected(seq=seq, t=now, by=role, offer_id=offer_id, message=message)
+                    OfferRejected(
+                        seq=seq, t=now, by=role, offer_id=offer_id, message=_attached(message)
+                    )
                 )
             case SendMessage(text=text):
                 events.append(MessageSent(seq=seq, t=now, by=role, text=text))
             case WalkAway(message=message):
-                events.append(WalkedAway(seq=seq, t=now, by=role, message=message))
+                events.append(WalkedAway(seq=seq, t=now, by=role, message=_attached(message)))
                 events.append(
                     NegotiationEnded(seq=seq + 1, t=now, by=role, reason="walk_away", price=None)
                 )
@@ -414,10 +420,23 @@ class RefereeMachine(RuleBasedStateMachine):
         for role in ROLES:
             observation = self.referee.observe(role, self.now)
             assert observation.private_value == self.scenario.private_value(role)
-            text = observation.model_dump_json()
             secret = self.scenario.private_value(other(role))
-            for form in (str(secret), repr(float(secret))):
-                assert form not in text, (role, form, text)
+            for key, leaf in _leaves(observation.model_dump(mode="json")):
+                if key in {"price", "surplus"}:
+                    continue
+                if isinstance(leaf, str):
+                    assert str(secret) not in leaf, (role, key, leaf)
+                elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
+                    assert D(repr(leaf)) != secret, (role, key, leaf)
+
+
+def _leaves(tree: object, key: str = "") -> list[tuple[str, object]]:
+    """Every (field name, scalar) pair in a JSON-like tree."""
+    if isinstance(tree, dict):
+        return [pair for k, v in tree.items() for pair in _leaves(v, str(k))]
+    if isinstance(tree, list):
+        return [pair for v in tree for pair in _leaves(v, key)]
+    return [(key, tree)]
 
 
 RefereeMachine.TestCase.settings = settings(

@@ -6,7 +6,7 @@ import math
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 
 CENT = Decimal("0.01")
 
@@ -25,8 +25,19 @@ def _money_json(value: Decimal) -> float:
     return float(value)
 
 
-Money = Annotated[Decimal, PlainSerializer(_money_json, return_type=float, when_used="json")]
-"""An amount of money: a Decimal quantised to cents, written to JSON as a number."""
+def _whole_cents(value: Decimal) -> Decimal:
+    if value != value.quantize(CENT):
+        raise ValueError("money is a whole number of cents (at most 2 decimal places)")
+    return value.quantize(CENT)
+
+
+Money = Annotated[
+    Decimal,
+    Field(allow_inf_nan=False),
+    AfterValidator(_whole_cents),
+    PlainSerializer(_money_json, return_type=float, when_used="json"),
+]
+"""An amount of money: a Decimal in whole cents, written to JSON as a number."""
 
 
 def to_cents(value: Decimal | float | int | str) -> Decimal:

@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from dealroom.protocol._base import Model, to_cents
 from dealroom.protocol.catalog import CATALOG, TIER_RANGES
@@ -32,9 +32,17 @@ class ScenarioSpec(Model):
     """Highest midpoint (v + c) / 2."""
     price_jitter: float = Field(default=0.15, ge=0, lt=1)
     """List price = the catalog's typical price times a factor in [1 - jitter, 1 + jitter]."""
-    deadline: float = Field(default=120.0, gt=0)
+    deadline: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     """Seconds on the negotiation clock."""
     currency: str = "USD"
+
+    @model_validator(mode="after")
+    def _ranges(self) -> ScenarioSpec:
+        if self.zone_min > self.zone_max or self.midpoint_min > self.midpoint_max:
+            raise ValueError("each *_min must be at most its *_max")
+        if self.midpoint_min - self.zone_max / 2 <= 0:
+            raise ValueError("midpoint_min - zone_max / 2 must be above 0 (seller cost > 0)")
+        return self
 
 
 DEFAULT_SPEC = ScenarioSpec()
@@ -110,5 +118,6 @@ def loads_jsonl(text: str) -> Iterator[Scenario]:
             yield Scenario.model_validate_json(line)
         except ValidationError as exc:
             first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "line"
-            raise ScenarioFileError(f"line {number}: {where}: {first['msg']}") from None
+            where = ".".join(str(part) for part in first["loc"])
+            detail = f"{where}: {first['msg']}" if where else first["msg"]
+            raise ScenarioFileError(f"line {number}: {detail}") from None

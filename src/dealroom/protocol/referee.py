@@ -42,6 +42,11 @@ _AnyEvent = TypeVar(
 )
 
 
+def _attached(message: str | None) -> str | None:
+    """A blank message attached to an action is no message (send_message refuses blank text)."""
+    return message if message is not None and message.strip() else None
+
+
 @dataclass(slots=True)
 class _Offer:
     public: LiveOffer
@@ -235,7 +240,7 @@ class Referee:
     def _do(self, role: Role, action: Action, now: float) -> None:
         match action:
             case MakeOffer(price=price, message=message):
-                self._make_offer(role, to_cents(price), message, now)
+                self._make_offer(role, to_cents(price), _attached(message), now)
             case Accept(offer_id=offer_id):
                 offer = self._offers[offer_id]
                 offer.live = False
@@ -244,12 +249,14 @@ class Referee:
             case Reject(offer_id=offer_id, message=message):
                 self._offers[offer_id].live = False
                 self._live[other(role)] = None
+                message = _attached(message)
                 self._count_message(role, message)
                 self._emit(OfferRejected, now, role, offer_id=offer_id, message=message)
             case SendMessage(text=text):
                 self._count_message(role, text)
                 self._emit(MessageSent, now, role, text=text)
             case WalkAway(message=message):
+                message = _attached(message)
                 self._count_message(role, message)
                 self._emit(WalkedAway, now, role, message=message)
                 self._end("walk_away", role, None, now)

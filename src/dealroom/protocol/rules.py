@@ -39,7 +39,7 @@ class ThinkingCosts(Model):
 class Rules(Model):
     """Referee limits and clock costs for one negotiation."""
 
-    max_price_multiple: float = Field(default=10.0, gt=0)
+    max_price_multiple: float = Field(default=10.0, gt=0, le=1000)
     """Offers above this multiple of the list price are refused."""
     max_message_chars: int = Field(default=2000, ge=1)
     """Longest message (or message attached to an offer) in characters."""

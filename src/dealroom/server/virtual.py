@@ -2,8 +2,9 @@
 
 Each seat has its own clock position (``ready_at``). A seat is due at the earliest of: its next
 queued action taking effect (``ready_at`` + the action's cost), a new event from the other side,
-or its requested wake-up. The seat with the earliest due time goes next; ties go to
-``rules.first_mover``. Deciding costs thinking time. Nothing here reads a real clock.
+or its requested wake-up. The seat with the earliest due time goes next; at equal times an
+action taking effect goes before a wake-up, then ``rules.first_mover``. Deciding costs thinking
+time (at least ``MIN_STEP``). Nothing here reads a real clock.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ class Wake:
     role: Role
     observation: Observation
     errors: tuple[RuleViolation, ...]
+
+
+MIN_STEP = 0.001
+"""Seconds: the clock resolution, and the least time a wake costs."""
 
 
 def _t(x: float) -> float:
@@ -95,10 +100,14 @@ class VirtualRoom:
         pass before its first action."""
         if self._awake != role:
             raise RuntimeError(f"the {role} seat is not awake")
+        cost = self.rules.thinking.per_wake if thinking is None else thinking
+        if not cost >= 0:
+            raise ValueError(f"thinking time must be a number >= 0, not {thinking!r}")
         self._awake = None
         seat = self._seats[role]
-        cost = self.rules.thinking.per_wake if thinking is None else thinking
-        seat.ready_at = _t(seat.ready_at + cost)
+        # Every wake moves the seat's clock forward by at least a millisecond, so no agent can
+        # stall the simulation by waking itself at the same instant forever.
+        seat.ready_at = _t(seat.ready_at + max(cost, MIN_STEP))
         seat.pending.extend(decision.actions)
         seat.wake_at = math.inf if decision.wait is None else _t(seat.ready_at + decision.wait)
 
@@ -123,6 +132,9 @@ class VirtualRoom:
         return max(seat.ready_at, min(seat.wake_at, seat.news_at))
 
     def _next_due(self) -> tuple[Role, float]:
+        # At equal times, an action taking effect goes before a wake-up (so the woken seat sees
+        # it), then the first mover.
         first, second = self._order
-        due_first, due_second = self._due(first), self._due(second)
-        return (second, due_second) if due_second < due_first else (first, due_first)
+        key_first = (self._due(first), not self._seats[first].pending)
+        key_second = (self._due(second), not self._seats[second].pending)
+        return (second, key_second[0]) if key_second < key_first else (first, key_first[0])
