@@ -1,8 +1,8 @@
 """Train a small bargaining policy on a CPU, against boulware, with numpy only.
 
-The learner is the buyer in ``dealroom/Bargain-v0`` facing the boulware seller. Its policy has
-four parameters, tuned by the cross-entropy method (CEM); observations and actions are laid
-out in :mod:`dealroom.sdk.rl.spaces`:
+The learner is the buyer in ``dealroom/Bargain-v0`` (observations and actions: see
+:mod:`dealroom.sdk.rl.spaces`) facing the boulware seller, and it responds to every move of the
+seller (``wait=None``). Its policy has four parameters, tuned by the cross-entropy method (CEM):
 
 - ``p``, ``h``: a model of the opponent. The policy assumes the seller concedes as
   ``ask(t) = O - (O - c) t**p`` from its opening ``O`` to its unknown cost ``c``, and that the
@@ -17,8 +17,9 @@ It accepts an offer at or below its own bid. CEM starts from an uninformed prior
 linearly conceding opponent) and learns the opponent's curve from rewards alone. Every
 registered scripted agent plays the same seller on the same held-out scenarios for comparison.
 
-Run: ``python examples/train_cpu.py`` (about 1-3 minutes). Writes ``train_cpu.png`` when
-matplotlib is installed, else ``train_cpu.svg``.
+Run: ``python examples/train_cpu.py`` (about 1-3 minutes). Writes ``out/train_cpu.png`` when
+matplotlib is installed, else ``out/train_cpu.svg``; exits 1 if the learned policy does not
+beat every scripted agent.
 """
 
 from __future__ import annotations
@@ -203,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--population", type=int, default=20)
     parser.add_argument("--batch", type=int, default=32, help="training scenarios per candidate")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=Path("train_cpu"))
+    parser.add_argument("--out", type=Path, default=Path("out/train_cpu"), help="plot (no suffix)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
 
@@ -234,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  {'CEM prior':<14} {prior[0]:6.3f} {prior[1]:6.2f}")
     print(f"  {'CEM learned':<14} {learned[0]:6.3f} {learned[1]:6.2f}")
     print("  learned parameters: " + ", ".join(f"{k}={v:.3f}" for k, v in params(theta).items()))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     plot = write_plot(curve, (best_name, best_share), args.out)
     print(f"\nLearning curve: {plot}. Time: {time.perf_counter() - started:.0f} s.")
     beats = learned[0] > best_share
