@@ -2,9 +2,10 @@
 
 Only the record is needed, not the agents that made it, so any stored negotiation can be forked
 (an LLM's as well as a scripted one). ``rebuild`` replays the actions behind the first K events
-into a fresh ``VirtualRoom``, waking each seat so that every action takes effect at the very
-clock time it did originally; the rebuilt events must equal the prefix or ``ForkError`` is
-raised. After the prefix both seats are due at once, at the time of event K.
+into a fresh ``VirtualRoom``: each time a seat is woken it queues its next batch of actions
+with just the thinking time that makes them take effect at the very clock times they did
+originally. The rebuilt events must equal the prefix or ``ForkError`` is raised. After the
+prefix both seats are due at once, at the time of event K.
 
 What the record does not hold is not rebuilt: refused actions left no event, so the invalid
 action counts restart at zero, and the agents' own memories are not restored (the seat that
@@ -73,8 +74,8 @@ def action_of(event: Event) -> Action | None:
 
 @dataclass(slots=True)
 class _Batch:
-    wake_at: float
-    """When the seat must decide so that its first action lands at its original time."""
+    start_at: float
+    """When the seat's thinking must end for its first action to land at its original time."""
     actions: list[Action] = field(default_factory=list[Action])
     last_t: float = 0.0
 
@@ -93,7 +94,7 @@ def _batches(prefix: tuple[Event, ...], rules: Rules) -> dict[Role, deque[_Batch
         if last is not None and abs(round(last.last_t + cost, 3) - event.t) < _EPS:
             last.actions.append(action)
         else:
-            seat.append(_Batch(wake_at=round(event.t - cost, 3), actions=[action]))
+            seat.append(_Batch(start_at=round(event.t - cost, 3), actions=[action]))
         seat[-1].last_t = event.t
     return plan
 
@@ -129,11 +130,13 @@ def rebuild(
         batches = plan[role]
         if not batches:
             room.decide(role, Decision(), thinking=0.0)  # sleep until the other side acts
-        elif now >= batches[0].wake_at - _EPS:
-            batch = batches.popleft()
-            room.decide(role, Decision(actions=tuple(batch.actions), wait=0.0), thinking=0.0)
-        else:
-            room.decide(role, Decision(wait=round(batches[0].wake_at - now, 3)), thinking=0.0)
+            continue
+        # Queue the next batch now, thinking until it is due; wake again as soon as it is done.
+        batch = batches.popleft()
+        thinking = round(batch.start_at - now, 3)
+        if thinking < 0:
+            raise ForkError(f"the {role}'s actions at {batch.start_at:g} s cannot be rebuilt")
+        room.decide(role, Decision(actions=tuple(batch.actions), wait=0.0), thinking=thinking)
     rebuilt = room.referee.events
     if rebuilt != prefix:
         first = next(
