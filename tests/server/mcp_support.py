@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -12,8 +13,9 @@ from typing import Any
 
 import anyio
 import httpx2
+import pytest
 import uvicorn
-from mcp import Client
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
@@ -31,6 +33,36 @@ from dealroom.server.store import ResultsStore
 from dealroom.testing import ScriptedAgent
 
 ADMIN = "admin-token-for-tests"
+
+_TLS: list[ssl.SSLContext] = []
+_VALIDATORS: dict[str, Any] = {}
+
+
+def tls() -> ssl.SSLContext:
+    """One TLS context for every test HTTP client (building one loads the CA bundle: ~80 ms)."""
+    if not _TLS:
+        _TLS.append(ssl.create_default_context())
+    return _TLS[0]
+
+
+_compile = ClientSession._output_schema_validator  # pyright: ignore[reportPrivateUsage]
+
+
+def share_schema_validators(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compile each tool output schema once per test run instead of once per client session.
+
+    The mcp client still validates every structured result against the tool's output schema;
+    only jsonschema's schema check and compile (about 150 ms per tool per session) is shared,
+    so that tests opening many sessions stay fast.
+    """
+
+    def cached(self: ClientSession, name: str, output_schema: dict[str, Any]) -> Any:
+        key = json.dumps(output_schema, sort_keys=True)
+        if key not in _VALIDATORS:
+            _VALIDATORS[key] = _compile(self, name, output_schema)
+        return _VALIDATORS[key]
+
+    monkeypatch.setattr(ClientSession, "_output_schema_validator", cached)
 
 
 def scenario(seed: int = 0, *, tier: str = "mid", index: int = 0, deadline: float | None = None):
@@ -135,7 +167,7 @@ class HttpServer:
 
     async def create_room(self, **request: Any) -> dict[str, Any]:
         """POST /admin/rooms with the admin token."""
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(verify=tls()) as http:
             response = await http.post(
                 f"{self.url}/admin/rooms",
                 json=request,
@@ -149,7 +181,9 @@ class HttpServer:
         """An MCP client holding ``token``."""
         headers = {"Authorization": f"Bearer {token}"}
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=90.0)) as http,
+            httpx2.AsyncClient(
+                headers=headers, timeout=httpx2.Timeout(30.0, read=90.0), verify=tls()
+            ) as http,
             Client(streamable_http_client(self.mcp, http_client=http), mode=mode) as client,  # type: ignore[arg-type]
         ):
             yield client
@@ -185,6 +219,7 @@ async def http_server(
 ) -> AsyncIterator[HttpServer]:
     """uvicorn on a free loopback port, in a task group, with a results store under tmp_path."""
     port = free_port()
+    tmp_path.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240  (test set-up)
     with ResultsStore(tmp_path / "results.db") as store:
         registry = RoomRegistry(store=store, resolve_house=house_resolver, limits=limits)
         app = build_http_app(registry, admin_token=admin_token, host="127.0.0.1", port=port)

@@ -7,7 +7,16 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from mcp_support import acts, client_for, house_room, ok, refused, scenario, scripted
+from mcp_support import (
+    acts,
+    client_for,
+    house_room,
+    ok,
+    refused,
+    scenario,
+    scripted,
+    share_schema_validators,
+)
 
 from dealroom.protocol import (
     Accept,
@@ -25,6 +34,12 @@ from dealroom.server.series import Room
 from dealroom.server.store import ResultsStore
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _shared_validators(monkeypatch: pytest.MonkeyPatch) -> None:
+    share_schema_validators(monkeypatch)
+
 
 TOOLS = {
     "make_offer",

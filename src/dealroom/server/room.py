@@ -48,7 +48,7 @@ from dealroom.protocol import (
     seat_outcome,
 )
 from dealroom.protocol.wire import ClockKind
-from dealroom.server.schedule import Scheduler
+from dealroom.server.schedule import Scheduler, live_offers
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -209,9 +209,9 @@ class Negotiation:
     def sight(self, role: Role) -> Sight:
         """What ``role`` may see now.
 
-        On the virtual clock that is fixed when the seat's own last item ran (its action, or
-        its wake-up), never by how far the other seats got in real time since, so that a
-        seat's view, and so its next decision, does not depend on anyone's speed.
+        On the virtual clock: the events up to the seat's own last action or wake-up, never
+        what the other seats did later (even if it already ran), so that a seat's view, and so
+        its next decision, does not depend on anyone's real-time speed.
         """
         referee = self.referee
         end = referee.outcome
@@ -221,7 +221,8 @@ class Negotiation:
             now = min(self._wall(), self.scenario.deadline)
             return Sight(referee.event_count, referee.live_offers(), now, None)
         seat = self.sched.remote(role)
-        return Sight(seat.upto, seat.live, seat.ready_at, None)
+        events = referee.events_since(0)[: seat.upto]
+        return Sight(seat.upto, live_offers(events), seat.ready_at, None)
 
     def hint(self, role: Role) -> str:
         """What the seat can usefully do next, given what it sees."""

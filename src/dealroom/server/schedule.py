@@ -10,18 +10,21 @@ thinking   between calls (the client is deciding); it cannot act before its lowe
 acting     one submitted action, taking effect at a known time
 waiting    asleep until news from the other side or its wake-up time
 
-The earliest due item runs first (ties: ``rules.first_mover``). With the **virtual** clock, a
-remote action takes effect at the seat's own clock + the action's cost (+ ``per_wake`` on the
-first action after a wake), and nothing runs past a thinking seat's lower bound: the room waits
-for it (conservative synchronisation), unless the seat is marked absent. With the **wall**
+The earliest due item runs first (at equal times actions before wake-ups, then
+``rules.first_mover``). With the **virtual** clock, a remote action takes effect at the seat's
+own clock + the action's cost (+ ``per_wake`` on the first action after a wake), and nothing
+runs past a thinking seat's clock: the room waits for it (conservative synchronisation), unless
+the seat is marked absent. With the **wall**
 clock, remote actions take effect at the wall time they arrive, and items run once the wall time
 supplied to ``advance`` reaches them.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -30,6 +33,11 @@ from dealroom.protocol import (
     Agent,
     Event,
     LiveOffer,
+    NegotiationEnded,
+    OfferAccepted,
+    OfferMade,
+    OfferRejected,
+    OfferWithdrawn,
     Referee,
     Role,
     Rules,
@@ -37,6 +45,7 @@ from dealroom.protocol import (
     other,
 )
 from dealroom.protocol.wire import ClockKind
+from dealroom.server.virtual import MIN_STEP
 
 RemoteState = Literal["thinking", "acting", "waiting"]
 
@@ -77,9 +86,7 @@ class RemoteSeat:
     woke: Literal["news", "timeout"] | None = None
     """Why the seat last woke, until the news is delivered."""
     upto: int = 0
-    """Events the seat may see: those that had happened when its last item ran."""
-    live: tuple[LiveOffer, ...] = ()
-    """The live offers at that moment."""
+    """How many events the seat may see: those up to its last action or wake-up."""
 
 
 Seat = HouseSeat | RemoteSeat
@@ -124,8 +131,7 @@ class Scheduler:
         """The seat starts an action; it takes effect when the schedule reaches it."""
         seat = self._ready(role, wall)
         if self.clock == "virtual":
-            thinking = self.rules.thinking.per_wake if seat.fresh else 0.0
-            at = _t(seat.ready_at + thinking + self.rules.costs.of(action.type))
+            at = _t(seat.ready_at + self._thinking(seat) + self.rules.costs.of(action.type))
         else:
             at = max(wall, self.now)
         seat.state, seat.action, seat.action_at, seat.applied = "acting", action, at, None
@@ -161,11 +167,11 @@ class Scheduler:
         later = (e.t for e in self.referee.events_since(seen) if e.by == them)
         seat.news_at = next(later, math.inf)
 
-    def _snapshot(self, seat: RemoteSeat) -> None:
-        # What a seat sees is fixed when its own item runs, so that it never depends on how
-        # far the other seats got in real time (items up to its lower bound may run later).
-        seat.upto = self.referee.event_count
-        seat.live = self.referee.live_offers()
+    def _see_until(self, seat: RemoteSeat, at: float) -> None:
+        # A wake can run after items later than it (they only had to wait for the seat's next
+        # action), so what the woken seat sees is cut by time, never by how far others got.
+        events = self.referee.events_since(0)
+        seat.upto = bisect.bisect_right(events, at, key=lambda e: e.t)
 
     def _ready(self, role: Role, wall: float) -> RemoteSeat:
         seat = self.remote(role)
@@ -174,7 +180,7 @@ class Scheduler:
             # the last item run (nothing happened between then and now on the schedule).
             seat.absent, seat.state, seat.fresh = False, "thinking", True
             seat.ready_at = max(seat.ready_at, self.now)
-            self._snapshot(seat)
+            self._see_until(seat, seat.ready_at)
         if self.clock == "wall":
             seat.ready_at = max(seat.ready_at, wall)
         return seat
@@ -210,31 +216,40 @@ class Scheduler:
         return min(self._earliest()[1], self.deadline)
 
     def _earliest(self) -> tuple[Role, float, bool]:
-        best: tuple[Role, float, bool] | None = None
-        for role in self.order:
-            at, determined = self._bound(self.seats[role])
-            if best is None or at < best[1]:
-                best = (role, at, determined)
+        # Ordered by time; at equal times an action taking effect goes before a wake-up (so the
+        # woken seat sees it), then the first mover: exactly VirtualRoom's order.
+        best: tuple[tuple[float, bool, int], Role, bool] | None = None
+        for index, role in enumerate(self.order):
+            at, is_action, determined = self._bound(self.seats[role])
+            key = (at, not is_action, index)
+            if best is None or key < best[0]:
+                best = (key, role, determined)
         assert best is not None
-        return best
+        return best[1], best[0][0], best[2]
 
-    def _bound(self, seat: Seat) -> tuple[float, bool]:
+    def _bound(self, seat: Seat) -> tuple[float, bool, bool]:
+        """(time, is an action, determined) of the seat's next item, or a lower bound of it."""
         costs = self.rules.costs
         if isinstance(seat, HouseSeat):
             if seat.pending:
-                return _t(seat.ready_at + costs.of(seat.pending[0].type)), True
-            return max(seat.ready_at, min(seat.wake_at, seat.news_at)), True
+                return _t(seat.ready_at + costs.of(seat.pending[0].type)), True, True
+            return max(seat.ready_at, min(seat.wake_at, seat.news_at)), False, True
         if seat.state == "acting":
-            return seat.action_at, True
+            return seat.action_at, True, True
         if seat.state == "waiting":
-            return max(seat.ready_at, min(seat.wake_at, seat.news_at)), True
+            return max(seat.ready_at, min(seat.wake_at, seat.news_at)), False, True
         if seat.absent or self.clock == "wall":
-            return math.inf, False
-        thinking = self.rules.thinking.per_wake if seat.fresh else 0.0
-        return _t(seat.ready_at + thinking + self._min_cost), False
+            return math.inf, False, False
+        # A thinking seat acts no earlier than thinking plus the cheapest action from now. (It
+        # may also wake earlier, but a wake changes nothing for others, and what the woken
+        # seat sees is cut at its wake time: see _run.)
+        return _t(seat.ready_at + self._thinking(seat) + self._min_cost), True, False
+
+    def _thinking(self, seat: RemoteSeat) -> float:
+        return max(self.rules.thinking.per_wake, MIN_STEP) if seat.fresh else 0.0
 
     def _run(self, role: Role, at: float) -> None:
-        self.now = at
+        self.now = max(self.now, at)
         self.version += 1
         seat = self.seats[role]
         if isinstance(seat, HouseSeat):
@@ -244,11 +259,11 @@ class Scheduler:
             assert action is not None
             seat.state, seat.ready_at, seat.fresh = "thinking", at, False
             seat.applied = self._apply(role, action, at)
-            self._snapshot(seat)
+            seat.upto = self.referee.event_count
         else:
             seat.woke = "news" if seat.news_at <= seat.wake_at else "timeout"
             seat.state, seat.ready_at, seat.fresh = "thinking", at, True
-            self._snapshot(seat)
+            self._see_until(seat, at)
 
     def _run_house(self, role: Role, seat: HouseSeat, at: float) -> None:
         # Mirrors VirtualRoom.next_wake/decide/_apply line for line.
@@ -261,7 +276,7 @@ class Scheduler:
             return
         seat.news_at = math.inf
         decision = seat.agent.act(self.referee.observe(role, at))
-        seat.ready_at = _t(seat.ready_at + self.rules.thinking.per_wake)
+        seat.ready_at = _t(seat.ready_at + max(self.rules.thinking.per_wake, MIN_STEP))
         seat.pending.extend(decision.actions)
         seat.wake_at = math.inf if decision.wait is None else _t(seat.ready_at + decision.wait)
 
@@ -278,3 +293,21 @@ class Scheduler:
         self.referee.expire(self.deadline)
         self.now = max(self.now, self.deadline)
         self.version += 1
+
+
+def live_offers(events: Sequence[Event]) -> tuple[LiveOffer, ...]:
+    """The live offers after ``events`` (seller's first, as the referee lists them)."""
+    live: dict[Role, LiveOffer] = {}
+    for event in events:
+        match event:
+            case OfferMade(by=by, offer_id=offer_id, price=price, t=t) if by is not None:
+                live[by] = LiveOffer(offer_id=offer_id, by=by, price=price, t=t)
+            case OfferWithdrawn(by=by) if by is not None:
+                live.pop(by, None)
+            case OfferRejected(by=by) if by is not None:
+                live.pop(other(by), None)
+            case OfferAccepted() | NegotiationEnded():
+                live.clear()
+            case _:
+                pass
+    return tuple(live[role] for role in ("seller", "buyer") if role in live)
