@@ -1,0 +1,219 @@
+"""The model behind an LLM seat: built from a spec, metered, retried and bounded.
+
+``MeteredModel`` wraps any openai-agents ``Model`` (OpenAI-compatible chat completions, LiteLLM,
+or ``agents.testing.ScriptedModel`` in tests). Every model call goes through it, so it is where
+calls, tokens and latency are counted, where transient API errors are retried with backoff, and
+where each attempt is bounded by a timeout. Error tree::
+
+    LLMError                 the model could not be used; the seat's run ends as an error
+      LLMConfigError         bad spec or missing extra (raised before the negotiation starts)
+      LLMCallFailed          a model call still failed after the bounded retries
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import openai
+from agents.exceptions import ModelBehaviorError
+
+from agents import Model, ModelResponse, OpenAIChatCompletionsModel
+
+DEFAULT_BASE_URL_ENV = "OPENAI_BASE_URL"
+API_KEY_ENV = "OPENAI_API_KEY"
+
+
+class LLMError(Exception):
+    """The seat's model could not be used."""
+
+
+class LLMConfigError(LLMError):
+    """A bad model spec or a missing optional dependency."""
+
+
+class LLMCallFailed(LLMError):
+    """A model call failed for good (a permanent error, or retries used up)."""
+
+    def __init__(self, message: str, *, attempts: int, cause: BaseException) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.cause = cause
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Bounded exponential backoff for transient model errors."""
+
+    attempts: int = 4
+    """Tries per model call, the first included."""
+    initial_s: float = 0.5
+    max_s: float = 8.0
+    timeout_s: float = 60.0
+    """Upper bound on one attempt (the HTTP client's own timeout is set to the same value)."""
+
+    def delay(self, retry: int) -> float:
+        """Seconds to sleep before retry number ``retry`` (1, 2, ...)."""
+        return min(self.max_s, self.initial_s * 2 ** (retry - 1))
+
+
+@dataclass(slots=True)
+class Usage:
+    """What one seat's model cost over a negotiation."""
+
+    model_calls: int = 0
+    """Successful model calls."""
+    failed_attempts: int = 0
+    """Attempts that raised (retried or not)."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    """Wall-clock seconds spent in successful model calls."""
+    latencies_s: list[float] = field(default_factory=list[float])
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (stored with the negotiation)."""
+        lat = sorted(self.latencies_s)
+        return {
+            "model_calls": self.model_calls,
+            "failed_attempts": self.failed_attempts,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "latency_s": round(self.latency_s, 4),
+            "latency_p50_s": round(lat[len(lat) // 2], 4) if lat else None,
+            "latency_max_s": round(lat[-1], 4) if lat else None,
+        }
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors worth retrying: timeouts, connection errors, 408/409/429, 5xx, and
+    bodies that are not the JSON the API promises (a proxy or server hiccup)."""
+    transient = (
+        TimeoutError,
+        openai.APITimeoutError,
+        openai.APIConnectionError,
+        openai.APIResponseValidationError,
+        json.JSONDecodeError,
+    )
+    if isinstance(exc, transient):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return False
+
+
+class MeteredModel(Model):
+    """Counts, retries and bounds every call to an inner model.
+
+    Tokens, calls and latency land in ``usage``; ``on_response`` sees each response before the
+    runner executes its tool calls (the LLM seat charges its thinking to the clock there).
+    """
+
+    def __init__(self, inner: Model, retry: RetryPolicy | None = None) -> None:
+        self.inner = inner
+        self.retry = retry or RetryPolicy()
+        self.usage = Usage()
+        self.on_response: Callable[[ModelResponse], None] | None = None
+        """Called with each successful response, before its tool calls run."""
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        """The inner model's response, retried on transient errors within the policy."""
+        policy = self.retry
+        for attempt in range(1, policy.attempts + 1):
+            started = time.monotonic()
+            try:
+                with anyio.fail_after(policy.timeout_s):
+                    response = await self.inner.get_response(*args, **kwargs)
+            except Exception as exc:
+                self.usage.failed_attempts += 1
+                if not is_transient(exc) or attempt == policy.attempts:
+                    raise LLMCallFailed(
+                        f"model call failed after {attempt} attempt(s): {_describe(exc)}",
+                        attempts=attempt,
+                        cause=exc,
+                    ) from exc
+                await anyio.sleep(policy.delay(attempt))
+                continue
+            self._count(response, time.monotonic() - started)
+            if self.on_response is not None:
+                self.on_response(response)
+            return response
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        """Streaming is passed through unmetered (the seat loop never streams)."""
+        return self.inner.stream_response(*args, **kwargs)
+
+    def _count(self, response: ModelResponse, latency: float) -> None:
+        usage = self.usage
+        usage.model_calls += 1
+        usage.input_tokens += response.usage.input_tokens
+        usage.output_tokens += response.usage.output_tokens
+        usage.latency_s += latency
+        usage.latencies_s.append(latency)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}: {exc.message}"
+    if isinstance(exc, ModelBehaviorError):
+        return f"bad model output: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """Where a model comes from: ``llm:MODEL`` (any OpenAI-compatible endpoint) or
+    ``llm:litellm/PROVIDER/MODEL`` (the litellm extra)."""
+
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+def parse_llm_spec(spec: str) -> str:
+    """The model name in an ``llm:MODEL`` spec."""
+    kind, sep, model = spec.strip().partition(":")
+    if kind != "llm" or not sep or not model.strip():
+        raise LLMConfigError(f"not an LLM spec: {spec!r} (expected llm:MODEL)")
+    return model.strip()
+
+
+def build_model(spec: ModelSpec) -> Model:
+    """The openai-agents model a spec names (not metered)."""
+    if spec.model.startswith("litellm/"):
+        return _litellm(spec)
+    base_url = spec.base_url or os.environ.get(DEFAULT_BASE_URL_ENV) or None
+    api_key = spec.api_key or os.environ.get(API_KEY_ENV)
+    if not api_key:
+        if base_url is None:
+            raise LLMConfigError(
+                f"no API key: set {API_KEY_ENV}, or --base-url for a local endpoint"
+            )
+        api_key = "unused"  # local OpenAI-compatible servers usually ignore it
+    timeout = spec.retry.timeout_s if math.isfinite(spec.retry.timeout_s) else None
+    client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+    return OpenAIChatCompletionsModel(model=spec.model, openai_client=client)
+
+
+def _litellm(spec: ModelSpec) -> Model:
+    try:
+        module = importlib.import_module("agents.extensions.models.litellm_model")
+    except ImportError:
+        raise LLMConfigError(
+            "LiteLLM models need the litellm extra: pip install 'dealroom[litellm]'"
+        ) from None
+    model: Model = module.LitellmModel(
+        model=spec.model.removeprefix("litellm/"), base_url=spec.base_url, api_key=spec.api_key
+    )
+    return model

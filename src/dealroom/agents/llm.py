@@ -1,0 +1,294 @@
+"""An LLM in a seat, on the OpenAI Agents SDK: ``llm:MODEL`` against any OpenAI-compatible API.
+
+The model's tools are the seat's own MCP tools (listed from the server, schemas and all) and its
+instructions are the seat's briefing (``dealroom.protocol.briefing``) plus how its turns work.
+Each wake is one ``Runner.run``: the model gets the new events (the JSON a tool returned), acts
+through tool calls, and ends its turn by calling ``wait_for_opponent`` or by replying in text;
+at most ``max_turns`` model calls per wake. The conversation carries over between wakes.
+
+Clock: where the room runs in this process on the virtual clock, each model call is charged
+``rules.thinking.per_model_call`` seconds plus ``per_output_token`` per generated token, before
+the action it leads to (instead of the flat per-wake cost). Over HTTP the server charges its
+per-wake cost.
+
+Errors: tool errors (refusals, bad arguments, unknown tools) go back to the model as the tool's
+output and are counted. Transient API errors are retried with bounded backoff, and each attempt
+is bounded in time (``RetryPolicy``). A model call that still fails raises ``PlayerFailed``:
+the match runner then walks away for the seat and records the error beside the negotiation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.items import TResponseInputItem
+from agents.models.interface import Model
+from agents.run_config import ToolErrorFormatterArgs
+from agents.run_error_handlers import RunErrorHandlerInput, RunErrorHandlerResult
+from mcp.types import CallToolResult
+from openai.types.responses import ResponseFunctionToolCall
+
+from agents import (
+    Agent,
+    FunctionToolResult,
+    ModelResponse,
+    ModelSettings,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    ToolsToFinalOutputResult,
+)
+from dealroom.agents._llm_model import (
+    LLMConfigError,
+    LLMError,
+    MeteredModel,
+    ModelSpec,
+    RetryPolicy,
+    build_model,
+    parse_llm_spec,
+)
+from dealroom.agents._llm_tools import CallOrder, ToolStats, seat_tools
+from dealroom.protocol import Rules, SeatView, WaitResult
+from dealroom.protocol.briefing import briefing
+from dealroom.sdk.players import PlayerFailed, SeatContext
+from dealroom.sdk.seat import Seat
+
+__all__ = [
+    "LLMConfigError",
+    "LLMError",
+    "LLMPlayer",
+    "LLMSettings",
+    "RetryPolicy",
+    "is_llm_spec",
+]
+
+TURN_LIMIT_OUTPUT = "(turn limit reached: the turn ended)"
+
+
+def is_llm_spec(spec: str) -> bool:
+    """True for ``llm:MODEL`` specs."""
+    return spec.strip().startswith("llm:")
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSettings:
+    """How an LLM seat runs."""
+
+    max_turns: int = 6
+    """Most model calls per wake; past it the turn ends (counted in ``turn_limit_hits``)."""
+    max_wakes: int = 500
+    """Most wakes per negotiation (a runaway guard; the deadline normally comes first)."""
+    wait_timeout_s: float = 20.0
+    """Timeout of the seat loop's own wait_for_opponent calls."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tracing: bool = False
+    """Send traces to the Agents SDK's trace processors (off: nothing leaves the machine)."""
+
+
+class LLMPlayer:
+    """A ``Player`` that lets a language model play the seat through its MCP tools."""
+
+    def __init__(self, model: Model, *, name: str, settings: LLMSettings | None = None) -> None:
+        self.model = model
+        self.name = name
+        self.settings = settings or LLMSettings()
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        settings: LLMSettings | None = None,
+    ) -> LLMPlayer:
+        """``llm:MODEL`` on an OpenAI-compatible endpoint (``base_url``, else
+        ``$OPENAI_BASE_URL``, else OpenAI), or ``llm:litellm/PROVIDER/MODEL`` with the litellm
+        extra. Raises LLMConfigError for a bad spec or missing key."""
+        settings = settings or LLMSettings()
+        model_spec = ModelSpec(
+            model=parse_llm_spec(spec), base_url=base_url, api_key=api_key, retry=settings.retry
+        )
+        return cls(build_model(model_spec), name=spec.strip(), settings=settings)
+
+    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+        """Play the seat's negotiation to its end, one ``Runner.run`` per wake."""
+        game = _Game(self, seat, context)
+        try:
+            await game.run()
+        except LLMError as exc:
+            raise PlayerFailed(str(exc), game.extra(error=str(exc))) from exc
+        except PlayerFailed:
+            raise
+        except Exception as exc:  # the SDK's own errors (e.g. ModelBehaviorError)
+            message = f"{type(exc).__name__}: {exc}"
+            raise PlayerFailed(message, game.extra(error=message)) from exc
+        return game.extra()
+
+
+class _Game:
+    """One negotiation of one LLM seat: the agent, its conversation and its counters."""
+
+    def __init__(self, player: LLMPlayer, seat: Seat, context: SeatContext) -> None:
+        self.player = player
+        self.settings = player.settings
+        self.seat = seat
+        self.context = context
+        self.order = CallOrder()
+        self.stats = ToolStats()
+        self.model = MeteredModel(player.model, self.settings.retry)
+        self.model.on_response = self._on_response
+        self.wakes = 0
+        self.turn_limit_hits = 0
+        self.thinking_s = 0.0
+        self.over = False
+        self.last_wait: WaitResult | None = None
+
+    def extra(self, error: str | None = None) -> dict[str, Any]:
+        """What is stored beside the negotiation for this seat."""
+        data: dict[str, Any] = {
+            "model": self.player.name,
+            "wakes": self.wakes,
+            "turn_limit_hits": self.turn_limit_hits,
+            "thinking_s": round(self.thinking_s, 3),
+            **self.model.usage.as_dict(),
+            **self.stats.as_dict(),
+        }
+        if error is not None:
+            data["error"] = error
+        return data
+
+    async def run(self) -> None:
+        state = await self.seat.get_state()
+        observation = state.observation
+        self.over = observation.outcome is not None
+        view = SeatView(
+            role=observation.role,
+            scenario=observation.scenario,
+            private_value=observation.private_value,
+        )
+        agent = Agent(
+            name=f"dealroom-{view.role}",
+            instructions=instructions(view, self.context.rules, self.settings, self.charged),
+            model=self.model,
+            tools=list(await seat_tools(self.seat, self.stats, self.order, self._on_result)),
+            tool_use_behavior=self._turn_over,
+            model_settings=ModelSettings(
+                temperature=self.settings.temperature, max_tokens=self.settings.max_tokens
+            ),
+        )
+        run_config = RunConfig(
+            tracing_disabled=not self.settings.tracing,
+            tool_not_found_behavior="return_error_to_model",
+            tool_error_formatter=self._tool_error,
+        )
+        history: list[TResponseInputItem] = []
+        message = "The negotiation has started. get_state returned:\n" + _json(state)
+        while not self.over:
+            self.wakes += 1
+            if self.wakes > self.settings.max_wakes:
+                raise PlayerFailed(
+                    f"more than {self.settings.max_wakes} wakes", self.extra("wake limit")
+                )
+            self.last_wait = None
+            result = await Runner.run(
+                agent,
+                [*history, {"role": "user", "content": message}],
+                max_turns=self.settings.max_turns,
+                run_config=run_config,
+                error_handlers={"max_turns": self._turn_limit},
+            )
+            history = result.to_input_list()
+            if self.over:
+                break
+            message = await self._next_message()
+
+    @property
+    def charged(self) -> bool:
+        return self.context.charge is not None
+
+    async def _next_message(self) -> str:
+        """Sleep until the next wake; the user message that starts it."""
+        wait, fresh = self.last_wait, False
+        while wait is None or wait.woke == "pending":
+            wait, fresh = await self.seat.wait_for_opponent(self.settings.wait_timeout_s), True
+        self.over = wait.outcome is not None
+        if fresh:
+            return "Your turn. wait_for_opponent returned:\n" + _json(wait)
+        return "Your turn (the wait_for_opponent result above has the news)."
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    def _on_response(self, response: ModelResponse) -> None:
+        calls = [i.call_id for i in response.output if isinstance(i, ResponseFunctionToolCall)]
+        self.order.expect(calls)
+        if self.context.charge is not None:
+            thinking = self.context.rules.thinking
+            seconds = thinking.per_model_call + thinking.per_output_token * (
+                response.usage.output_tokens
+            )
+            self.thinking_s += seconds
+            self.context.charge(seconds)
+
+    def _on_result(self, name: str, result: CallToolResult) -> None:
+        content = result.structured_content
+        if result.is_error or content is None:
+            return
+        if content.get("outcome") is not None or content.get("observation", {}).get("outcome"):
+            self.over = True
+        if name == "wait_for_opponent":
+            self.last_wait = WaitResult.model_validate(content)
+
+    def _turn_over(
+        self, context: RunContextWrapper[Any], results: list[FunctionToolResult]
+    ) -> ToolsToFinalOutputResult:
+        """The turn ends at wait_for_opponent, or as soon as the negotiation is over."""
+        del context
+        for result in results:
+            if result.tool.name == "wait_for_opponent" or self.over:
+                return ToolsToFinalOutputResult(is_final_output=True, final_output=result.output)
+        return ToolsToFinalOutputResult(is_final_output=False)
+
+    def _tool_error(self, args: ToolErrorFormatterArgs[Any]) -> str | None:
+        if args.kind == "tool_not_found":
+            self.stats.invalid += 1
+            self.stats.calls[args.tool_name] += 1
+            return self.stats.error(
+                f"Error: there is no tool {args.tool_name!r}; use one of the listed tools."
+            )
+        return None
+
+    def _turn_limit(self, data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult:
+        del data
+        self.turn_limit_hits += 1
+        return RunErrorHandlerResult(final_output=TURN_LIMIT_OUTPUT, include_in_history=False)
+
+
+def instructions(view: SeatView, rules: Rules, settings: LLMSettings, charged: bool) -> str:
+    """The seat's briefing plus how an LLM seat's turns work."""
+    thinking = rules.thinking
+    if charged:
+        cost = (
+            f"Thinking costs clock time too: each of your model calls {thinking.per_model_call:g} "
+            f"s plus {thinking.per_output_token:g} s per output token, so be brief."
+        )
+    else:
+        cost = f"Each turn costs {thinking.per_wake:g} s of thinking on the clock."
+    return f"""{briefing(view, rules)}
+How your turns work:
+- You are woken when the other side acts or when the time you asked to wait has passed; the \
+message that wakes you holds the new events as JSON (prices in the scenario's currency).
+- On your turn, act with the tools, then call wait_for_opponent to end your turn. You have at \
+most {settings.max_turns} model calls per turn.
+- {cost}
+- A tool error means nothing happened; read it and try again or do something else.
+"""
+
+
+def _json(model: Any) -> str:
+    return json.dumps(model.model_dump(mode="json"), separators=(",", ":"))

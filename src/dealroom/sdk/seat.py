@@ -1,0 +1,243 @@
+"""A client for one seat of a dealroom MCP server: in memory, over stdio, or over HTTP.
+
+Usage::
+
+    async with Seat.stdio(["dealroom", "serve", "--role", "buyer"]) as seat:
+        state = await seat.get_state()
+        result = await seat.make_offer(900, message="My best offer.")
+        async for event in seat.events():
+            ...
+
+Every typed method mirrors one tool and returns its wire model. A refused call raises
+``SeatError`` (its ``payload`` holds the stable code and the message); the negotiation is
+unchanged. ``call_tool`` and ``list_tools`` give the raw MCP results, for adapters (such as the
+LLM agent) that hand the server's own tools to a model.
+
+Error tree::
+
+    SeatError            the server refused a call (code and message from the tool error)
+    SeatClosedError      the seat is not connected
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ListToolsResult
+from pydantic import BaseModel
+
+from dealroom.protocol import (
+    Accept,
+    Action,
+    ActionResult,
+    Event,
+    MakeOffer,
+    Reject,
+    SeatState,
+    SendMessage,
+    ToolErrorPayload,
+    WaitResult,
+    WalkAway,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+SEAT_TOKEN_ENV = "DEALROOM_SEAT_TOKEN"
+"""Where ``dealroom seat`` and ``Seat.http`` read a seat token when none is given."""
+
+
+class SeatError(Exception):
+    """A tool call the server refused; the negotiation did not change."""
+
+    def __init__(self, tool: str, payload: ToolErrorPayload) -> None:
+        super().__init__(f"{tool}: {payload.text()}")
+        self.tool = tool
+        self.payload = payload
+
+    @property
+    def code(self) -> str:
+        """The stable error code (a referee ``ErrorCode`` or a ``SessionErrorCode``)."""
+        return self.payload.code
+
+
+class SeatClosedError(Exception):
+    """The seat is not connected (use it inside ``async with``)."""
+
+
+class Seat:
+    """One seat of a negotiation, over any MCP transport. Use as an async context manager."""
+
+    def __init__(
+        self,
+        server: MCPServer | StdioServerParameters | str | Any,
+        *,
+        http_client: httpx2.AsyncClient | None = None,
+        read_timeout_s: float | None = None,
+    ) -> None:
+        self._server = server
+        self._http_client = http_client
+        self._read_timeout_s = read_timeout_s
+        self._client: Client | None = None
+        self._stack: AsyncExitStack | None = None
+
+    # -- connecting ----------------------------------------------------------------------------
+
+    @classmethod
+    def memory(cls, app: MCPServer) -> Seat:
+        """A seat of an in-process server app (no transport, for tests and local matches)."""
+        return cls(app)
+
+    @classmethod
+    def stdio(
+        cls,
+        command: Sequence[str] | StdioServerParameters,
+        *,
+        env: dict[str, str] | None = None,
+        read_timeout_s: float | None = None,
+    ) -> Seat:
+        """A seat of a server launched as a subprocess (``dealroom serve ...``), over stdio."""
+        if isinstance(command, StdioServerParameters):
+            params = command
+        else:
+            params = StdioServerParameters(command=command[0], args=list(command[1:]), env=env)
+        return cls(params, read_timeout_s=read_timeout_s)
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout_s: float = 30.0,
+        read_timeout_s: float = 120.0,
+    ) -> Seat:
+        """A seat of a room on an HTTP server (``.../mcp``), with its bearer token.
+
+        The token defaults to ``$DEALROOM_SEAT_TOKEN``.
+        """
+        token = token or os.environ.get(SEAT_TOKEN_ENV)
+        if not token:
+            raise ValueError(f"no seat token: pass one or set {SEAT_TOKEN_ENV}")
+        client = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx2.Timeout(timeout_s, read=read_timeout_s),
+        )
+        return cls(url, http_client=client, read_timeout_s=read_timeout_s)
+
+    async def __aenter__(self) -> Seat:
+        stack = AsyncExitStack()
+        try:
+            server = self._server
+            if self._http_client is not None:
+                await stack.enter_async_context(self._http_client)
+                server = streamable_http_client(str(server), http_client=self._http_client)
+            client = Client(server, read_timeout_seconds=self._read_timeout_s, cache=None)
+            self._client = await stack.enter_async_context(client)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        stack, self._stack, self._client = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    @property
+    def client(self) -> Client:
+        """The underlying MCP client."""
+        if self._client is None:
+            raise SeatClosedError("the seat is not connected; use it inside 'async with'")
+        return self._client
+
+    # -- raw access ----------------------------------------------------------------------------
+
+    async def list_tools(self) -> ListToolsResult:
+        """The server's tools, with their schemas and descriptions."""
+        return await self.client.list_tools()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        """Call a tool and return the raw MCP result (errors are results, not exceptions)."""
+        return await self.client.call_tool(name, arguments or {})
+
+    async def briefing(self) -> str:
+        """The server's ``briefing`` prompt for this seat, as plain text."""
+        result = await self.client.get_prompt("briefing")
+        return "\n\n".join(
+            m.content.text for m in result.messages if getattr(m.content, "type", "") == "text"
+        )
+
+    async def _typed(self, name: str, arguments: dict[str, Any], model: type[M]) -> M:
+        result = await self.call_tool(name, arguments)
+        if result.is_error:
+            text = "".join(item.text for item in result.content if item.type == "text")
+            raise SeatError(name, ToolErrorPayload.parse(text))
+        if result.structured_content is None:
+            raise SeatError(
+                name, ToolErrorPayload(code="bad_result", message="no structured content")
+            )
+        return model.model_validate(result.structured_content)
+
+    # -- the tools -----------------------------------------------------------------------------
+
+    async def make_offer(
+        self, price: Decimal | float | int | str, message: str | None = None
+    ) -> ActionResult:
+        """Make a binding offer (it replaces your previous live offer)."""
+        return await self.act(MakeOffer(price=Decimal(str(price)), message=message))
+
+    async def accept(self, offer_id: str) -> ActionResult:
+        """Accept the other side's live offer: the deal closes at its price."""
+        return await self.act(Accept(offer_id=offer_id))
+
+    async def reject(self, offer_id: str, message: str | None = None) -> ActionResult:
+        """Reject the other side's live offer."""
+        return await self.act(Reject(offer_id=offer_id, message=message))
+
+    async def send_message(self, text: str) -> ActionResult:
+        """Send cheap talk."""
+        return await self.act(SendMessage(text=text))
+
+    async def walk_away(self, message: str | None = None) -> ActionResult:
+        """End the negotiation without a deal."""
+        return await self.act(WalkAway(message=message))
+
+    async def act(self, action: Action) -> ActionResult:
+        """Any action, as the tool of the same name."""
+        arguments = action.model_dump(mode="json", exclude={"type"}, exclude_none=True)
+        return await self._typed(action.type, arguments, ActionResult)
+
+    async def wait_for_opponent(self, timeout_s: float | None = None) -> WaitResult:
+        """Wait for the other side's next move, the timeout, or the end."""
+        arguments = {} if timeout_s is None else {"timeout_s": timeout_s}
+        return await self._typed("wait_for_opponent", arguments, WaitResult)
+
+    async def get_state(self) -> SeatState:
+        """The seat's observation and the series so far."""
+        return await self._typed("get_state", {}, SeatState)
+
+    async def new_negotiation(self) -> SeatState:
+        """Start the next negotiation of a house-mode series."""
+        return await self._typed("new_negotiation", {}, SeatState)
+
+    async def events(self, *, timeout_s: float | None = None) -> AsyncIterator[Event]:
+        """Every event not yet seen by this seat, as it happens, until the negotiation ends.
+
+        Events that came back in the results of your own actions were already shown to you and
+        are not repeated. Each wait is bounded by the server (``timeout_s`` at most).
+        """
+        while True:
+            result = await self.wait_for_opponent(timeout_s)
+            for event in result.events:
+                yield event
+            if result.outcome is not None:
+                return

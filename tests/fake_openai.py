@@ -1,0 +1,190 @@
+"""A loopback OpenAI-compatible chat-completions endpoint with scripted replies, for tests.
+
+Runs a stdlib HTTP server on 127.0.0.1 (a free port) in a thread. Each POST to
+``/v1/chat/completions`` is answered by a *brain*: a function from the request body to a reply
+(tool calls, text, an HTTP error status, a hang, or a malformed body). Every request is kept in
+``requests``. Nothing here touches the network beyond loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    """Reply with these tool calls: (name, arguments) with arguments a dict or raw JSON text."""
+
+    calls: tuple[tuple[str, dict[str, Any] | str], ...]
+    output_tokens: int = 7
+
+
+@dataclass(frozen=True)
+class Text:
+    """Reply with a plain assistant message."""
+
+    text: str
+    output_tokens: int = 3
+
+
+@dataclass(frozen=True)
+class Status:
+    """Reply with an HTTP error."""
+
+    code: int = 500
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Do not answer for this long (the client should time out first)."""
+
+    seconds: float = 30.0
+
+
+@dataclass(frozen=True)
+class Garbage:
+    """Reply 200 with a body that is not JSON."""
+
+    body: bytes = b"{this is not json"
+
+
+Reply = ToolCalls | Text | Status | Hang | Garbage
+Brain = Callable[[dict[str, Any]], Reply]
+
+
+@dataclass
+class FakeOpenAI:
+    """The running endpoint: ``base_url`` for clients, ``requests`` seen so far."""
+
+    base_url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def scripted(replies: list[Reply], then: Reply | None = None) -> Brain:
+    """A brain that answers with ``replies`` in order, then ``then`` forever (default: text)."""
+    queue = list(replies)
+    lock = threading.Lock()
+
+    def brain(request: dict[str, Any]) -> Reply:
+        del request
+        with lock:
+            if queue:
+                return queue.pop(0)
+        return then or Text("I wait.")
+
+    return brain
+
+
+def _completion(request: dict[str, Any], reply: ToolCalls | Text, n: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    if isinstance(reply, Text):
+        message["content"] = reply.text
+        finish = "stop"
+    else:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{n}_{i}",
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+            for i, (name, args) in enumerate(reply.calls)
+        ]
+        finish = "tool_calls"
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": request.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": 11,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": 11 + reply.output_tokens,
+        },
+    }
+
+
+@contextmanager
+def serve(brain: Brain) -> Iterator[FakeOpenAI]:
+    """Run the endpoint for the duration of the block."""
+    state = FakeOpenAI(base_url="")
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            del format, args
+
+        def _send(self, code: int, body: bytes) -> None:
+            try:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up first (a scripted hang)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            request = json.loads(self.rfile.read(length) or b"{}")
+            with lock:
+                state.requests.append(request)
+                n = len(state.requests)
+            if not self.path.endswith("/chat/completions"):
+                self._send(404, b'{"error": {"message": "not found"}}')
+                return
+            reply = brain(request)
+            match reply:
+                case Status(code=code):
+                    self._send(code, json.dumps({"error": {"message": "scripted"}}).encode())
+                case Hang(seconds=seconds):
+                    state.stop.wait(seconds)
+                    self._send(500, b'{"error": {"message": "hung"}}')
+                case Garbage(body=body):
+                    self._send(200, body)
+                case ToolCalls() | Text():
+                    self._send(200, json.dumps(_completion(request, reply, n)).encode())
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.stop.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def tool_names_by_call_id(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """Which tool each call id in a conversation called."""
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            names[call["id"]] = call["function"]["name"]
+    return names
+
+
+def last_tool_result(request: dict[str, Any]) -> tuple[str, str] | None:
+    """(tool name, output) of the conversation's last message, if it is a tool result."""
+    messages = request.get("messages", [])
+    if not messages or messages[-1].get("role") != "tool":
+        return None
+    last = messages[-1]
+    content = last.get("content")
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content)
+    return tool_names_by_call_id(messages).get(last["tool_call_id"], "?"), str(content)
