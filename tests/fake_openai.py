@@ -188,3 +188,46 @@ def last_tool_result(request: dict[str, Any]) -> tuple[str, str] | None:
     if isinstance(content, list):
         content = "".join(part.get("text", "") for part in content)
     return tool_names_by_call_id(messages).get(last["tool_call_id"], "?"), str(content)
+
+
+def _latest_state(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The newest seat update (a JSON object with live_offers) in a conversation."""
+    for message in reversed(messages):
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content)
+        if not isinstance(content, str) or "live_offers" not in content:
+            continue
+        start = content.find("{")
+        try:
+            data = json.loads(content[start:])
+        except ValueError:
+            continue
+        return data.get("observation", data)
+    return None
+
+
+def negotiator(role: str, *, price: float, accept_from_wake: int = 2) -> Brain:
+    """A brain that plays a seat sensibly through the tools.
+
+    On each wake (a user message) it accepts the other side's live offer from wake
+    ``accept_from_wake`` on, else offers ``price`` and waits, in one response.
+    """
+
+    def brain(request: dict[str, Any]) -> Reply:
+        messages = request.get("messages", [])
+        if not messages or messages[-1].get("role") != "user":
+            return ToolCalls((("wait_for_opponent", {}),))
+        wake = sum(1 for m in messages if m.get("role") == "user")
+        state = _latest_state(messages) or {}
+        theirs = [o for o in state.get("live_offers", []) if o.get("by") != role]
+        if theirs and wake >= accept_from_wake:
+            return ToolCalls((("accept", {"offer_id": theirs[0]["offer_id"]}),))
+        return ToolCalls(
+            (
+                ("make_offer", {"price": price, "message": "A fair price."}),
+                ("wait_for_opponent", {}),
+            )
+        )
+
+    return brain

@@ -44,8 +44,16 @@ class ToolStats:
     """Calls that never reached the server (malformed arguments, unknown tool)."""
     refused: int = 0
     """Calls the server answered with an error."""
+    malformed_in_a_row: int = 0
+    """Invalid calls since the last call that reached the server."""
     errors: list[str] = field(default_factory=list[str])
     """The first error messages, as the model saw them."""
+
+    def invalid_call(self, text: str) -> str:
+        """Count a call that never reached the server; the text the model reads."""
+        self.invalid += 1
+        self.malformed_in_a_row += 1
+        return self.error(text)
 
     def error(self, text: str) -> str:
         if len(self.errors) < KEEP_ERRORS:
@@ -148,14 +156,13 @@ async def _call(
     try:
         arguments = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:
-        stats.invalid += 1
-        return stats.error(
+        return stats.invalid_call(
             f"Error: the arguments of {name} are not valid JSON ({exc.msg}); "
             "call it again with a JSON object."
         )
     if not isinstance(arguments, dict):
-        stats.invalid += 1
-        return stats.error(f"Error: the arguments of {name} must be a JSON object.")
+        return stats.invalid_call(f"Error: the arguments of {name} must be a JSON object.")
+    stats.malformed_in_a_row = 0
     result = await session.call_tool(name, arguments)
     if on_result is not None:
         on_result(name, result)

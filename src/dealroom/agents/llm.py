@@ -12,7 +12,10 @@ the action it leads to (instead of the flat per-wake cost). Over HTTP the server
 per-wake cost.
 
 Errors: tool errors (refusals, bad arguments, unknown tools) go back to the model as the tool's
-output and are counted. Transient API errors are retried with bounded backoff, and each attempt
+output and are counted; ``rules.max_invalid_actions`` malformed calls in a row (arguments that
+are not a JSON object, tools that do not exist: calls the referee never sees, so they cannot
+forfeit) end the seat's run as an error, as a model that keeps failing would. Transient API
+errors are retried with bounded backoff, and each attempt
 is bounded in time (``RetryPolicy``). A model call that still fails raises ``PlayerFailed``:
 the match runner then walks away for the seat and records the error beside the negotiation.
 """
@@ -152,7 +155,6 @@ class _Game:
     def extra(self, error: str | None = None) -> dict[str, Any]:
         """What is stored beside the negotiation for this seat."""
         data: dict[str, Any] = {
-            "model": self.player.name,
             "wakes": self.wakes,
             "turn_limit_hits": self.turn_limit_hits,
             "thinking_s": round(self.thinking_s, 3),
@@ -206,6 +208,11 @@ class _Game:
             history = result.to_input_list()
             if self.over:
                 break
+            if self._malformed():
+                raise LLMError(
+                    f"{self.stats.malformed_in_a_row} malformed tool calls in a row "
+                    "(arguments that are not JSON objects, or tools that do not exist)"
+                )
             message = await self._next_message()
 
     @property
@@ -244,21 +251,23 @@ class _Game:
         if name == "wait_for_opponent":
             self.last_wait = WaitResult.model_validate(content)
 
+    def _malformed(self) -> bool:
+        return self.stats.malformed_in_a_row >= self.context.rules.max_invalid_actions
+
     def _turn_over(
         self, context: RunContextWrapper[Any], results: list[FunctionToolResult]
     ) -> ToolsToFinalOutputResult:
         """The turn ends at wait_for_opponent, or as soon as the negotiation is over."""
         del context
         for result in results:
-            if result.tool.name == "wait_for_opponent" or self.over:
+            if result.tool.name == "wait_for_opponent" or self.over or self._malformed():
                 return ToolsToFinalOutputResult(is_final_output=True, final_output=result.output)
         return ToolsToFinalOutputResult(is_final_output=False)
 
     def _tool_error(self, args: ToolErrorFormatterArgs[Any]) -> str | None:
         if args.kind == "tool_not_found":
-            self.stats.invalid += 1
             self.stats.calls[args.tool_name] += 1
-            return self.stats.error(
+            return self.stats.invalid_call(
                 f"Error: there is no tool {args.tool_name!r}; use one of the listed tools."
             )
         return None

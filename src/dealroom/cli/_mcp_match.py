@@ -1,0 +1,88 @@
+"""``dealroom match`` for players that go through MCP seats: LLM agents, people, remote rooms.
+
+In-process (default): the server's room, seats and MCP app run in this process on the virtual
+clock. ``--server URL``: a room is opened on that HTTP server (admin token from
+``$DEALROOM_ADMIN_TOKEN``) and the players connect to their seats over HTTP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from dealroom.cli._common import scenario, usage_error
+from dealroom.cli._players import ADMIN_TOKEN_ENV, player
+from dealroom.protocol import RoomRequest
+from dealroom.sdk.remote import RemoteMatchError, play_remote_match
+from dealroom.sdk.runner import MatchResult, play_match
+from dealroom.sdk.transcript import format_record
+from dealroom.server.store import ResultsStore, StoreError
+
+
+def run(args: argparse.Namespace) -> int:
+    """Play through MCP and print; exit status 1 if a player failed (its error is printed)."""
+    buyer, seller = player(args.buyer, args), player(args.seller, args)
+    if args.server:
+        token = os.environ.get(ADMIN_TOKEN_ENV)
+        if not token:
+            raise usage_error(f"--server needs ${ADMIN_TOKEN_ENV} (the server's admin token)")
+        if args.scenario is not None:
+            raise usage_error("--scenario cannot be used with --server (rooms use --tier, --seed)")
+        request = RoomRequest(tier=args.tier, seed=args.seed, clock=args.clock)
+        try:
+            result = anyio.run(
+                lambda: play_remote_match(
+                    args.server, buyer, seller, admin_token=token, request=request
+                )
+            )
+        except RemoteMatchError as exc:
+            sys.stderr.write(f"dealroom: error: {exc}\n")
+            return 1
+    else:
+        chosen = scenario(args)
+        result = anyio.run(
+            lambda: play_match(chosen, buyer, seller, seed=args.seed, clock=args.clock)
+        )
+    if args.results is not None:
+        _store(args.results, result)
+    sys.stdout.write((_json(result) if args.json else _text(result)) + "\n")
+    return 1 if result.errors else 0
+
+
+def _store(path: Path, result: MatchResult) -> None:
+    record = result.record
+    key = f"match/{record.scenario.id}/{record.buyer}/{record.seller}/{secrets.token_hex(4)}"
+    try:
+        with ResultsStore(path) as store:
+            store.add(key, record, run="match", extra=result.extra)
+    except (OSError, StoreError) as exc:
+        raise usage_error(f"{path}: cannot write the results store ({exc})") from None
+
+
+def _json(result: MatchResult) -> str:
+    """The record's JSON with the players' data under a separate ``extra`` key."""
+    body: dict[str, Any] = json.loads(result.record.model_dump_json())
+    body["extra"] = result.extra
+    return json.dumps(body)
+
+
+def _text(result: MatchResult) -> str:
+    lines = [format_record(result.record)]
+    for role, data in result.extra.get("players", {}).items():
+        if "model_calls" in data:
+            lines.append(
+                f"  {role} {data['name']}: {data['model_calls']} model calls, "
+                f"{data['output_tokens']} output tokens, {data['latency_s']:g} s in the model, "
+                f"{data['invalid_tool_calls']} invalid and {data['refused_tool_calls']} refused "
+                "tool calls"
+            )
+    for role, error in result.errors.items():
+        lines.append(f"  error ({role}): {error}")
+    return "\n".join(lines)

@@ -1,0 +1,86 @@
+"""Test helpers for seats: fast MCP sessions and a loopback dealroom HTTP server."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import uvicorn
+from mcp import ClientSession
+
+from dealroom.agents import resolve
+from dealroom.server.mcp_http import build_http_app
+from dealroom.server.registry import RoomRegistry
+from dealroom.server.store import ResultsStore
+
+ADMIN = "admin-token-for-llm-tests"
+
+_compile = ClientSession._output_schema_validator  # pyright: ignore[reportPrivateUsage]
+_VALIDATORS: dict[str, Any] = {}
+
+
+def share_schema_validators(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compile each tool's output schema once per test run, not once per MCP session.
+
+    Results are still validated against the schemas; only jsonschema's compile step (about
+    150 ms per tool per session) is shared, so that tests opening many seats stay fast.
+    """
+
+    def cached(self: ClientSession, name: str, output_schema: dict[str, Any]) -> Any:
+        key = json.dumps(output_schema, sort_keys=True)
+        if key not in _VALIDATORS:
+            _VALIDATORS[key] = _compile(self, name, output_schema)
+        return _VALIDATORS[key]
+
+    monkeypatch.setattr(ClientSession, "_output_schema_validator", cached)
+
+
+def free_port() -> int:
+    """An unused loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class RoomServer:
+    """A running loopback ``dealroom serve --transport http``."""
+
+    url: str
+    registry: RoomRegistry
+    store: ResultsStore
+
+
+@asynccontextmanager
+async def room_server(tmp_path: Path) -> AsyncIterator[RoomServer]:
+    """The HTTP room server on a free loopback port, in a task group; admin token ``ADMIN``."""
+    port = free_port()
+    with ResultsStore(tmp_path / "server.db") as store:
+        registry = RoomRegistry(store=store, resolve_house=resolve)
+        app = build_http_app(registry, admin_token=ADMIN, host="127.0.0.1", port=port)
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_config=None,
+            access_log=False,
+            ws="none",
+            timeout_graceful_shutdown=2,
+        )
+        server = uvicorn.Server(config)
+        async with anyio.create_task_group() as group:
+            group.start_soon(server.serve)
+            with anyio.fail_after(10):
+                while not server.started:  # noqa: ASYNC110  (uvicorn has no started event)
+                    await anyio.sleep(0.01)
+            try:
+                yield RoomServer(f"http://127.0.0.1:{port}", registry, store)
+            finally:
+                server.should_exit = True
