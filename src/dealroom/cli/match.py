@@ -7,6 +7,7 @@ import sys
 
 from dealroom.agents import entries
 from dealroom.cli._common import add_scenario_flags, agent, scenario
+from dealroom.cli._players import add_llm_flags, add_mcp_flags, needs_mcp
 from dealroom.sdk.transcript import format_record
 from dealroom.server.match import play
 
@@ -14,10 +15,16 @@ from dealroom.server.match import play
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the subcommands."""
     match = commands.add_parser("match", help="play one negotiation between two agents")
-    match.add_argument("--buyer", required=True, help="agent spec, e.g. boulware or boulware:e=0.1")
+    match.add_argument(
+        "--buyer",
+        required=True,
+        help="agent spec, e.g. boulware, boulware:e=0.1, llm:gpt-4.1-mini or human",
+    )
     match.add_argument("--seller", required=True, help="agent spec")
     add_scenario_flags(match)
     match.add_argument("--json", action="store_true", help="print one JSON object")
+    add_llm_flags(match)
+    add_mcp_flags(match)
     match.set_defaults(handler=run_match)
 
     listing = commands.add_parser("agents", help="list the available agents")
@@ -25,7 +32,12 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_match(args: argparse.Namespace) -> int:
-    """Play and print."""
+    """Play and print. Scripted agents play in process; LLM agents and people (or --server)
+    play through MCP seats."""
+    if needs_mcp(args.buyer, args.seller) or args.server:
+        from dealroom.cli import _mcp_match
+
+        return _mcp_match.run(args)
     buyer, seller = agent(args.buyer), agent(args.seller)
     record = play(scenario(args), buyer, seller, names=(args.buyer, args.seller), seed=args.seed)
     sys.stdout.write((record.model_dump_json() if args.json else format_record(record)) + "\n")
