@@ -9,6 +9,7 @@ Runs a stdlib HTTP server on 127.0.0.1 (a free port) in a thread. Each POST to
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -207,25 +208,42 @@ def _latest_state(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
-def negotiator(role: str, *, price: float, accept_from_wake: int = 2) -> Brain:
-    """A brain that plays a seat sensibly through the tools.
+def _list_price(messages: list[dict[str, Any]]) -> float:
+    for message in messages:
+        found = re.search(r'"list_price":\s*([0-9.]+)', str(message.get("content")))
+        if found:
+            return float(found.group(1))
+    return 100.0
+
+
+def seat_role(request: dict[str, Any]) -> str:
+    """The seat an LLM plays, read from its instructions (the briefing)."""
+    system = next((m for m in request.get("messages", []) if m.get("role") == "system"), {})
+    return "seller" if "You are the seller" in str(system.get("content")) else "buyer"
+
+
+def negotiator(*, price: float | None = None, accept_from_wake: int = 2) -> Brain:
+    """A brain that plays whichever seat its instructions name, sensibly, through the tools.
 
     On each wake (a user message) it accepts the other side's live offer from wake
-    ``accept_from_wake`` on, else offers ``price`` and waits, in one response.
+    ``accept_from_wake`` on, else offers ``price`` (default: the list price) and waits, in one
+    response.
     """
 
     def brain(request: dict[str, Any]) -> Reply:
         messages = request.get("messages", [])
         if not messages or messages[-1].get("role") != "user":
             return ToolCalls((("wait_for_opponent", {}),))
+        role = seat_role(request)
         wake = sum(1 for m in messages if m.get("role") == "user")
         state = _latest_state(messages) or {}
         theirs = [o for o in state.get("live_offers", []) if o.get("by") != role]
         if theirs and wake >= accept_from_wake:
             return ToolCalls((("accept", {"offer_id": theirs[0]["offer_id"]}),))
+        offer = price if price is not None else _list_price(messages)
         return ToolCalls(
             (
-                ("make_offer", {"price": price, "message": "A fair price."}),
+                ("make_offer", {"price": offer, "message": "A fair price."}),
                 ("wait_for_opponent", {}),
             )
         )

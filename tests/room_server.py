@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,3 +86,43 @@ async def room_server(tmp_path: Path) -> AsyncIterator[RoomServer]:
                 yield RoomServer(f"http://127.0.0.1:{port}", registry, store)
             finally:
                 server.should_exit = True
+
+
+@contextmanager
+def room_server_thread(tmp_path: Path) -> Iterator[RoomServer]:
+    """The HTTP room server in a background thread (for code that runs its own event loop).
+
+    The server writes its results store from its own thread; ``store`` is a second connection
+    to the same file, for the test to read.
+    """
+    port = free_port()
+    path = tmp_path / "server.db"
+    started = threading.Event()
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        with ResultsStore(path) as store:
+            registry = RoomRegistry(store=store, resolve_house=resolve)
+            app = build_http_app(registry, admin_token=ADMIN, host="127.0.0.1", port=port)
+            config = uvicorn.Config(
+                app, host="127.0.0.1", port=port, log_config=None, access_log=False, ws="none"
+            )
+            box["server"] = server = uvicorn.Server(config)
+            box["registry"] = registry
+            started.set()
+            server.run()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert started.wait(10), "server thread did not start"
+    server: uvicorn.Server = box["server"]
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
+        time.sleep(0.01)
+    try:
+        with ResultsStore(path) as reader:
+            yield RoomServer(f"http://127.0.0.1:{port}", box["registry"], reader)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

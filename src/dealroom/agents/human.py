@@ -27,6 +27,7 @@ from dealroom.protocol import (
     Event,
     LiveOffer,
     MakeOffer,
+    Observation,
     Reject,
     Role,
     SendMessage,
@@ -76,7 +77,7 @@ class HumanPlayer:
         state = await seat.get_state()
         self._currency = state.observation.scenario.currency
         self._live = state.observation.live_offers
-        self._say(await seat.briefing())
+        self._say(intro(state.observation, context))
         self._say(HELP)
         self._show_events(state.observation.events)
         commands = 0
@@ -171,6 +172,29 @@ class HumanPlayer:
             if event.type != "offer_withdrawn":
                 text = describe_event(event, self._role, self._currency)
                 self._say(f"  [{event.t:6.1f}s] {text}")
+
+
+def intro(observation: Observation, context: SeatContext) -> str:
+    """Who you are, what is for sale, your own value and the rules, in a few lines."""
+    s = observation.scenario
+    cur = s.currency
+    value = money(observation.private_value, cur)
+    if observation.role == "buyer":
+        stake = f"Your private value is {value}: the most it is worth to you (pay less to gain)."
+    else:
+        stake = f"Your private cost is {value}: the least you can take (sell for more to gain)."
+    costs = context.rules.costs
+    return (
+        f"You are the {observation.role}. For sale: {s.item.name} ({s.item.category}). "
+        f"{s.item.description}\n"
+        f"List price {money(s.list_price, cur)}. {stake} The other side has its own private "
+        "number, which you do not know.\n"
+        "Offers are binding: if the other side accepts yours, the deal closes at your price. "
+        "Messages bind nobody.\n"
+        f"The negotiation ends without a deal after {s.deadline:g} seconds on its clock. "
+        f"Actions take clock time (offer {costs.make_offer:g} s, message "
+        f"{costs.send_message:g} s, reject {costs.reject:g} s, accept {costs.accept:g} s)."
+    )
 
 
 _COMMANDS: dict[str, str] = {

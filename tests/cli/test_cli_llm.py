@@ -1,0 +1,228 @@
+"""``dealroom match`` with LLM agents on a loopback OpenAI-compatible endpoint, and ``play``.
+
+The endpoint is ``tests/fake_openai.py``: a stdlib HTTP server on 127.0.0.1 whose replies are
+scripted tool calls (or errors). Nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dealroom.agents import resolve
+from dealroom.agents.llm import LLMSettings, RetryPolicy
+from dealroom.cli import _players, main
+from dealroom.protocol.generator import scenario_at
+from dealroom.server.match import play
+from dealroom.server.store import ResultsStore
+from fake_openai import Garbage, Hang, Status, ToolCalls, negotiator, scripted, serve
+from room_server import ADMIN, room_server_thread, share_schema_validators
+
+TOOLS = {"make_offer", "accept", "reject", "send_message", "walk_away"}
+TOOLS |= {"wait_for_opponent", "get_state"}
+FAST = ["--model-timeout", "1", "--model-attempts", "2", "--model-backoff", "0.01"]
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    share_schema_validators(monkeypatch)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEALROOM_ADMIN_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def match_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    """Run ``dealroom match ... --json``: (exit status, the printed JSON object)."""
+    status = main(["match", *argv, "--json"])
+    out = capsys.readouterr().out
+    return status, json.loads(out)
+
+
+def test_an_llm_buyer_plays_a_scripted_seller_to_an_outcome(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with serve(negotiator()) as fake:
+        status, body = match_json(
+            capsys, "--buyer", "llm:fake", "--seller", "boulware", "--base-url", fake.base_url
+        )
+    assert status == 0
+    assert body["outcome"]["status"] == "deal"
+    assert body["buyer"] == "llm:fake"
+    assert {tool["function"]["name"] for tool in fake.requests[0]["tools"]} == TOOLS
+    data = body["extra"]["players"]["buyer"]
+    assert data["model_calls"] == len(fake.requests) >= 2
+    assert data["output_tokens"] == 7 * data["model_calls"]
+    assert data["input_tokens"] == 11 * data["model_calls"]
+    assert "errors" not in body["extra"]
+
+
+def test_two_llms_play_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with serve(negotiator(accept_from_wake=3)) as fake:
+        status, body = match_json(
+            capsys, "--buyer", "llm:a", "--seller", "llm:b", "--base-url", fake.base_url
+        )
+    assert status == 0
+    assert body["outcome"]["end_reason"] == "accepted"
+    assert {r["model"] for r in fake.requests} == {"a", "b"}
+    assert set(body["extra"]["players"]) == {"buyer", "seller"}
+
+
+def test_an_llm_plays_a_room_of_an_http_server(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DEALROOM_ADMIN_TOKEN", ADMIN)
+    with serve(negotiator()) as fake, room_server_thread(tmp_path) as server:
+        status, body = match_json(
+            capsys,
+            *("--buyer", "llm:fake", "--seller", "conceder", "--seed", "2"),
+            *("--base-url", fake.base_url, "--server", server.url),
+        )
+        stored = list(server.store.iter())
+    assert status == 0
+    assert body["outcome"]["status"] == "deal"
+    assert body["extra"]["room"].startswith("room-")
+    assert len(stored) == 1
+    assert stored[0].record.outcome.model_dump(mode="json") == body["outcome"]
+    assert [e.model_dump(mode="json") for e in stored[0].record.events] == body["events"]
+
+
+def test_a_server_without_the_admin_token_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(["match", "--buyer", "llm:x", "--seller", "boulware", "--base-url",
+                   "http://127.0.0.1:9/v1", "--server", "http://127.0.0.1:9"])  # fmt: skip
+    assert status == 2
+    assert "DEALROOM_ADMIN_TOKEN" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("replies", "error"),
+    [
+        ([Status(500)], "HTTP 500"),
+        ([Status(429)], "HTTP 429"),
+        ([Hang(20)], "timed out"),
+        ([Garbage()], "JSONDecodeError"),
+        ([ToolCalls((("make_offer", '{"price": 5'),))], "malformed tool calls in a row"),
+    ],
+    ids=["500", "429", "hang", "garbage", "malformed-tool-call"],
+)
+def test_a_failing_endpoint_ends_as_a_recorded_error_with_nothing_lost(
+    replies: list[Any], error: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    with serve(scripted([], then=replies[0])) as fake:
+        status, body = match_json(
+            capsys,
+            *("--buyer", "llm:fake", "--seller", "boulware", "--base-url", fake.base_url),
+            *FAST,
+            *("--results", str(tmp_path / "r.db")),
+        )
+    assert time.monotonic() - started < 30
+    assert status == 1
+    assert (body["outcome"]["end_reason"], body["outcome"]["ended_by"]) == ("walk_away", "buyer")
+    assert error in body["extra"]["errors"]["buyer"]
+    assert body["extra"]["players"]["buyer"]["error"] == body["extra"]["errors"]["buyer"]
+    with ResultsStore(tmp_path / "r.db") as store:
+        (row,) = list(store.iter())
+    assert row.record.model_dump(mode="json") == {k: v for k, v in body.items() if k != "extra"}
+    assert row.extra["errors"] == body["extra"]["errors"]
+
+
+def test_the_text_output_reports_usage_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    with serve(scripted([], then=Status(503))) as fake:
+        status = main(
+            [
+                *("match", "--buyer", "llm:fake", "--seller", "boulware"),
+                *("--base-url", fake.base_url, *FAST),
+            ]
+        )
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "buyer llm:fake: 0 model calls" in out
+    assert "error (buyer): model call failed after 2 attempt(s): HTTP 503" in out
+
+
+def test_scripted_matches_stay_in_process_and_never_load_the_agents_sdk() -> None:
+    code = (
+        "import sys; from dealroom.cli import main; "
+        "main(['match', '--buyer', 'boulware', '--seller', 'conceder', '--seed', '3', '--json']);"
+        "print('agents' in sys.modules or 'openai' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    line, loaded = out.splitlines()
+    expected = play(
+        scenario_at(3, 0, "mid"),
+        resolve("boulware"),
+        resolve("conceder"),
+        names=("boulware", "conceder"),
+        seed=3,
+    )
+    assert line == expected.model_dump_json()
+    assert loaded == "False"
+
+
+def test_an_llm_without_a_key_or_endpoint_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(["match", "--buyer", "llm:gpt-4.1-mini", "--seller", "boulware"])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "OPENAI_API_KEY" in err
+
+
+def test_the_llm_flag_defaults_are_the_settings_defaults() -> None:
+    settings, retry = LLMSettings(), RetryPolicy()
+    assert settings.max_turns == _players.MAX_TURNS
+    assert retry.timeout_s == _players.MODEL_TIMEOUT_S
+    assert retry.attempts == _players.MODEL_ATTEMPTS
+    assert retry.initial_s == _players.MODEL_BACKOFF_S
+    assert retry.max_s == _players.MODEL_MAX_BACKOFF_S
+
+
+def test_a_person_plays_a_seat_in_the_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commands = "state\noffer 5000 Let us talk.\nbogus\naccept o999\nwait\naccept\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(commands))
+    status = main(["play", "--role", "buyer", "--opponent", "conceder"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "You are the buyer." in out
+    assert 'you offered $5,000.00 (o2): "Let us talk."' in out
+    assert "unknown command 'bogus'" in out
+    assert "refused: There is no offer 'o999'." in out
+    assert "The negotiation is over: deal at" in out
+    assert "buyer  human:" in out  # the full record at the end
+
+
+def test_a_person_plays_against_an_llm(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("offer 7000\nwait\nwait\nwait\n"))
+    with serve(negotiator(price=6000)) as fake:
+        status = main(
+            ["play", "--role", "seller", "--opponent", "llm:fake", "--base-url", fake.base_url]
+        )
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "buyer offered $6,000.00" in out
+    assert "buyer accepted o" in out and "The negotiation is over: deal at $7,000.00" in out
+
+
+def test_a_person_who_stops_typing_walks_away(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("offer 5000\n"))
+    status = main(["play", "--opponent", "hardliner"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "no deal (walk_away)" in out
+    assert "error (buyer): the input ended before the negotiation did" in out
