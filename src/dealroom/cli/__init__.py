@@ -14,6 +14,7 @@ from dealroom import __version__
 from dealroom._logging import configure_logging
 from dealroom.cli import export_sft as _export_sft
 from dealroom.cli import match as _match
+from dealroom.cli import play as _play
 from dealroom.cli import replay as _replay
 from dealroom.cli import report as _report
 from dealroom.cli import room as _room
@@ -23,7 +24,18 @@ from dealroom.cli import serve as _serve
 from dealroom.cli import tournament as _tournament
 
 # Subcommand modules, in the order ``dealroom --help`` lists them.
-SUBCOMMANDS = [_match, _scenarios, _export_sft, _tournament, _report, _replay, _serve, _room, _seat]
+SUBCOMMANDS = [
+    _match,
+    _play,
+    _scenarios,
+    _export_sft,
+    _tournament,
+    _report,
+    _replay,
+    _serve,
+    _room,
+    _seat,
+]
 
 
 class UsageError(Exception):
