@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import secrets
 import sys
@@ -163,6 +164,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _has_uvloop() -> bool:
+    """uvloop (with httptools, which uvicorn picks up by itself) makes HTTP serving ~1.5x faster."""
+    return importlib.util.find_spec("uvloop") is not None
+
+
 def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
     from dealroom.agents import resolve
     from dealroom.server.mcp_http import serve_http
@@ -183,7 +189,8 @@ def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
                 port=args.port,
                 admin_token=admin_token,
                 allowed_hosts=args.allow_host,
-            )
+            ),
+            backend_options={"use_uvloop": _has_uvloop()},
         )
     finally:
         store.close()

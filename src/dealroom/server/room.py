@@ -134,14 +134,20 @@ class Negotiation:
         """Make one action; returns once it has taken effect. Raises RuleViolation if refused."""
         async with self._call(role):
             seat = self.sched.remote(role)
+
+            def settled() -> bool:
+                return seat.state != "acting" or not self.referee.is_open
+
             async with self._lock:
                 self._advance()
                 if not self.referee.is_open:
                     return self._too_late(role)
                 self.sched.submit(role, action, self._wall())
                 self._advance()
+                if settled():  # the usual case against a house agent: no waiting at all
+                    return self._acted(role)
             try:
-                await self._until(lambda: seat.state != "acting" or not self.referee.is_open)
+                await self._until(settled)
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     async with self._lock:
@@ -149,13 +155,17 @@ class Negotiation:
                         self._advance()
                 raise
             async with self._lock:
-                if seat.state == "acting":  # the negotiation ended before the action was due
-                    self.sched.cancel(role)
-                    return self._too_late(role)
-                applied, seat.applied = seat.applied, None
-                if isinstance(applied, RuleViolation):
-                    raise applied
-                return ActionResult(ok=True, **self._update(role))
+                return self._acted(role)
+
+    def _acted(self, role: Role) -> ActionResult:
+        seat = self.sched.remote(role)
+        if seat.state == "acting":  # the negotiation ended before the action was due
+            self.sched.cancel(role)
+            return self._too_late(role)
+        applied, seat.applied = seat.applied, None
+        if isinstance(applied, RuleViolation):
+            raise applied
+        return ActionResult(ok=True, **self._update(role))
 
     async def wait(self, role: Role, timeout_s: float) -> WaitResult:
         """Sleep until news from the other side, ``timeout_s`` on the clock, or the end.
@@ -166,27 +176,35 @@ class Negotiation:
         timeout_s = max(timeout_s, 0.0)
         async with self._call(role):
             seat = self.sched.remote(role)
+
+            def settled() -> bool:
+                return seat.state != "waiting" or not self.referee.is_open
+
             async with self._lock:
                 self._advance()
                 if self.referee.is_open and seat.state == "thinking" and seat.woke is None:
                     self.sched.sleep(role, timeout_s, self._wall())
                     self._advance()
-            await self._until(
-                lambda: seat.state != "waiting" or not self.referee.is_open,
-                limit=min(timeout_s, self.limits.max_wait_s) + 0.05,
-            )
+                if settled():  # the usual case against a house agent: no waiting at all
+                    return self._woken(role)
+            limit = min(timeout_s, self.limits.max_wait_s) + 0.05
+            await self._until(settled, limit=limit)
             async with self._lock:
-                reason: WakeReason
-                if not self.referee.is_open:
-                    reason = "ended"
-                elif seat.state == "waiting":
-                    reason = "pending"
-                else:
-                    reason = seat.woke or "timeout"
-                update = self._update(role)
-                if reason == "timeout" and any(e.by not in (role, None) for e in update["events"]):
-                    reason = "news"  # the other side moved by the time the seat woke
-                return WaitResult(woke=reason, **update)
+                return self._woken(role)
+
+    def _woken(self, role: Role) -> WaitResult:
+        seat = self.sched.remote(role)
+        reason: WakeReason
+        if not self.referee.is_open:
+            reason = "ended"
+        elif seat.state == "waiting":
+            reason = "pending"
+        else:
+            reason = seat.woke or "timeout"
+        update = self._update(role)
+        if reason == "timeout" and any(e.by not in (role, None) for e in update["events"]):
+            reason = "news"  # the other side moved by the time the seat woke
+        return WaitResult(woke=reason, **update)
 
     async def observe(self, role: Role, *, deliver: bool) -> Observation:
         """What the seat sees now; ``deliver`` marks those events as shown to it."""
@@ -195,7 +213,8 @@ class Negotiation:
             sight = self.sight(role)
             if deliver:
                 self._deliver(role, sight)
-            return Observation(
+            # Every field comes from validated state: construct without validating it again.
+            return Observation.model_construct(
                 role=role,
                 scenario=self._public,
                 private_value=self.scenario.private_value(role),
@@ -221,6 +240,8 @@ class Negotiation:
             now = min(self._wall(), self.scenario.deadline)
             return Sight(referee.event_count, referee.live_offers(), now, None)
         seat = self.sched.remote(role)
+        if seat.upto == referee.event_count:
+            return Sight(seat.upto, referee.live_offers(), seat.ready_at, None)
         events = referee.events_since(0)[: seat.upto]
         return Sight(seat.upto, live_offers(events), seat.ready_at, None)
 

@@ -297,11 +297,11 @@ class Scheduler:
 
 def live_offers(events: Sequence[Event]) -> tuple[LiveOffer, ...]:
     """The live offers after ``events`` (seller's first, as the referee lists them)."""
-    live: dict[Role, LiveOffer] = {}
+    live: dict[Role, OfferMade] = {}
     for event in events:
         match event:
-            case OfferMade(by=by, offer_id=offer_id, price=price, t=t) if by is not None:
-                live[by] = LiveOffer(offer_id=offer_id, by=by, price=price, t=t)
+            case OfferMade(by=by) if by is not None:
+                live[by] = event
             case OfferWithdrawn(by=by) if by is not None:
                 live.pop(by, None)
             case OfferRejected(by=by) if by is not None:
@@ -310,4 +310,8 @@ def live_offers(events: Sequence[Event]) -> tuple[LiveOffer, ...]:
                 live.clear()
             case _:
                 pass
-    return tuple(live[role] for role in ("seller", "buyer") if role in live)
+    return tuple(
+        LiveOffer.model_construct(offer_id=made.offer_id, by=role, price=made.price, t=made.t)
+        for role in ("seller", "buyer")
+        if (made := live.get(role)) is not None
+    )

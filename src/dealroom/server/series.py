@@ -83,6 +83,7 @@ class Room:
         self._scenarios = scenarios
         self._timer = timer
         self.negotiations: list[Negotiation] = []
+        self._results: dict[Role, list[SeriesResult]] = {role: [] for role in ROLES}
         self._start()
 
     @property
@@ -116,22 +117,11 @@ class Room:
 
     def results(self, role: Role) -> tuple[SeriesResult, ...]:
         """Finished negotiations, as ``role`` saw them."""
-        return tuple(
-            SeriesResult(
-                negotiation=n.number,
-                scenario_id=n.scenario.id,
-                item=n.scenario.item.name,
-                list_price=n.scenario.list_price,
-                private_value=n.scenario.private_value(role),
-                outcome=seat_outcome(n.referee.outcome, role),
-            )
-            for n in self.negotiations
-            if n.referee.outcome is not None
-        )
+        return tuple(self._results[role])
 
     def total_surplus(self, role: Role) -> Decimal:
         """Sum of ``role``'s surplus over the finished negotiations."""
-        return sum((r.outcome.surplus for r in self.results(role)), Decimal("0.00"))
+        return sum((r.outcome.surplus for r in self._results[role]), Decimal("0.00"))
 
     def name(self, role: Role) -> str:
         """Who sits in a seat, as recorded: the house agent's spec or ``mcp``."""
@@ -172,6 +162,18 @@ class Room:
     def _record(self, negotiation: Negotiation) -> None:
         outcome = negotiation.referee.outcome
         assert outcome is not None
+        scenario = negotiation.scenario
+        for role in ROLES:
+            self._results[role].append(
+                SeriesResult(
+                    negotiation=negotiation.number,
+                    scenario_id=scenario.id,
+                    item=scenario.item.name,
+                    list_price=scenario.list_price,
+                    private_value=scenario.private_value(role),
+                    outcome=seat_outcome(outcome, role),
+                )
+            )
         log.info(
             "negotiation ended",
             room=self.id,
