@@ -8,8 +8,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from agents.models.interface import ModelTracing
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from agents.tracing import TracingProcessor
+from agents.tracing import setup as tracing_setup
+from agents.tracing.provider import DefaultTraceProvider
 from agents.usage import Usage
 
 from dealroom.agents import resolve
@@ -265,9 +267,40 @@ async def test_each_wake_brings_the_new_events() -> None:
     assert all(e["by"] == "seller" for e in update["events"])
 
 
+class Collector(TracingProcessor):
+    """A local trace processor: keeps what it is given, sends nothing anywhere."""
+
+    def __init__(self) -> None:
+        self.traces: list[Any] = []
+
+    def on_trace_start(self, trace: Any) -> None:
+        self.traces.append(trace)
+
+    def on_trace_end(self, trace: Any) -> None:
+        pass
+
+    def on_span_start(self, span: Any) -> None:
+        pass
+
+    def on_span_end(self, span: Any) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self) -> None:
+        pass
+
+
 @pytest.mark.parametrize("tracing", [False, True])
-async def test_tracing_is_off_unless_asked_for(tracing: bool) -> None:
+async def test_tracing_is_off_unless_asked_for(
+    tracing: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collector = Collector()
+    provider = DefaultTraceProvider()
+    provider.set_processors([collector])
+    monkeypatch.setattr(tracing_setup, "GLOBAL_TRACE_PROVIDER", provider)
     model = ScriptedModel([[call("walk_away")]])
     await llm_match(model, tracing=tracing)
     assert model.calls[0].tracing.is_disabled() is not tracing
-    assert model.calls[0].tracing in (ModelTracing.DISABLED, ModelTracing.ENABLED)
+    assert bool(collector.traces) is tracing

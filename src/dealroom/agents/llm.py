@@ -15,9 +15,9 @@ Errors: tool errors (refusals, bad arguments, unknown tools) go back to the mode
 output and are counted; ``rules.max_invalid_actions`` malformed calls in a row (arguments that
 are not a JSON object, tools that do not exist: calls the referee never sees, so they cannot
 forfeit) end the seat's run as an error, as a model that keeps failing would. Transient API
-errors are retried with bounded backoff, and each attempt
-is bounded in time (``RetryPolicy``). A model call that still fails raises ``PlayerFailed``:
-the match runner then walks away for the seat and records the error beside the negotiation.
+errors are retried with bounded backoff, and each attempt is bounded in time (``RetryPolicy``).
+A model call that still fails raises ``PlayerFailed``: the match runner then walks away for the
+seat and records the error beside the negotiation.
 """
 
 from __future__ import annotations
