@@ -1,0 +1,90 @@
+"""Model specs, transient-error classification and backoff of the LLM seat."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import httpx2
+import openai
+import pytest
+
+from agents import OpenAIChatCompletionsModel
+from dealroom.agents._llm_model import ModelSpec, build_model, is_transient, parse_llm_spec
+from dealroom.agents.llm import LLMConfigError, LLMPlayer, RetryPolicy, is_llm_spec
+
+
+@pytest.fixture(autouse=True)
+def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def test_an_llm_spec_names_a_chat_completions_model_on_any_endpoint() -> None:
+    player = LLMPlayer.from_spec("llm:qwen2.5-7b", base_url="http://127.0.0.1:9/v1")
+    assert player.name == "llm:qwen2.5-7b"
+    model = player.model
+    assert isinstance(model, OpenAIChatCompletionsModel)
+    assert model.model == "qwen2.5-7b"
+    assert str(model._client.base_url) == "http://127.0.0.1:9/v1/"  # pyright: ignore[reportPrivateUsage]
+    assert model._client.max_retries == 0  # pyright: ignore[reportPrivateUsage]  (ours retry)
+
+
+def test_the_endpoint_and_key_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    model = build_model(ModelSpec(model="m"))
+    assert isinstance(model, OpenAIChatCompletionsModel)
+    client = model._client  # pyright: ignore[reportPrivateUsage]
+    assert (str(client.base_url), client.api_key) == ("http://127.0.0.1:9/v1/", "sk-from-env")
+
+
+def test_openai_itself_needs_a_key() -> None:
+    with pytest.raises(LLMConfigError, match="OPENAI_API_KEY"):
+        build_model(ModelSpec(model="gpt-4.1-mini"))
+
+
+@pytest.mark.parametrize("spec", ["boulware", "llm:", "llm:  ", "gpt-4.1"])
+def test_other_specs_are_not_llm_specs(spec: str) -> None:
+    with pytest.raises(LLMConfigError, match="llm:MODEL"):
+        parse_llm_spec(spec)
+    assert is_llm_spec(spec) == spec.startswith("llm:")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("litellm") is not None, reason="litellm installed")
+def test_litellm_models_need_the_extra() -> None:
+    with pytest.raises(LLMConfigError, match=r"dealroom\[litellm\]"):
+        LLMPlayer.from_spec("llm:litellm/anthropic/claude-sonnet-4-5")
+
+
+def _status(code: int) -> openai.APIStatusError:
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    return openai.APIStatusError(
+        "scripted", response=httpx2.Response(code, request=request), body=None
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (TimeoutError(), True),
+        (openai.APITimeoutError(httpx2.Request("POST", "http://127.0.0.1:9")), True),
+        (openai.APIConnectionError(request=httpx2.Request("POST", "http://127.0.0.1:9")), True),
+        (json.JSONDecodeError("bad", "{", 1), True),
+        (_status(500), True),
+        (_status(503), True),
+        (_status(429), True),
+        (_status(408), True),
+        (_status(400), False),
+        (_status(401), False),
+        (_status(404), False),
+        (ValueError("bad request"), False),
+    ],
+)
+def test_only_transient_api_errors_are_retried(error: Exception, transient: bool) -> None:
+    assert is_transient(error) is transient
+
+
+def test_backoff_doubles_up_to_its_cap() -> None:
+    policy = RetryPolicy(initial_s=0.5, max_s=3.0)
+    assert [policy.delay(n) for n in range(1, 6)] == [0.5, 1.0, 2.0, 3.0, 3.0]
