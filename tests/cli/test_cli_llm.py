@@ -226,3 +226,23 @@ def test_a_person_who_stops_typing_walks_away(
     assert status == 1
     assert "no deal (walk_away)" in out
     assert "error (buyer): the input ended before the negotiation did" in out
+
+
+def test_a_scripted_match_can_be_stored_and_prints_the_same(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["match", "--buyer", "boulware", "--seller", "linear", "--json"]
+    assert main(argv) == 0
+    plain = capsys.readouterr().out
+    assert main([*argv, "--results", str(tmp_path / "r.db")]) == 0
+    assert capsys.readouterr().out == plain
+    with ResultsStore(tmp_path / "r.db") as store:
+        (row,) = list(store.iter())
+    assert row.record.model_dump_json() + "\n" == plain
+
+
+def test_a_wall_clock_needs_a_player_that_is_not_scripted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["match", "--buyer", "boulware", "--seller", "linear", "--clock", "wall"]) == 2
+    assert "--clock wall" in capsys.readouterr().err

@@ -10,20 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 
 from dealroom.cli._common import scenario, usage_error
-from dealroom.cli._players import ADMIN_TOKEN_ENV, player
+from dealroom.cli._players import ADMIN_TOKEN_ENV, player, store_match
 from dealroom.protocol import RoomRequest
 from dealroom.sdk.remote import RemoteMatchError, play_remote_match
 from dealroom.sdk.runner import MatchResult, play_match
 from dealroom.sdk.transcript import format_record
-from dealroom.server.store import ResultsStore, StoreError
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,19 +48,9 @@ def run(args: argparse.Namespace) -> int:
             lambda: play_match(chosen, buyer, seller, seed=args.seed, clock=args.clock)
         )
     if args.results is not None:
-        _store(args.results, result)
+        store_match(args.results, result.record, result.extra)
     sys.stdout.write((_json(result) if args.json else _text(result)) + "\n")
     return 1 if result.errors else 0
-
-
-def _store(path: Path, result: MatchResult) -> None:
-    record = result.record
-    key = f"match/{record.scenario.id}/{record.buyer}/{record.seller}/{secrets.token_hex(4)}"
-    try:
-        with ResultsStore(path) as store:
-            store.add(key, record, run="match", extra=result.extra)
-    except (OSError, StoreError) as exc:
-        raise usage_error(f"{path}: cannot write the results store ({exc})") from None
 
 
 def _json(result: MatchResult) -> str:

@@ -7,13 +7,16 @@ LLM or a person actually plays.
 from __future__ import annotations
 
 import argparse
+import secrets
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dealroom.cli._common import agent, positive_int, usage_error
 
 if TYPE_CHECKING:
     from dealroom.agents.llm import LLMSettings
+    from dealroom.protocol.record import NegotiationRecord
     from dealroom.sdk.players import Player
 
 HUMAN = "human"
@@ -106,8 +109,20 @@ def add_mcp_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--results",
         type=Path,
-        help="also store the negotiation, with the players' usage and errors, in this store",
+        help="also store the negotiation (with LLM players' usage and errors) in this store",
     )
+
+
+def store_match(path: Path, record: NegotiationRecord, extra: Mapping[str, Any]) -> None:
+    """Add one match to a results store (a fresh key each time: matches are not deduplicated)."""
+    from dealroom.server.store import ResultsStore, StoreError
+
+    key = f"match/{record.scenario.id}/{record.buyer}/{record.seller}/{secrets.token_hex(4)}"
+    try:
+        with ResultsStore(path) as store:
+            store.add(key, record, run="match", extra=extra)
+    except (OSError, StoreError) as exc:
+        raise usage_error(f"{path}: cannot write the results store ({exc})") from None
 
 
 def llm_settings(args: argparse.Namespace) -> LLMSettings:

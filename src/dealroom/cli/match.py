@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from dealroom.agents import entries
-from dealroom.cli._common import add_scenario_flags, agent, scenario
-from dealroom.cli._players import add_llm_flags, add_mcp_flags, needs_mcp
+from dealroom.cli._common import add_scenario_flags, agent, scenario, usage_error
+from dealroom.cli._players import add_llm_flags, add_mcp_flags, needs_mcp, store_match
 from dealroom.sdk.transcript import format_record
 from dealroom.server.match import play
 
@@ -38,8 +38,14 @@ def run_match(args: argparse.Namespace) -> int:
         from dealroom.cli import _mcp_match
 
         return _mcp_match.run(args)
+    if args.clock == "wall":
+        raise usage_error(
+            "--clock wall needs an LLM or human player (scripted matches are virtual)"
+        )
     buyer, seller = agent(args.buyer), agent(args.seller)
     record = play(scenario(args), buyer, seller, names=(args.buyer, args.seller), seed=args.seed)
+    if args.results is not None:
+        store_match(args.results, record, {})
     sys.stdout.write((record.model_dump_json() if args.json else format_record(record)) + "\n")
     return 0
 
