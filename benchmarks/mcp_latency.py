@@ -19,6 +19,7 @@ shares the machine's CPUs with the server.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import socket
@@ -177,6 +178,10 @@ async def over_http(calls: int, sessions: int, seconds: float, rates: list[float
             print(f"  {label:<46} {percentiles(samples)}")
 
         client_validation(False)
+        # The load generator's own garbage-collection pauses would show up as server latency.
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 20)
         for rate in [*rates, None]:
             samples: list[float] = []
             duration = 5.0 if rate is None else seconds
