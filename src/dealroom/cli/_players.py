@@ -87,7 +87,8 @@ def add_llm_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--trace",
         action="store_true",
-        help="send Agents SDK traces to its trace processors (default: off, nothing is sent)",
+        help="turn on Agents SDK tracing (its default processor uploads traces to OpenAI); "
+        "default: off",
     )
 
 
