@@ -15,6 +15,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_support import (
     ADMIN,
+    house_resolver,
     http_server,
     ok,
     refused,
@@ -25,9 +26,10 @@ from mcp_support import (
 )
 
 from dealroom.cli import main as cli_main
-from dealroom.protocol import Role
+from dealroom.protocol import Role, RoomRequest, WalkAway
 from dealroom.server.mcp_app import build_app
 from dealroom.server.mcp_proxy import RemoteSeat
+from dealroom.server.registry import RoomRegistry
 from dealroom.server.room import RoomLimits
 
 pytestmark = pytest.mark.anyio
@@ -242,3 +244,23 @@ async def test_the_seat_proxy_reports_an_unreachable_room_server_as_a_tool_error
         result = await client.call_tool("get_state", {})
     assert result.is_error
     assert "upstream_unavailable: " in text_of(result)
+
+
+async def test_finished_rooms_are_forgotten_after_a_while_and_their_tokens_stop_working(
+    tmp_path: Path,
+) -> None:
+    now = [0.0]
+    registry = RoomRegistry(
+        store=None, resolve_house=house_resolver, retain_s=60, timer=lambda: now[0]
+    )
+    created = registry.create(RoomRequest(house_seller="hardliner"))
+    token = created.tokens["buyer"]
+    assert registry.seat_for_token(token) == (created.room, "buyer")
+    assert registry.seat_for_token(token + "x") is None
+    assert registry.seat_for_token("") is None
+    await registry.seat(created.room, "buyer").act(WalkAway())
+    await registry.tick()
+    now[0] = 61.0
+    await registry.tick()
+    assert created.room not in registry.rooms
+    assert registry.seat_for_token(token) is None

@@ -29,7 +29,7 @@ from dealroom.protocol.generator import generate
 from dealroom.server.match import play, seat_rng
 from dealroom.server.room import RoomLimits
 from dealroom.server.schedule import Scheduler
-from dealroom.server.series import Room
+from dealroom.server.series import House, Room
 from dealroom.server.store import ResultsStore
 
 FAST = RoomLimits(idle_s=0.2, abandon_s=0.3)
@@ -190,10 +190,10 @@ async def test_a_cancelled_wait_changes_nothing_and_the_next_call_gets_the_news(
 
 @pytest.mark.anyio
 async def test_a_cancelled_held_action_is_withdrawn_and_never_happens() -> None:
-    room = two_seat_room()
+    room = two_seat_room(limits=RoomLimits(idle_s=0.6))
     negotiation = room.current
     await negotiation.observe("buyer", deliver=True)
-    with anyio.move_on_after(0.1):
+    with anyio.move_on_after(0.05):
         await negotiation.act("seller", MakeOffer(price=Decimal(3000)))  # held by the buyer
     assert negotiation.sched.remote("seller").state == "thinking"
     result = await negotiation.act("buyer", WalkAway())
@@ -234,13 +234,47 @@ async def test_a_wall_clock_house_agent_acts_in_real_time() -> None:
 
 @pytest.mark.anyio
 async def test_an_abandoned_negotiation_is_run_to_its_end_by_the_reaper(tmp_path: Path) -> None:
+    now = [0.0]
     with ResultsStore(tmp_path / "r.db") as store:
-        room = house_room(opponent="boulware", store=store, limits=FAST)
+        room = Room(
+            "room-test",
+            scenarios=lambda i: scenario(0, index=i),
+            houses={"seller": House("boulware", resolve("boulware"))},
+            store=store,
+            limits=RoomLimits(abandon_s=600),
+            timer=lambda: now[0],
+        )
         negotiation = room.current
         await negotiation.act("buyer", MakeOffer(price=Decimal(100)))
+        now[0] = 599.0
         await negotiation.tick()
         assert negotiation.is_open, "not abandoned yet"
-        await anyio.sleep(0.35)
+        now[0] = 601.0
         await negotiation.tick()
         assert not negotiation.is_open
+        assert negotiation.referee.outcome is not None
+        assert negotiation.referee.outcome.end_reason in ("deadline", "accepted")
         assert "room-test/1" in store
+
+
+class _CountingStore:
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def add(self, key: str, record: object, **kwargs: object) -> bool:
+        self.keys.append(key)
+        return True
+
+
+@pytest.mark.anyio
+async def test_a_finished_negotiation_is_written_once_however_many_calls_see_its_end() -> None:
+    store = _CountingStore()
+    room = house_room(opponent=scripted(), store=store)  # type: ignore[arg-type]
+    negotiation = room.current
+    await negotiation.act("buyer", WalkAway())
+    await negotiation.tick()
+    await negotiation.wait("buyer", 5)
+    await negotiation.observe("buyer", deliver=True)
+    with pytest.raises(RuleViolation):
+        await negotiation.act("buyer", WalkAway())
+    assert store.keys == ["room-test/1"]

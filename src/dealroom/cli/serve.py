@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import secrets
 import sys
@@ -87,7 +88,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--idle-limit",
         type=_seconds,
         default=DEFAULT_LIMITS.idle_s,
-        help="real seconds after which a silent seat counts as waiting "
+        help="real seconds after which a silent client counts as waiting while the other "
+        "client of its room waits for it "
         f"(default: {DEFAULT_LIMITS.idle_s:g})",
     )
     parser.set_defaults(handler=run)
@@ -137,9 +139,10 @@ def house_scenarios(args: argparse.Namespace) -> ScenarioSource:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until the client (stdio) or an interrupt (http) ends it."""
-    limits = RoomLimits(idle_s=args.idle_limit)
     if args.transport == "http":
-        return _run_http(args, limits)
+        return _run_http(args, RoomLimits(idle_s=args.idle_limit))
+    # One client per process: an unfinished negotiation simply ends with the process.
+    limits = RoomLimits(idle_s=args.idle_limit, abandon_s=math.inf)
     role: Role = args.role
     opponent: Role = "seller" if role == "buyer" else "buyer"
     house = House(args.opponent, agent(args.opponent))

@@ -7,9 +7,10 @@ holds the lock while it sleeps: it changes the schedule, runs what can run, and 
 cancels the handler) withdraws an action that has not taken effect and leaves a wait in place;
 nothing else changes.
 
-A remote seat that stays silent longer than ``RoomLimits.idle_s`` while the other seat waits for
-it counts as waiting, so a dead client never holds the room: the other seat plays on and the
-deadline ends it. A negotiation whose remote seats are all silent for ``abandon_s`` is run to its
+A remote seat that stays silent longer than ``RoomLimits.idle_s`` while the other client waits
+for it counts as waiting, so a dead client never holds the room: the other seat plays on and
+the deadline ends it. (Against a house agent nobody waits, so a client may think as long as it
+likes.) A negotiation whose remote seats are all silent for ``abandon_s`` is run to its
 end by ``tick`` (called by the server's reaper), so it is recorded too.
 
 Every finished negotiation is handed to ``on_end`` (the results store) under the lock, before
@@ -58,7 +59,7 @@ class RoomLimits:
     """Wall-clock limits of a room, in seconds."""
 
     idle_s: float = 30.0
-    """A remote seat silent this long, while the other side waits for it, counts as waiting."""
+    """A client silent this long, while the other client waits for it, counts as waiting."""
     abandon_s: float = 600.0
     """When every remote seat has been silent this long, the negotiation is run to its end."""
     max_wait_s: float = 60.0
@@ -296,7 +297,7 @@ class Negotiation:
     def _advance(self) -> None:
         sched = self.sched
         if sched.clock == "virtual":
-            while (blocker := sched.blocker()) is not None and self._idle(blocker):
+            while (blocker := sched.blocker()) is not None and self._stalls_others(blocker):
                 sched.set_absent(blocker)
                 log.info("seat idle, counted as waiting", seat=blocker, negotiation=self.number)
             sched.advance()
@@ -317,14 +318,20 @@ class Negotiation:
             return max(0.0, started + self.sched.next_time() - self._timer() + 0.001)
         blocker = self.sched.blocker()
         if blocker is None or self._in_call[blocker]:
-            return 3600.0
+            return 3600.0  # a call of the blocking seat will change the schedule
         return max(0.0, self._since(blocker) + self.limits.idle_s - self._timer() + 0.001)
 
     def _since(self, role: Role) -> float:
         return self._active_at.get(role, self._started if self._started is not None else 0.0)
 
-    def _idle(self, role: Role) -> bool:
-        return not self._in_call[role] and self._timer() - self._since(role) >= self.limits.idle_s
+    def _stalls_others(self, role: Role) -> bool:
+        """The seat is silent past the idle limit while another client waits on it.
+
+        Against a house agent nobody waits for the client, so it may think as long as it likes.
+        """
+        if self._in_call[role] or self._timer() - self._since(role) < self.limits.idle_s:
+            return False
+        return any(self._in_call[r] for r in self.remote_roles if r != role)
 
     def _abandoned(self) -> bool:
         now = self._timer()
