@@ -13,11 +13,15 @@ import pytest
 from dealroom.agents import resolve
 from dealroom.protocol import (
     DEFAULT_RULES,
+    Accept,
     ActionResult,
+    Decision,
     ErrorCode,
+    MakeOffer,
     NegotiationEnded,
     RoomRequest,
     SeatState,
+    SendMessage,
     WaitResult,
 )
 from dealroom.protocol.generator import scenario_at
@@ -28,6 +32,7 @@ from dealroom.sdk.seat import Seat, SeatError
 from dealroom.server.match import play
 from dealroom.server.series import House, Room
 from dealroom.server.store import ResultsStore
+from dealroom.testing import ScriptedAgent
 from room_server import ADMIN, room_server, share_schema_validators
 
 pytestmark = pytest.mark.anyio
@@ -138,6 +143,31 @@ async def test_a_scripted_strategy_through_mcp_gets_the_same_record_as_in_proces
         result = await play_match(scenario, b, Remote(s), seed=seed)
     assert result.errors == {}
     assert result.record == expected
+
+
+HELLO = (SendMessage(text="hi"), MakeOffer(price=100), SendMessage(text="ok?"))
+BATCHES = (
+    Decision(actions=HELLO, wait=4),
+    Decision(actions=(Accept(offer_id="o999"), MakeOffer(price=9999)), wait=30),
+    Decision(actions=(MakeOffer(price=110), MakeOffer(price=120)), wait=2),
+    Decision(actions=(SendMessage(text="still here"),)),
+    Decision(actions=(MakeOffer(price=130),), wait=9),
+)
+
+
+@pytest.mark.parametrize("seller", ["conceder", "micro"])
+async def test_batches_refusals_and_news_while_acting_match_in_process_play(
+    seller: str,
+) -> None:
+    def batches(view: Any, rng: Any) -> ScriptedAgent:
+        return ScriptedAgent(list(BATCHES))
+
+    scenario = scenario_at(1, 0, "mid")
+    expected = play(scenario, batches, resolve(seller), names=("batches", seller), seed=1)
+    buyer = ScriptedPlayer(batches, "batches")
+    result = await play_match(scenario, Remote(buyer), scripted(seller), seed=1)
+    assert result.record == expected
+    assert expected.outcome.invalid_actions.buyer == 1
 
 
 class Crashing:

@@ -109,6 +109,7 @@ class ScriptedPlayer:
 async def _act_all(seat: Seat, role: Role, actions: tuple[Action, ...]) -> _AfterActions:
     """Make the actions in order, stopping at the first refused one or the end."""
     now: float | None = None
+    news = False
     for action in actions:
         try:
             result = await seat.act(action)
@@ -117,10 +118,9 @@ async def _act_all(seat: Seat, role: Role, actions: tuple[Action, ...]) -> _Afte
         if result.outcome is not None:
             return _AfterActions(over=True, now=result.now, woken=False)
         now = result.now
-        if any(event.by not in (role, None) for event in result.events):
-            # News arrived while acting: it wakes the seat as soon as its actions are done.
-            return _AfterActions(over=False, now=now, woken=True)
-    return _AfterActions(over=False, now=now, woken=False)
+        # News that arrives while the seat acts wakes it as soon as its actions are done.
+        news = news or any(event.by not in (role, None) for event in result.events)
+    return _AfterActions(over=False, now=now, woken=news)
 
 
 @dataclass(frozen=True, slots=True)
