@@ -194,9 +194,7 @@ class _Game:
         while not self.over:
             self.wakes += 1
             if self.wakes > self.settings.max_wakes:
-                raise PlayerFailed(
-                    f"more than {self.settings.max_wakes} wakes", self.extra("wake limit")
-                )
+                raise LLMError(f"more than {self.settings.max_wakes} wakes")
             self.last_wait = None
             result = await Runner.run(
                 agent,
