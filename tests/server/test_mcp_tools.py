@@ -6,6 +6,7 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp_support import (
     acts,
@@ -353,3 +354,20 @@ async def test_the_briefing_prompt_tells_the_seat_everything_it_needs() -> None:
         assert tool in text
     assert "surplus" in text and "virtual" in text
     assert f"{s.seller_cost:,.2f}" not in text
+
+
+async def test_a_cancelled_wait_call_corrupts_nothing() -> None:
+    room = Room("two", scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.3))
+    negotiation = room.current
+    async with client_for(room, "buyer") as buyer, client_for(room, "seller") as seller:
+        await ok(seller, "get_state")  # the seller is here, and thinking
+        with anyio.move_on_after(0.1) as scope:  # the client gives up: the handler is cancelled
+            await buyer.call_tool("wait_for_opponent", {"timeout_s": 20})
+        assert scope.cancelled_caught
+        assert negotiation.sched.remote("buyer").state == "waiting"  # still asleep on the clock
+        offer = await ok(seller, "make_offer", price=5000)
+        with anyio.fail_after(10):
+            update = await ok(buyer, "wait_for_opponent", timeout_s=20)
+            accepted = await ok(buyer, "accept", offer_id=offer["events"][-1]["offer_id"])
+    assert update["woke"] == "news" and [e["type"] for e in update["events"]] == ["offer_made"]
+    assert accepted["outcome"]["status"] == "deal"
