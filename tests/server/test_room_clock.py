@@ -278,3 +278,27 @@ async def test_a_finished_negotiation_is_written_once_however_many_calls_see_its
     with pytest.raises(RuleViolation):
         await negotiation.act("buyer", WalkAway())
     assert store.keys == ["room-test/1"]
+
+
+class _FlakyStore(_CountingStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 1
+
+    def add(self, key: str, record: object, **kwargs: object) -> bool:
+        if self.failures:
+            self.failures -= 1
+            raise OSError("disk full")
+        return super().add(key, record, **kwargs)
+
+
+@pytest.mark.anyio
+async def test_a_failed_write_of_a_finished_negotiation_is_retried_not_lost() -> None:
+    store = _FlakyStore()
+    room = house_room(opponent=scripted(), store=store)  # type: ignore[arg-type]
+    negotiation = room.current
+    with pytest.raises(OSError):
+        await negotiation.act("buyer", WalkAway())
+    assert store.keys == []
+    await negotiation.tick()
+    assert store.keys == ["room-test/1"]

@@ -308,8 +308,8 @@ class Negotiation:
             self._changed.set()
             self._changed = anyio.Event()
         if not self.referee.is_open and not self.recorded:
+            self._on_end(self)  # if the store fails, the next call (or the reaper) retries
             self.recorded = True
-            self._on_end(self)
 
     def _pause(self) -> float:
         """Wall seconds until the schedule may change without any call (capped)."""
