@@ -2,7 +2,8 @@
 
     python benchmarks/engine.py [--buyer boulware] [--seller conceder] [--seconds 5]
 
-Prints negotiations per second, events per negotiation and the deal rate.
+Prints negotiations per second (per wall second and per CPU second of this process: on a busy
+machine the second is the one to compare), events per negotiation and the deal rate.
 """
 
 from __future__ import annotations
@@ -10,10 +11,75 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import dataclass
 
 from dealroom.agents import resolve
+from dealroom.protocol import Scenario
 from dealroom.protocol.generator import generate
 from dealroom.server.match import play
+
+
+@dataclass(frozen=True)
+class EngineFigures:
+    """What one engine measurement found."""
+
+    wall_rates: list[float]
+    """Negotiations per wall second, one per repeat."""
+    cpu_rates: list[float]
+    """Negotiations per CPU second of this process, one per repeat."""
+    events: float
+    offers: float
+    deal_rate: float
+
+    @property
+    def wall_rate(self) -> float:
+        return statistics.median(self.wall_rates)
+
+    @property
+    def cpu_rate(self) -> float:
+        return statistics.median(self.cpu_rates)
+
+
+def measure(
+    scenarios: list[Scenario],
+    *,
+    buyer: str = "boulware",
+    seller: str = "conceder",
+    seconds: float = 5.0,
+    repeats: int = 5,
+) -> EngineFigures:
+    """Play ``scenarios`` over and over for about ``seconds``, in ``repeats`` timed runs."""
+    buyer_factory, seller_factory = resolve(buyer), resolve(seller)
+    records = [play(s, buyer_factory, seller_factory) for s in scenarios]  # warm up, and shape
+    batch = scenarios[:30]
+    wall_rates, cpu_rates = [], []
+    for _ in range(repeats):
+        count, start, cpu = 0, time.perf_counter(), time.process_time()
+        while time.perf_counter() - start < seconds / repeats:
+            for scenario in batch:
+                play(scenario, buyer_factory, seller_factory)
+            count += len(batch)
+        wall_rates.append(count / (time.perf_counter() - start))
+        cpu_rates.append(count / max(time.process_time() - cpu, 1e-9))
+    return EngineFigures(
+        wall_rates=wall_rates,
+        cpu_rates=cpu_rates,
+        events=statistics.mean(len(r.events) for r in records),
+        offers=statistics.mean(r.outcome.offers.buyer + r.outcome.offers.seller for r in records),
+        deal_rate=sum(r.outcome.status == "deal" for r in records) / len(records),
+    )
+
+
+def report(figures: EngineFigures, label: str) -> None:
+    """Print one measurement."""
+    print(f"engine: {label}")
+    runs = ", ".join(f"{r:,.0f}" for r in figures.wall_rates)
+    print(f"  negotiations/s  median {figures.wall_rate:,.0f}  (runs: {runs})")
+    print(f"  negotiations per CPU second  median {figures.cpu_rate:,.0f}")
+    print(
+        f"  events/negotiation {figures.events:.1f}  offers/negotiation {figures.offers:.1f}  "
+        f"deal rate {figures.deal_rate:.0%}"
+    )
 
 
 def main() -> None:
@@ -23,24 +89,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    buyer, seller = resolve(args.buyer), resolve(args.seller)
     scenarios = generate(100, seed=7)
-    records = [play(s, buyer, seller) for s in scenarios]  # warm up, and shape figures
-    rates = []
-    for _ in range(args.repeats):
-        count, start = 0, time.perf_counter()
-        while time.perf_counter() - start < args.seconds / args.repeats:
-            for scenario in scenarios[:30]:
-                play(scenario, buyer, seller)
-            count += 30
-        rates.append(count / (time.perf_counter() - start))
-    events = statistics.mean(len(r.events) for r in records)
-    offers = statistics.mean(r.outcome.offers.buyer + r.outcome.offers.seller for r in records)
-    deals = sum(r.outcome.status == "deal" for r in records) / len(records)
-    print(f"engine: {args.buyer} (buyer) vs {args.seller} (seller), {len(scenarios)} scenarios")
-    print(f"  negotiations/s  median {statistics.median(rates):,.0f}  (runs: "
-          + ", ".join(f"{r:,.0f}" for r in rates) + ")")
-    print(f"  events/negotiation {events:.1f}  offers/negotiation {offers:.1f}  deal rate {deals:.0%}")
+    figures = measure(
+        scenarios,
+        buyer=args.buyer,
+        seller=args.seller,
+        seconds=args.seconds,
+        repeats=args.repeats,
+    )
+    report(figures, f"{args.buyer} (buyer) vs {args.seller} (seller), {len(scenarios)} scenarios")
 
 
 if __name__ == "__main__":

@@ -57,10 +57,19 @@ def client_validation(on: bool) -> None:
     ClientSession.validate_tool_result = _validate if on else skip  # type: ignore[method-assign]
 
 
+Figures = dict[str, list[float]]
+"""Latency samples (seconds) by row label."""
+
+
+def quantiles_ms(samples: list[float]) -> tuple[float, float]:
+    """(p50, p99) in milliseconds."""
+    q = statistics.quantiles([s * 1000 for s in samples], n=100, method="inclusive")
+    return q[49], q[98]
+
+
 def percentiles(samples: list[float]) -> str:
-    ms = sorted(s * 1000 for s in samples)
-    q = statistics.quantiles(ms, n=100, method="inclusive")
-    return f"p50 {q[49]:7.2f} ms   p99 {q[98]:7.2f} ms   (n={len(ms)})"
+    p50, p99 = quantiles_ms(samples)
+    return f"p50 {p50:7.2f} ms   p99 {p99:7.2f} ms   (n={len(samples)})"
 
 
 def pick(rng: random.Random, price: float) -> tuple[str, dict[str, Any]]:
@@ -90,7 +99,8 @@ async def timed_calls(client: Client, calls: int, rng: random.Random) -> list[fl
     return samples
 
 
-async def in_memory(calls: int) -> None:
+async def in_memory(calls: int) -> Figures:
+    figures: Figures = {}
     scenarios: Callable[[int], Any] = lambda i: scenario_at(0, i, "mid")  # noqa: E731
     room = Room(
         "bench", scenarios=scenarios, houses={"seller": House("hardliner", resolve("hardliner"))}
@@ -103,6 +113,8 @@ async def in_memory(calls: int) -> None:
             samples = await timed_calls(client, calls, random.Random(2))
         label = "in memory" + (" + client validation" if validate else "")
         print(f"  {label:<46} {percentiles(samples)}")
+        figures[label] = samples
+    return figures
 
 
 def free_port() -> int:
@@ -161,7 +173,8 @@ async def seat(
         yield client
 
 
-async def over_http(calls: int, sessions: int, seconds: float, rates: list[float]) -> None:
+async def over_http(calls: int, sessions: int, seconds: float, rates: list[float]) -> Figures:
+    figures: Figures = {}
     tls = __import__("ssl").create_default_context()
 
     def factory(**kwargs: Any) -> httpx2.AsyncClient:
@@ -176,6 +189,7 @@ async def over_http(calls: int, sessions: int, seconds: float, rates: list[float
                 samples = await timed_calls(client, calls // 2, random.Random(2))
             label = "loopback HTTP, 1 session" + (" + client validation" if validate else "")
             print(f"  {label:<46} {percentiles(samples)}")
+            figures[label] = samples
 
         client_validation(False)
         # The load generator's own garbage-collection pauses would show up as server latency.
@@ -190,6 +204,8 @@ async def over_http(calls: int, sessions: int, seconds: float, rates: list[float
             label = f"loopback HTTP, {sessions} sessions, {mode}"
             rate_seen = len(samples) / duration
             print(f"  {label:<46} {percentiles(samples)}   {rate_seen:,.0f} calls/s")
+            figures[label] = samples
+    return figures
 
 
 class RawSeat:
@@ -270,15 +286,17 @@ async def concurrent(
             group.start_soon(run, index, token)
 
 
-async def main(args: argparse.Namespace) -> None:
+async def main(args: argparse.Namespace) -> Figures:
     mix = "make_offer 40%, wait_for_opponent 40%, get_state 20%"
     print(f"MCP tool-call latency ({mix}), {os.cpu_count()} CPUs")
-    await in_memory(args.calls)
+    figures = await in_memory(args.calls)
     rates = [float(r) for r in args.rates.split(",") if r]
-    await over_http(args.calls, args.sessions, args.seconds, rates)
+    figures |= await over_http(args.calls, args.sessions, args.seconds, rates)
+    return figures
 
 
-def cli(wrap: Callable[[argparse.Namespace], Awaitable[None]] = main) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line (``run_all`` parses its own defaults with it)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--sessions", type=int, default=200)
@@ -286,8 +304,11 @@ def cli(wrap: Callable[[argparse.Namespace], Awaitable[None]] = main) -> None:
     parser.add_argument(
         "--rates", default="0.25,0.5,1", help="calls per second per session, comma-separated"
     )
-    args = parser.parse_args()
-    anyio.run(wrap, args)
+    return parser
+
+
+def cli(wrap: Callable[[argparse.Namespace], Awaitable[Any]] = main) -> None:
+    anyio.run(wrap, parser().parse_args())
 
 
 if __name__ == "__main__":

@@ -41,15 +41,19 @@ def load_note() -> str:
     return f"load average {one:.1f} / {five:.1f} over 1 / 5 min"
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line (``run_all`` parses its own defaults with it)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total", type=int, default=15_000)
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, help="write the store here (default: a temp file)")
     parser.add_argument("--report", action="store_true", help="print the report as well")
-    args = parser.parse_args()
+    return parser
 
+
+def run(args: argparse.Namespace) -> dict[str, float]:
+    """Play, store and report once; print the figures and return the main ones."""
     agents = tuple(entry.name for entry in entries())
     pairs = len(agents) * (len(agents) - 1)
     per_pair = max(1, round(args.total / (pairs * len(TIERS))))
@@ -96,6 +100,17 @@ def main() -> None:
         if args.report:
             print()
             print(format_report(report))
+    return {
+        "negotiations": progress.done,
+        "seconds": played,
+        "rate": progress.done / played,
+        "cpu_s": cpu_workers + cpu_driver,
+        "report_s": reported,
+    }
+
+
+def main() -> None:
+    run(parser().parse_args())
 
 
 if __name__ == "__main__":
