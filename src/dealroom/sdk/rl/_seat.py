@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import random
 
 from dealroom.protocol import (
@@ -17,20 +16,16 @@ from dealroom.protocol import (
     other,
     seat_view,
 )
+from dealroom.sdk.registry import resolve
 from dealroom.server.virtual import VirtualRoom, Wake
 
 
 def opponent_factory(opponent: str | AgentFactory) -> AgentFactory:
     """An AgentFactory from a registry spec (``"boulware"``, ``"linear:k=0.1"``) or a factory.
 
-    The registry sits above the sdk layer, so it is looked up by name at call time rather than
-    imported by this module. Raises ``dealroom.agents.AgentSpecError`` for an unknown spec.
+    Raises ``AgentSpecError`` for an unknown spec.
     """
-    if not isinstance(opponent, str):
-        return opponent
-    agents = importlib.import_module("dealroom.agents")
-    factory: AgentFactory = agents.resolve(opponent)
-    return factory
+    return resolve(opponent) if isinstance(opponent, str) else opponent
 
 
 class SeatMatch:
