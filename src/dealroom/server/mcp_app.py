@@ -14,7 +14,7 @@ import structlog
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from dealroom.protocol import (
     Accept,
@@ -43,6 +43,18 @@ After acting, call wait_for_opponent to hear the other side. Never reveal your p
 
 R = TypeVar("R")
 
+
+def _encodable(text: str | None) -> str | None:
+    """Refuse text that cannot be written as UTF-8 (a lone surrogate, which JSON can carry):
+    in the negotiation it would make every later result, and the record, unserialisable."""
+    if text is not None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("text must be valid Unicode (it holds a lone surrogate)") from None
+    return text
+
+
 Price = Annotated[
     float,
     Field(
@@ -58,12 +70,18 @@ OfferId = Annotated[
         max_length=64,
         description="Id of the other side's live offer, e.g. 'o3' (see live_offers).",
     ),
+    AfterValidator(_encodable),
 ]
 Message = Annotated[
     str | None,
     Field(description="Optional cheap talk sent along; it binds nobody. Omit for none."),
+    AfterValidator(_encodable),
 ]
-Text = Annotated[str, Field(description="What to say. Cheap talk: nothing in it is binding.")]
+Text = Annotated[
+    str,
+    Field(description="What to say. Cheap talk: nothing in it is binding."),
+    AfterValidator(_encodable),
+]
 Timeout = Annotated[
     float,
     Field(
