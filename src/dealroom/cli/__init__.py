@@ -1,6 +1,6 @@
 """The ``dealroom`` command line. Each subcommand lives in its own module with ``add(subparsers)``.
 
-Bad flags and unknown agents print one line to stderr and exit 2.
+Bad flags, unknown agents and unreadable files print one line to stderr and exit 2.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dealroom.cli import scenarios as _scenarios
 from dealroom.cli import seat as _seat
 from dealroom.cli import serve as _serve
 from dealroom.cli import tournament as _tournament
+from dealroom.server.store import StoreError
 
 # Subcommand modules, in the order ``dealroom --help`` lists them.
 SUBCOMMANDS = [
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(args.log_level)
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
-    except UsageError as exc:
+    except (UsageError, StoreError) as exc:  # a store that turns out unreadable midway, too
         sys.stderr.write(f"dealroom: error: {exc}\n")
         return 2
     except KeyboardInterrupt:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from dealroom.protocol.record import NegotiationRecord
 
@@ -42,7 +45,8 @@ CREATE TABLE IF NOT EXISTS runs (
 
 
 class StoreError(Exception):
-    """The file is not a dealroom results store, or cannot be opened."""
+    """The file is not a dealroom results store, cannot be opened, or holds a row that cannot
+    be read (a corrupted file, or a record that is not valid)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,28 +154,44 @@ class ResultsStore:
         )
         return cursor.rowcount == 1
 
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Reading errors (a corrupted file, a row that is not a valid record) as StoreError."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read the results store ({exc})") from None
+        except ValueError as exc:  # a record or JSON column that does not parse
+            reason = _first_line(exc)
+            raise StoreError(f"{self.path}: a stored row is not valid ({reason})") from None
+
     def keys(self, run: str | None = None) -> set[str]:
         """Keys already stored (of one run, or all)."""
-        if run is None:
-            rows = self._db.execute("SELECT key FROM negotiations")
-        else:
-            rows = self._db.execute("SELECT key FROM negotiations WHERE run = ?", (run,))
-        return {key for (key,) in rows}
+        with self._reading():
+            if run is None:
+                rows = self._db.execute("SELECT key FROM negotiations")
+            else:
+                rows = self._db.execute("SELECT key FROM negotiations WHERE run = ?", (run,))
+            return {key for (key,) in rows}
 
     def __contains__(self, key: object) -> bool:
-        row = self._db.execute("SELECT 1 FROM negotiations WHERE key = ?", (key,)).fetchone()
+        with self._reading():
+            row = self._db.execute("SELECT 1 FROM negotiations WHERE key = ?", (key,)).fetchone()
         return row is not None
 
     def __len__(self) -> int:
-        (count,) = self._db.execute("SELECT COUNT(*) FROM negotiations").fetchone()
+        with self._reading():
+            (count,) = self._db.execute("SELECT COUNT(*) FROM negotiations").fetchone()
         return int(count)
 
     def get(self, key: str) -> StoredNegotiation | None:
         """One stored negotiation by key."""
-        row = self._db.execute(
-            "SELECT key, run, record, extra, finished_at FROM negotiations WHERE key = ?", (key,)
-        ).fetchone()
-        return None if row is None else _row(row)
+        with self._reading():
+            row = self._db.execute(
+                "SELECT key, run, record, extra, finished_at FROM negotiations WHERE key = ?",
+                (key,),
+            ).fetchone()
+            return None if row is None else _row(row)
 
     def iter(self, run: str | None = None) -> Iterator[StoredNegotiation]:
         """Every stored negotiation (of one run, or all), in key order."""
@@ -180,8 +200,9 @@ class ResultsStore:
         if run is not None:
             query += " WHERE run = ?"
             params = (run,)
-        for row in self._db.execute(query + " ORDER BY key", params):
-            yield _row(row)
+        with self._reading():
+            for row in self._db.execute(query + " ORDER BY key", params):
+                yield _row(row)
 
     def set_run_config(self, run: str, config: Mapping[str, Any], *, replace: bool = False) -> None:
         """Remember how a run was configured (first write wins, unless ``replace``)."""
@@ -193,15 +214,22 @@ class ResultsStore:
 
     def runs(self) -> dict[str, int]:
         """Every run with stored negotiations or a recorded configuration, and its row count."""
-        counts = dict(self._db.execute("SELECT run, COUNT(*) FROM negotiations GROUP BY run"))
-        for (run,) in self._db.execute("SELECT run FROM runs"):
-            counts.setdefault(run, 0)
+        with self._reading():
+            counts = dict(self._db.execute("SELECT run, COUNT(*) FROM negotiations GROUP BY run"))
+            for (run,) in self._db.execute("SELECT run FROM runs"):
+                counts.setdefault(run, 0)
         return {run: int(counts[run]) for run in sorted(counts)}
 
     def run_config(self, run: str) -> dict[str, Any] | None:
         """A run's configuration, if recorded."""
-        row = self._db.execute("SELECT config FROM runs WHERE run = ?", (run,)).fetchone()
-        return None if row is None else dict(json.loads(row[0]))
+        with self._reading():
+            row = self._db.execute("SELECT config FROM runs WHERE run = ?", (run,)).fetchone()
+            return None if row is None else dict(json.loads(row[0]))
+
+
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).splitlines()
+    return " ".join(lines[:2]) if isinstance(exc, ValidationError) else (lines or [""])[0]
 
 
 def _row(row: tuple[str, str, str, str, str]) -> StoredNegotiation:
