@@ -1,0 +1,378 @@
+"""Faults: clients that vanish, a server killed mid-run, an interrupted async tournament, and
+the clock's edges (an accept due exactly at the deadline, two accepts of crossing offers at once).
+
+Every negotiation ends and is recorded; nothing finished is lost or written twice.
+(LLM endpoint faults: tests/cli/test_cli_llm.py and tests/agents/test_llm_agent.py.)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_support import (
+    ADMIN,
+    acts,
+    client_for,
+    free_port,
+    house_room,
+    http_server,
+    ok,
+    scenario,
+    share_schema_validators,
+    text_of,
+    tls,
+)
+
+from dealroom.agents import resolve
+from dealroom.protocol import MakeOffer, Role
+from dealroom.protocol.record import NegotiationRecord
+from dealroom.sdk.tournament import ChunkPlayer, Job, Progress, Tournament, TournamentConfig
+from dealroom.server.room import RoomLimits
+from dealroom.server.series import Room
+from dealroom.server.store import ResultsStore
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _shared_validators(monkeypatch: pytest.MonkeyPatch) -> None:
+    share_schema_validators(monkeypatch)
+
+
+async def play_out(client: Client, timeout_s: float = 20) -> dict[str, Any]:
+    """Wait (never acting) until the negotiation ends; the seat's outcome."""
+    while True:
+        update = await ok(client, "wait_for_opponent", timeout_s=timeout_s)
+        if update["outcome"] is not None:
+            return update["outcome"]
+
+
+# -- clients that vanish ------------------------------------------------------------------------
+
+
+async def test_a_client_that_disconnects_mid_negotiation_is_ended_by_the_deadline_and_recorded(
+    tmp_path: Path,
+) -> None:
+    async with http_server(tmp_path, limits=RoomLimits(idle_s=0.2)) as server:
+        room = await server.create_room(seed=3, deadline=40)
+        with anyio.fail_after(30):
+            async with server.seat(room["tokens"]["seller"]) as seller:
+                state = await ok(seller, "get_state")
+                async with server.seat(room["tokens"]["buyer"]) as buyer:
+                    await ok(buyer, "make_offer", price=100)
+                # The buyer is gone for good, mid-negotiation. The seller plays on alone.
+                ask = state["observation"]["scenario"]["list_price"] * 1.2
+                made = await ok(seller, "make_offer", price=ask)
+                outcome = await play_out(seller)
+        stored = server.registry.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
+    assert made["ok"] is True
+    assert (outcome["status"], outcome["end_reason"], outcome["time"]) == (
+        "no_deal",
+        "deadline",
+        40,
+    )
+    assert stored is not None and stored.record.outcome.end_reason == "deadline"
+    assert [(e.type, e.by) for e in stored.record.events] == [
+        ("offer_made", "buyer"),
+        ("offer_made", "seller"),
+        ("negotiation_ended", None),
+    ]
+
+
+async def test_a_connection_dropped_during_a_long_poll_leaves_the_room_intact(
+    tmp_path: Path,
+) -> None:
+    async with http_server(tmp_path, limits=RoomLimits(idle_s=30)) as server:
+        room = await server.create_room(seed=5)
+        tokens = room["tokens"]
+        with anyio.fail_after(30):
+            async with server.seat(tokens["seller"]) as seller:
+                await ok(seller, "get_state")
+                with anyio.move_on_after(0.3) as scope:  # the client gives up mid-request
+                    await seller.call_tool("wait_for_opponent", {"timeout_s": 30})
+            assert scope.cancelled_caught
+            async with server.seat(tokens["buyer"]) as buyer:
+                await ok(buyer, "make_offer", price=1234.5)
+                async with server.seat(tokens["seller"]) as seller:  # back, on a new connection
+                    update = await ok(seller, "wait_for_opponent", timeout_s=20)
+                    offers = [(o["by"], o["price"]) for o in update["live_offers"]]
+                    ended = await ok(buyer, "walk_away")
+        stored = server.registry.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
+    assert (update["woke"], offers) == ("news", [("buyer", 1234.5)])
+    assert ended["outcome"]["end_reason"] == "walk_away"
+    assert stored is not None and stored.record.outcome.ended_by == "buyer"
+
+
+async def test_a_negotiation_whose_clients_all_vanished_is_run_to_its_end_and_recorded(
+    tmp_path: Path,
+) -> None:
+    async with http_server(tmp_path, limits=RoomLimits(idle_s=0.1, abandon_s=0.3)) as server:
+        room = await server.create_room(seed=2)
+        with anyio.fail_after(20):
+            for role in ("buyer", "seller"):
+                async with server.seat(room["tokens"][role]) as client:
+                    await ok(client, "make_offer", price=900 if role == "buyer" else 9000)
+            key = f"{room['room']}/1"
+            assert server.registry.store.get(key) is None  # type: ignore[union-attr]
+            await anyio.sleep(0.4)
+            await server.registry.tick()  # what the server's reaper does every second
+        stored = server.registry.store.get(key)  # type: ignore[union-attr]
+    assert stored is not None and stored.record.outcome.end_reason == "deadline"
+    assert [e.by for e in stored.record.events if e.type == "offer_made"] == ["buyer", "seller"]
+
+
+# -- the server process killed ------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def serve_process(results: Path) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``dealroom serve --transport http`` in its own process; (root URL, process)."""
+    port = free_port()
+    command = [sys.executable, "-c", "import sys; from dealroom.cli import main; sys.exit(main())"]
+    command += ["serve", "--transport", "http", "--port", str(port), "--results", str(results)]
+    env = {**os.environ, "DEALROOM_ADMIN_TOKEN": ADMIN}
+    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx2.AsyncClient(verify=tls()) as http:
+            with anyio.fail_after(30):
+                while True:
+                    try:
+                        if (await http.get(f"{url}/healthz")).status_code == 200:
+                            break
+                    except httpx2.HTTPError:
+                        pass
+                    await anyio.sleep(0.05)
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+async def open_room(url: str) -> tuple[str, str]:
+    async with httpx2.AsyncClient(verify=tls()) as http:
+        response = await http.post(
+            f"{url}/admin/rooms",
+            json={"seed": 1, "house_seller": "hardliner"},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+        )
+    assert response.status_code == 201, response.text
+    body = response.json()
+    return body["room"], body["tokens"]["buyer"]
+
+
+async def play_in(url: str, token: str, *, finish: bool) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, verify=tls(), timeout=30) as http,
+        Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+    ):
+        await ok(client, "make_offer", price=700)
+        if finish:
+            await ok(client, "walk_away")
+
+
+def stored_rows(path: Path) -> dict[str, str]:
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        return dict(db.execute("SELECT key, record FROM negotiations"))
+
+
+async def test_a_killed_server_loses_nothing_finished_and_a_restarted_one_adds_to_the_store(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.db"
+    with anyio.fail_after(60):
+        async with serve_process(results) as (url, process):
+            finished = []
+            for _ in range(3):
+                room, token = await open_room(url)
+                await play_in(url, token, finish=True)
+                finished.append(f"{room}/1")
+            for _ in range(2):  # still running when the server dies
+                _, token = await open_room(url)
+                await play_in(url, token, finish=False)
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+        before = stored_rows(results)
+        assert sorted(before) == sorted(finished)
+
+        async with serve_process(results) as (url, process):
+            room, token = await open_room(url)
+            await play_in(url, token, finish=True)
+            process.terminate()
+            process.wait(10)
+    after = stored_rows(results)
+    assert sorted(after) == sorted([*finished, f"{room}/1"])
+    assert {key: after[key] for key in before} == before
+
+
+# -- an interrupted async (LLM-style) tournament ------------------------------------------------
+
+
+class Interrupted(Exception):
+    pass
+
+
+async def test_an_interrupted_async_tournament_resumes_without_loss_or_duplicates(
+    tmp_path: Path,
+) -> None:
+    config = TournamentConfig(agents=("boulware", "conceder", "micro"), per_pair=2)
+    player = ChunkPlayer(resolve)
+    played: list[str] = []
+
+    async def play_job(job: Job) -> NegotiationRecord:
+        played.append(job.key)
+        await anyio.sleep(0.001 * (job.index % 3))
+        return player.play(job)
+
+    def stop_at_ten(progress: Progress) -> None:
+        if progress.done == 10:
+            raise Interrupted
+
+    path = tmp_path / "async.db"
+    with ResultsStore(path) as store:
+        with pytest.raises(Exception) as raised:
+            await Tournament(config, store).run_async(play_job, limit=4, on_progress=stop_at_ten)
+        assert raised.group_contains(Interrupted) if hasattr(raised, "group_contains") else True
+        kept = store.keys("tournament")
+        assert len(kept) == 10
+        progress = await Tournament(config, store).run_async(play_job, limit=4, resume=True)
+        total = len(config.jobs())
+        assert (progress.skipped, progress.done, progress.new_rows) == (10, total - 10, total - 10)
+        stored = {row.key: row.record for row in store.iter("tournament")}
+    assert set(stored) == {job.key for job in config.jobs()}
+    for job in config.jobs()[::5]:
+        assert stored[job.key] == player.play(job)
+
+
+# -- the clock's edges --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("wake_at", "deal"), [(27, True), (28, False)])
+async def test_an_accept_that_would_land_at_the_deadline_never_lands_and_there_is_no_deal(
+    wake_at: float, deal: bool, tmp_path: Path
+) -> None:
+    # The house seller offers at t = 6 and then only waits. The buyer wakes at ``wake_at`` and
+    # accepts: an accept lands after 1 s of thinking and its own 1 s, at 29 or at 30. Nothing
+    # can land at 30 (t >= deadline), so on waking at 28 the buyer already finds it over.
+    with ResultsStore(tmp_path / "r.db") as store:
+        house = acts(MakeOffer(price=Decimal("1500.00")), wait=1000)
+        room = house_room(opponent=house, deadline=30, store=store)
+        async with client_for(room, "buyer") as client:
+            first = await ok(client, "wait_for_opponent", timeout_s=20)
+            assert (first["woke"], first["now"]) == ("news", 6)
+            woke = await ok(client, "wait_for_opponent", timeout_s=wake_at - 6)
+            accepted = await client.call_tool("accept", {"offer_id": "o1"})
+        stored = store.get("room-test/1")
+    assert stored is not None
+    if deal:
+        assert (woke["woke"], woke["now"]) == ("timeout", 27)
+        assert not accepted.is_error, text_of(accepted)
+        assert stored.record.outcome.status == "deal" and stored.record.outcome.time == 29
+        return
+    assert (woke["woke"], woke["now"], woke["outcome"]["end_reason"]) == ("ended", 30, "deadline")
+    assert accepted.is_error and "negotiation_closed" in text_of(accepted)
+    assert (stored.record.outcome.status, stored.record.outcome.time) == ("no_deal", 30)
+    assert "offer_accepted" not in [e.type for e in stored.record.events]
+
+
+async def test_an_accept_at_the_wall_clock_deadline_is_refused_and_ends_without_a_deal() -> None:
+    now = [100.0]
+    house = acts(MakeOffer(price=Decimal("1500.00")), wait=1000)
+    room = house_room(opponent=house, deadline=30, clock="wall")
+    room = Room(
+        "wall",
+        scenarios=lambda i: scenario(0, index=i, deadline=30),
+        houses=room.houses,
+        clock="wall",
+        timer=lambda: now[0],
+    )
+    async with client_for(room, "buyer") as client:
+        await ok(client, "get_state")  # the clock starts at the first call: t = 0
+        now[0] += 29.999
+        update = await ok(client, "wait_for_opponent", timeout_s=0)
+        theirs = [o["offer_id"] for o in update["live_offers"] if o["by"] == "seller"]
+        assert theirs, update
+        now[0] += 0.001  # exactly the deadline
+        result = await client.call_tool("accept", {"offer_id": theirs[0]})
+        state = await ok(client, "get_state")
+    outcome = state["observation"]["outcome"]
+    assert (outcome["status"], outcome["end_reason"]) == ("no_deal", "deadline"), text_of(result)
+    assert result.is_error or result.structured_content["ok"] is False  # type: ignore[index]
+    assert "offer_accepted" not in [e.type for e in room.current.referee.events]
+
+
+async def offer_then_accept(client: Client, role: Role) -> tuple[Any, dict[str, Any]]:
+    """Make an offer that crosses the other side's, then accept theirs as soon as it is seen.
+
+    Returns the accept's result (None if the negotiation ended first) and the seat's outcome.
+    """
+    state = await ok(client, "get_state")
+    list_price = state["observation"]["scenario"]["list_price"]
+    update = await ok(client, "make_offer", price=list_price * (1.1 if role == "buyer" else 0.9))
+    while update["outcome"] is None:
+        theirs = [o for o in update["live_offers"] if o["by"] != role]
+        if theirs:
+            result = await client.call_tool("accept", {"offer_id": theirs[0]["offer_id"]})
+            final = await ok(client, "get_state")
+            return result, final["observation"]["outcome"]
+        update = await ok(client, "wait_for_opponent", timeout_s=20)
+    return None, update["outcome"]
+
+
+@pytest.mark.parametrize("clock", ["virtual", "wall"])
+async def test_simultaneous_accepts_of_crossing_offers_make_exactly_one_deal(
+    clock: str, tmp_path: Path
+) -> None:
+    async with http_server(tmp_path, limits=RoomLimits(idle_s=5)) as server:
+        for seed in range(3):
+            room = await server.create_room(seed=seed, clock=clock, deadline=60)
+            seen: dict[Role, tuple[Any, dict[str, Any]]] = {}
+
+            async def play(
+                role: Role,
+                tokens: dict[str, str] = room["tokens"],
+                seen: dict[Role, tuple[Any, dict[str, Any]]] = seen,
+            ) -> None:
+                async with server.seat(tokens[role]) as client:
+                    seen[role] = await offer_then_accept(client, role)
+
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(play, "buyer")
+                    group.start_soon(play, "seller")
+            stored = server.registry.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
+            assert stored is not None
+            accepted = [e for e in stored.record.events if e.type == "offer_accepted"]
+            assert len(accepted) == 1, stored.record.events
+            outcome = stored.record.outcome
+            assert (outcome.status, outcome.end_reason) == ("deal", "accepted")
+            for role, (result, seat_outcome) in seen.items():
+                assert (seat_outcome["status"], seat_outcome["price"]) == (
+                    "deal",
+                    float(outcome.price),
+                )
+                if result is None:
+                    continue
+                won = role == accepted[0].by
+                if won:
+                    assert not result.is_error and result.structured_content["ok"] is True
+                else:  # refused, or overtaken by the other accept
+                    assert result.is_error or result.structured_content["ok"] is False
+            assert sum(r is not None for r, _ in seen.values()) >= 1
