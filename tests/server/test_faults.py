@@ -2,16 +2,20 @@
 the clock's edges (an accept due exactly at the deadline, two accepts of crossing offers at once).
 
 Every negotiation ends and is recorded; nothing finished is lost or written twice.
-(LLM endpoint faults: tests/cli/test_cli_llm.py and tests/agents/test_llm_agent.py.)
+LLM endpoint faults (500s, 429s, hangs, garbage bodies, malformed tool calls) are in
+tests/cli/test_cli_llm.py and tests/agents/test_llm_agent.py; here only what they leave out:
+the retry bound counted at the endpoint, intermittent errors over HTTP, an endpoint that is down.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from decimal import Decimal
@@ -38,12 +42,14 @@ from mcp_support import (
 )
 
 from dealroom.agents import resolve
+from dealroom.cli import main as cli_main
 from dealroom.protocol import MakeOffer, Role
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.sdk.tournament import ChunkPlayer, Job, Progress, Tournament, TournamentConfig
 from dealroom.server.room import RoomLimits
 from dealroom.server.series import Room
 from dealroom.server.store import ResultsStore
+from fake_openai import Status, negotiator, scripted, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -247,9 +253,9 @@ async def test_an_interrupted_async_tournament_resumes_without_loss_or_duplicate
 
     path = tmp_path / "async.db"
     with ResultsStore(path) as store:
-        with pytest.raises(Exception) as raised:
+        with pytest.raises(ExceptionGroup) as raised:  # from the runner's task group
             await Tournament(config, store).run_async(play_job, limit=4, on_progress=stop_at_ten)
-        assert raised.group_contains(Interrupted) if hasattr(raised, "group_contains") else True
+        assert raised.group_contains(Interrupted)
         kept = store.keys("tournament")
         assert len(kept) == 10
         progress = await Tournament(config, store).run_async(play_job, limit=4, resume=True)
@@ -376,3 +382,54 @@ async def test_simultaneous_accepts_of_crossing_offers_make_exactly_one_deal(
                 else:  # refused, or overtaken by the other accept
                     assert result.is_error or result.structured_content["ok"] is False
             assert sum(r is not None for r, _ in seen.values()) >= 1
+
+
+# -- LLM endpoint faults not covered in tests/cli/test_cli_llm.py ---------------------------------
+
+FAST_MODEL = ["--model-timeout", "1", "--model-attempts", "2", "--model-backoff", "0.01"]
+
+
+def llm_match(capsys: pytest.CaptureFixture[str], base_url: str) -> tuple[int, dict[str, Any]]:
+    argv = ["match", "--buyer", "llm:fake", "--seller", "boulware", "--base-url", base_url]
+    capsys.readouterr()
+    status = cli_main([*argv, "--json", *FAST_MODEL])
+    return status, json.loads(capsys.readouterr().out)
+
+
+def test_a_failing_endpoint_is_tried_exactly_as_often_as_allowed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with serve(scripted([], then=Status(500))) as fake:
+        status, body = llm_match(capsys, fake.base_url)
+    assert status == 1
+    assert len(fake.requests) == 2, "no retries beyond --model-attempts (the client's own too)"
+    assert body["extra"]["players"]["buyer"]["failed_attempts"] == 2
+
+
+def test_intermittent_endpoint_errors_are_retried_and_the_match_plays_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    brain, count = negotiator(), [0]
+
+    def flaky(request: dict[str, Any]) -> Any:
+        count[0] += 1
+        return Status(503) if count[0] in (1, 3) else brain(request)
+
+    with serve(flaky) as fake:
+        status, body = llm_match(capsys, fake.base_url)
+    assert status == 0 and "errors" not in body["extra"]
+    assert body["outcome"]["end_reason"] == "accepted"
+    data = body["extra"]["players"]["buyer"]
+    assert (data["failed_attempts"], data["model_calls"]) == (2, len(fake.requests) - 2)
+
+
+def test_an_endpoint_that_is_down_is_a_recorded_error_at_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    started = time.monotonic()
+    status, body = llm_match(capsys, f"http://127.0.0.1:{free_port()}/v1")
+    assert time.monotonic() - started < 20
+    assert status == 1
+    assert "APIConnectionError" in body["extra"]["errors"]["buyer"]
+    assert (body["outcome"]["end_reason"], body["outcome"]["ended_by"]) == ("walk_away", "buyer")
