@@ -270,7 +270,8 @@ class Referee:
             self._emit_trusted(
                 OfferWithdrawn, now, role, type="offer_withdrawn", offer_id=previous.offer_id
             )
-        offer = _Offer(LiveOffer(offer_id=f"o{len(self._offers) + 1}", by=role, price=price, t=now))
+        offer_id = f"o{len(self._offers) + 1}"
+        offer = _Offer(trusted(LiveOffer, offer_id=offer_id, by=role, price=price, t=now))
         self._offers[offer.offer_id] = offer
         self._live[role] = offer
         self._offers_made[role] += 1
