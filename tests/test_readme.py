@@ -1,0 +1,20 @@
+"""The README's Python example runs as written, and its commands are the ones CI runs."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_agent_example_passes_check_agent() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
+    assert blocks, "the README has a Python example"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    command = 'pip install -e ".[test]" && pytest'
+    assert command in README
+    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
