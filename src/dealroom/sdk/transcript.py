@@ -17,6 +17,7 @@ from dealroom.protocol import (
     WalkedAway,
 )
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.server.texts import quoted
 
 
 def money(amount: Decimal, currency: str = "USD") -> str:
@@ -26,7 +27,7 @@ def money(amount: Decimal, currency: str = "USD") -> str:
 
 
 def _said(message: str | None) -> str:
-    return f': "{message}"' if message else ""
+    return f": {quoted(message)}" if message else ""
 
 
 def describe_event(event: Event, currency: str = "USD") -> str:
@@ -43,7 +44,7 @@ def describe_event(event: Event, currency: str = "USD") -> str:
         case OfferRejected():
             return f"{who} rejects {event.offer_id}{_said(event.message)}"
         case MessageSent():
-            return f'{who} says: "{event.text}"'
+            return f"{who} says: {quoted(event.text)}"
         case WalkedAway():
             return f"{who} walks away{_said(event.message)}"
         case NegotiationEnded():

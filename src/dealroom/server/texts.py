@@ -5,6 +5,7 @@ Everything here is built from one seat's own view: never the other side's privat
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import TYPE_CHECKING, assert_never
 
@@ -82,10 +83,25 @@ def result_hint(negotiation: Negotiation, role: Role, sight: Sight, *, series: b
     return "Call wait_for_opponent to hear from the other side, or make_offer to move."
 
 
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+
+
+def quoted(text: str) -> str:
+    """Cheap talk in a transcript: one double-quoted line, with JSON string escapes.
+
+    A message can then neither start a line of its own (a newline, or any other line break)
+    nor close its quotes, so it cannot pass for an event in a transcript.
+    """
+    out = json.dumps(text, ensure_ascii=False)
+    for char, escape in _LINE_BREAKS.items():
+        out = out.replace(char, escape)
+    return out
+
+
 def describe_event(event: Event, role: Role, currency: str) -> str:
     """One line for one event, from ``role``'s point of view."""
     who = "clock" if event.by is None else ("you" if event.by == role else event.by)
-    said = lambda m: f': "{m}"' if m else ""  # noqa: E731
+    said = lambda m: f": {quoted(m)}" if m else ""  # noqa: E731
     match event:
         case OfferMade():
             price = money(event.price, currency)
@@ -97,7 +113,7 @@ def describe_event(event: Event, role: Role, currency: str) -> str:
         case OfferRejected():
             return f"{who} rejected {event.offer_id}{said(event.message)}"
         case MessageSent():
-            return f'{who} said: "{event.text}"'
+            return f"{who} said: {quoted(event.text)}"
         case WalkedAway():
             return f"{who} walked away{said(event.message)}"
         case NegotiationEnded():

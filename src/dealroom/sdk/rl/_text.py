@@ -25,6 +25,7 @@ from dealroom.protocol import (
     WalkedAway,
 )
 from dealroom.sdk.transcript import money
+from dealroom.server.texts import quoted
 
 _REASONS = {
     "accepted": "an offer was accepted",
@@ -42,7 +43,7 @@ def _who(by: Role | None, role: Role) -> str:
 
 
 def _said(message: str | None) -> str:
-    return f', saying: "{message}"' if message else ""
+    return f", saying: {quoted(message)}" if message else ""
 
 
 def describe(event: Event, role: Role, currency: str) -> str | None:
@@ -59,7 +60,7 @@ def describe(event: Event, role: Role, currency: str) -> str | None:
         case OfferRejected():
             return f"{who} rejected offer {event.offer_id}{_said(event.message)}."
         case MessageSent():
-            return f'{who} said: "{event.text}"'
+            return f"{who} said: {quoted(event.text)}"
         case WalkedAway():
             return f"{who} walked away{_said(event.message)}."
         case NegotiationEnded():
