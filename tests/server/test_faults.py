@@ -433,3 +433,27 @@ def test_an_endpoint_that_is_down_is_a_recorded_error_at_once(
     assert status == 1
     assert "APIConnectionError" in body["extra"]["errors"]["buyer"]
     assert (body["outcome"]["end_reason"], body["outcome"]["ended_by"]) == ("walk_away", "buyer")
+
+
+# -- slow clients -------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="room.py Negotiation._stalls_others: a seat that is back in a call but still marked "
+    "absent makes the other (merely slow) seat absent too; with both absent the schedule "
+    "expires the negotiation at the deadline before the returning seat's action is submitted",
+)
+async def test_two_slow_clients_in_turn_do_not_end_the_negotiation() -> None:
+    # Each client thinks longer than the idle limit while the other is in a call: first the
+    # buyer (while the seller's message waits for it), then the seller (before the buyer's
+    # offer). Each is then counted as waiting in turn; neither is gone.
+    room = Room("pair", scenarios=lambda i: scenario(3, index=i), limits=RoomLimits(idle_s=0.05))
+    async with client_for(room, "seller") as seller, client_for(room, "buyer") as buyer:
+        with anyio.fail_after(10):
+            await ok(seller, "send_message", text="Hello.")  # held until the buyer idles
+            await anyio.sleep(0.2)  # the seller thinks, longer than the idle limit
+            made = await ok(buyer, "make_offer", price=500)
+    assert made["ok"] is True, made["error"]
+    assert room.current.is_open
+    assert [e.type for e in room.current.referee.events] == ["message_sent", "offer_made"]
