@@ -157,6 +157,32 @@ async def test_a_silent_seat_counts_as_waiting_after_the_idle_limit_and_the_dead
 
 
 @pytest.mark.anyio
+async def test_thinking_charged_to_a_seat_releases_what_it_held_and_replaces_its_wake_cost() -> (
+    None
+):
+    room = two_seat_room(limits=RoomLimits(idle_s=30))
+    negotiation = room.current
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(negotiation.act, "seller", MakeOffer(price=Decimal(2000)))  # at 6
+            await anyio.sleep(0.05)
+            assert negotiation.referee.event_count == 0, "held by the buyer (clock 0)"
+            negotiation.think("buyer", 10.0)  # the buyer's clock passes 6: the offer runs
+    assert [e.t for e in negotiation.referee.events] == [6.0]
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(negotiation.wait, "seller", 30.0)
+            result = await negotiation.act("buyer", SendMessage(text="Hello"))
+    assert result.events[-1].t == 13.0  # 10 thought + 3, no per-wake cost on top
+    negotiation.think("buyer", -1.0)
+    assert negotiation.sched.remote("buyer").ready_at == 13.0
+    with anyio.fail_after(5):
+        await negotiation.act("buyer", WalkAway())
+    negotiation.think("seller", 5.0)  # ended: nothing changes
+    assert negotiation.sched.remote("seller").ready_at == 13.0
+
+
+@pytest.mark.anyio
 async def test_wait_says_pending_while_the_other_remote_seat_is_still_deciding() -> None:
     room = two_seat_room(limits=RoomLimits(idle_s=30, max_wait_s=0.1))
     negotiation = room.current

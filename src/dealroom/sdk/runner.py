@@ -210,17 +210,9 @@ async def _force_end(negotiation: Negotiation, timer: _Clock) -> None:
 
 
 def _charger(negotiation: Negotiation, role: Role) -> Charge:
-    """Thinking time charged to a remote seat of an in-process virtual room.
-
-    Adds to the seat's clock between its calls and stands in for the per-wake cost of its next
-    action (hook wanted upstream: ``Negotiation.think(role, seconds)``).
-    """
+    """Thinking time charged to a remote seat of an in-process virtual room."""
 
     def charge(seconds: float) -> None:
-        seat = negotiation.sched.remote(role)
-        if negotiation.is_open and seat.state == "thinking" and seconds > 0:
-            seat.ready_at = round(seat.ready_at + seconds, 3)
-            seat.fresh = False
-            negotiation.sched.version += 1
+        negotiation.think(role, seconds)
 
     return charge

@@ -246,6 +246,23 @@ class Negotiation:
         events = referee.events_since(0)[: seat.upto]
         return Sight(seat.upto, live_offers(events), seat.ready_at, None)
 
+    def think(self, role: Role, seconds: float) -> None:
+        """Charge ``seconds`` of thinking to a remote seat's clock (virtual clock only).
+
+        Stands in for the per-wake cost of the seat's next action, so an in-process player can
+        charge what its thinking really took (an LLM: per model call and per token). Charged
+        between the seat's calls only; otherwise, on the wall clock or once the negotiation
+        has ended, nothing changes. Synchronous, so that a player can charge from a callback: no
+        call holds the lock across an await once it has changed anything, so the schedule is
+        consistent here, and waiters are woken as on every other change.
+        """
+        seat = self.sched.remote(role)
+        if self.clock != "virtual" or not self.is_open or seat.state != "thinking":
+            return
+        if seconds > 0:
+            self.sched.think(role, seconds)
+            self._advance()
+
     def hint(self, role: Role) -> str:
         """What the seat can usefully do next, given what it sees."""
         return self._hint(self, role, self.sight(role))

@@ -154,6 +154,14 @@ class Scheduler:
             seat.fresh = True
             self.version += 1
 
+    def think(self, role: Role, seconds: float) -> None:
+        """A thinking seat spends ``seconds`` on its clock, in place of its per-wake cost."""
+        seat = self.remote(role)
+        if seat.state == "thinking" and seconds > 0:
+            seat.ready_at = _t(seat.ready_at + seconds)
+            seat.fresh = False
+            self.version += 1
+
     def set_absent(self, role: Role) -> None:
         """Count a silent seat as waiting (it never wakes by itself)."""
         self.remote(role).absent = True
