@@ -12,11 +12,12 @@ from pathlib import Path
 
 import anyio
 
+from dealroom.cli import _players
 from dealroom.cli._common import add_scenario_flags, agent, read_scenarios, usage_error
 from dealroom.protocol import DEFAULT_RULES, Role, Scenario
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.room import DEFAULT_LIMITS, RoomLimits
-from dealroom.server.series import House, Room, ScenarioSource
+from dealroom.server.series import House, Room, ScenarioSource, SeatPlayer
 from dealroom.server.store import ResultsStore, StoreError
 
 ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
@@ -48,7 +49,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     house.add_argument(
         "--opponent",
         default="boulware",
-        help="house agent spec in the other seat (default: boulware)",
+        help="house agent spec in the other seat, or llm:MODEL (see the LLM flags) "
+        "(default: boulware)",
     )
     add_scenario_flags(house)
     for action in house._group_actions:
@@ -92,6 +94,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "client of its room waits for it "
         f"(default: {DEFAULT_LIMITS.idle_s:g})",
     )
+    _players.add_llm_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -145,14 +148,22 @@ def run(args: argparse.Namespace) -> int:
     limits = RoomLimits(idle_s=args.idle_limit, abandon_s=math.inf)
     role: Role = args.role
     opponent: Role = "seller" if role == "buyer" else "buyer"
-    house = House(args.opponent, agent(args.opponent))
+    houses: dict[Role, House] = {}
+    players: dict[Role, SeatPlayer] = {}
+    if _players.is_llm(args.opponent):
+        from dealroom.sdk.runner import house_player
+
+        players[opponent] = house_player(_players.player(args.opponent, args))
+    else:
+        houses[opponent] = House(args.opponent, agent(args.opponent))
     scenarios = house_scenarios(args)
     store = open_store(args.results)
     try:
         room = Room(
             f"house-{secrets.token_hex(6)}",
             scenarios=scenarios,
-            houses={opponent: house},
+            houses=houses,
+            players=players,
             rules=DEFAULT_RULES,
             clock=args.clock,
             seed=args.seed,

@@ -14,6 +14,10 @@ runner ends the negotiation for it with ``walk_away`` (end reason ``walk_away``,
 seat), and the error is recorded under ``extra["errors"][role]``. If even that cannot finish the
 negotiation within ``cleanup_s``, the room is run to its deadline. Every wait is bounded, and
 ``timeout_s`` bounds the whole match in real time.
+
+``house_player`` seats any player in a room of the server (``dealroom serve --opponent
+llm:MODEL``): it plays each negotiation of the series the same way, failures included, with the
+error stored beside the negotiation under ``errors``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from dealroom.server.match import play
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import Negotiation, RoomLimits
 from dealroom.server.seat import LocalSeat
-from dealroom.server.series import House, Room
+from dealroom.server.series import House, Room, SeatPlayer
 from dealroom.server.store import ResultsStore
 
 log = structlog.stdlib.get_logger(__name__)
@@ -129,7 +133,15 @@ async def play_match(
                     charge=_charger(negotiation, role) if clock == "virtual" else None,
                     seed=seed,
                 )
-                group.start_soon(_seat_player, room, players[role], context, extra, cleanup_s)
+                group.start_soon(
+                    _seat_player,
+                    room,
+                    players[role],
+                    context,
+                    extra["players"],
+                    extra["errors"],
+                    cleanup_s,
+                )
     if scope.cancelled_caught:
         for role in room.remote_roles:
             extra["errors"].setdefault(role, f"the match took longer than {timeout_s:g} s")
@@ -168,8 +180,29 @@ def seat_app(room: Room, role: Role):
     return build_app(lambda: seat, name=f"dealroom-{role}", series=False)
 
 
+def house_player(player: Player, *, cleanup_s: float = 30.0) -> SeatPlayer:
+    """``player`` as the in-process player of a room's seat, for every negotiation of it.
+
+    On the virtual clock its thinking is charged as in ``play_match``. A failure walks away for
+    the seat, with the error in ``Negotiation.errors`` (stored with the negotiation).
+    """
+
+    async def play(room: Room, role: Role) -> None:
+        negotiation = room.current
+        charge = _charger(negotiation, role) if room.clock == "virtual" else None
+        context = SeatContext(role=role, rules=room.rules, charge=charge, seed=room.seed)
+        await _seat_player(room, player, context, {}, negotiation.errors, cleanup_s)
+
+    return SeatPlayer(spec=player.name, play=play)
+
+
 async def _seat_player(
-    room: Room, player: Player, context: SeatContext, extra: dict[str, Any], cleanup_s: float
+    room: Room,
+    player: Player,
+    context: SeatContext,
+    players: dict[str, Any],
+    errors: dict[Any, str],
+    cleanup_s: float,
 ) -> None:
     role = context.role
     error: str | None = None
@@ -182,11 +215,11 @@ async def _seat_player(
     except Exception as exc:  # a player's bug must not lose the negotiation
         log.exception("player failed", seat=role, player=player.name)
         error = f"{type(exc).__name__}: {exc}"
-    extra["players"][role] = {"name": player.name, **data}
+    players[role] = {"name": player.name, **data}
     if error is None and room.current.is_open:
         error = "the player stopped before the negotiation ended"
     if error is not None:
-        extra["errors"][role] = error
+        errors[role] = error
         log.warning("player failed; walking away for it", seat=role, error=error)
         await _walk_away(room, role, cleanup_s)
 

@@ -1,5 +1,8 @@
 """stdio, house mode: this process is one client's seat against a house agent.
 
+The other seat may be an in-process player of the room (an LLM): it plays while the server runs
+and is cancelled when the client closes the stream.
+
 On stdio the wire is stdout: nothing else may be written there. Logs go to stderr (the entry
 point configures them before the MCP server is built).
 """
@@ -27,7 +30,7 @@ async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> 
             await anyio.sleep(reap_interval)
             await room.current.tick()
 
-    async with anyio.create_task_group() as group:
+    async with room.playing(), anyio.create_task_group() as group:
         group.start_soon(reap)
         await app.run_stdio_async()
         group.cancel_scope.cancel()

@@ -20,7 +20,7 @@ the call that finished it returns.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +93,7 @@ class Negotiation:
         rules: Rules,
         clock: ClockKind,
         houses: Mapping[Role, Agent],
+        players: Collection[Role] = (),
         on_end: Callable[[Negotiation], None],
         hint: Hint,
         limits: RoomLimits = DEFAULT_LIMITS,
@@ -104,6 +105,12 @@ class Negotiation:
         self._public = scenario.public()
         self.sched = Scheduler(self.referee, dict(houses), clock=clock)
         self.remote_roles: tuple[Role, ...] = tuple(r for r in ROLES if r not in houses)
+        self.client_roles: tuple[Role, ...] = tuple(
+            r for r in self.remote_roles if r not in players
+        )
+        """Remote seats played by clients (not by an in-process player of the room)."""
+        self.errors: dict[Role, str] = {}
+        """Why an in-process player failed (it walked away), stored with the negotiation."""
         self.limits = limits
         self._on_end = on_end
         self._hint = hint
@@ -344,18 +351,19 @@ class Negotiation:
     def _stalls_others(self, role: Role) -> bool:
         """The seat is silent past the idle limit while another client waits on it.
 
-        Against a house agent nobody waits for the client, so it may think as long as it likes.
+        Against a house agent nobody waits for the client, so it may think as long as it likes;
+        nor does an in-process player (it waits in calls too, but it is not a client).
         """
         if self._in_call[role] or self._timer() - self._since(role) < self.limits.idle_s:
             return False
-        return any(self._in_call[r] for r in self.remote_roles if r != role)
+        return any(self._in_call[r] for r in self.client_roles if r != role)
 
     def _abandoned(self) -> bool:
         now = self._timer()
         return all(
             not self._in_call[role]
             and now - self._active_at.get(role, self._created) >= self.limits.abandon_s
-            for role in self.remote_roles
+            for role in self.client_roles
         )
 
     def _wall(self) -> float:

@@ -1,13 +1,22 @@
-"""A room: a series of negotiations between remote seats and house agents, recorded as they end."""
+"""A room: a series of negotiations between remote seats and house agents, recorded as they end.
+
+A seat can also be played by an in-process, asynchronous player (an LLM agent, which cannot run
+inside the scheduler as a house agent does): a ``SeatPlayer``. For the clock its seat is a
+remote seat without a client; inside ``Room.playing()`` each negotiation starts it as a task,
+which is cancelled when that negotiation ends or the block is left.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 
+import anyio
 import structlog
+from anyio.abc import TaskGroup
 
 from dealroom.protocol import (
     DEFAULT_RULES,
@@ -54,6 +63,19 @@ class House:
     factory: AgentFactory
 
 
+@dataclass(frozen=True, slots=True)
+class SeatPlayer:
+    """An in-process player of one seat: its spec (recorded) and how it plays.
+
+    ``play(room, role)`` plays the room's current negotiation through the seat's tools until it
+    ends; a failure is its own to handle (``dealroom.sdk.runner.house_player`` walks away and
+    sets ``Negotiation.errors``). It is cancelled when the negotiation ends.
+    """
+
+    spec: str
+    play: Callable[[Room, Role], Awaitable[None]]
+
+
 class Room:
     """A series of negotiations with fixed seats, clock and rules."""
 
@@ -63,6 +85,7 @@ class Room:
         *,
         scenarios: ScenarioSource,
         houses: Mapping[Role, House] | None = None,
+        players: Mapping[Role, SeatPlayer] | None = None,
         rules: Rules = DEFAULT_RULES,
         clock: ClockKind = "virtual",
         seed: int = 0,
@@ -72,9 +95,15 @@ class Room:
     ) -> None:
         self.id = room_id
         self.houses: dict[Role, House] = dict(houses or {})
-        if len(self.houses) == len(ROLES):
+        self.players: dict[Role, SeatPlayer] = dict(players or {})
+        if self.houses.keys() & self.players.keys():
+            raise ValueError("a seat has both a house agent and a player")
+        if len(self.houses) + len(self.players) >= len(ROLES):
             raise ValueError("a room needs at least one seat for a client")
         self.remote_roles: tuple[Role, ...] = tuple(r for r in ROLES if r not in self.houses)
+        self.client_roles: tuple[Role, ...] = tuple(
+            r for r in self.remote_roles if r not in self.players
+        )
         self.rules = rules
         self.clock: ClockKind = clock
         self.seed = seed
@@ -84,6 +113,8 @@ class Room:
         self._timer = timer
         self.negotiations: list[Negotiation] = []
         self._results: dict[Role, list[SeriesResult]] = {role: [] for role in ROLES}
+        self._group: TaskGroup | None = None
+        self._playing: dict[int, anyio.CancelScope] = {}
         self._start()
 
     @property
@@ -93,8 +124,8 @@ class Room:
 
     @property
     def series(self) -> bool:
-        """True when new_negotiation is available (one client seat, the other a house agent)."""
-        return len(self.remote_roles) == 1
+        """True when new_negotiation is available (one client seat, the other played in-house)."""
+        return len(self.client_roles) == 1
 
     def can_start_next(self) -> bool:
         """True when new_negotiation would succeed now."""
@@ -124,9 +155,37 @@ class Room:
         return sum((r.outcome.surplus for r in self._results[role]), Decimal("0.00"))
 
     def name(self, role: Role) -> str:
-        """Who sits in a seat, as recorded: the house agent's spec or ``mcp``."""
-        house = self.houses.get(role)
+        """Who sits in a seat, as recorded: the house agent's or player's spec, or ``mcp``."""
+        house = self.houses.get(role) or self.players.get(role)
         return house.spec if house is not None else REMOTE_NAME
+
+    @asynccontextmanager
+    async def playing(self) -> AsyncIterator[None]:
+        """Run the room's players: inside this block each negotiation starts them as tasks.
+
+        Leaving the block cancels them; so does the end of their negotiation.
+        """
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                if self.current.is_open:
+                    self._launch(self.current)
+                yield
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
+
+    def _launch(self, negotiation: Negotiation) -> None:
+        if self._group is None or not self.players:
+            return
+        scope = anyio.CancelScope()
+        self._playing[negotiation.number] = scope
+        for role, player in self.players.items():
+            self._group.start_soon(self._play, scope, player, role, name=f"{player.spec}/{role}")
+
+    async def _play(self, scope: anyio.CancelScope, player: SeatPlayer, role: Role) -> None:
+        with scope:
+            await player.play(self, role)
 
     def _start(self) -> Negotiation:
         number = len(self.negotiations) + 1
@@ -146,6 +205,7 @@ class Room:
             rules=self.rules,
             clock=self.clock,
             houses=agents,
+            players=tuple(self.players),
             on_end=self._record,
             hint=lambda n, role, sight: texts.result_hint(n, role, sight, series=self.series),
             limits=self.limits,
@@ -153,6 +213,7 @@ class Room:
         )
         self.negotiations.append(negotiation)
         log.info("negotiation started", room=self.id, negotiation=number, scenario=scenario.id)
+        self._launch(negotiation)
         return negotiation
 
     def key(self, negotiation: Negotiation) -> str:
@@ -181,6 +242,9 @@ class Room:
             reason=outcome.end_reason,
             status=outcome.status,
         )
+        scope = self._playing.pop(negotiation.number, None)
+        if scope is not None:
+            scope.cancel()  # the players are done: whatever they were doing no longer counts
         if self.store is None:
             return
         record = NegotiationRecord(
@@ -201,5 +265,6 @@ class Room:
                 "rules": self.rules.model_dump(mode="json"),
                 "seats": {role: self.name(role) for role in ROLES},
                 "seed": self.seed,
+                **({"errors": dict(negotiation.errors)} if negotiation.errors else {}),
             },
         )
