@@ -438,12 +438,6 @@ def test_an_endpoint_that_is_down_is_a_recorded_error_at_once(
 # -- slow clients -------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="room.py Negotiation._stalls_others: a seat that is back in a call but still marked "
-    "absent makes the other (merely slow) seat absent too; with both absent the schedule "
-    "expires the negotiation at the deadline before the returning seat's action is submitted",
-)
 async def test_two_slow_clients_in_turn_do_not_end_the_negotiation() -> None:
     # Each client thinks longer than the idle limit while the other is in a call: first the
     # buyer (while the seller's message waits for it), then the seller (before the buyer's

@@ -356,7 +356,13 @@ class Negotiation:
         """
         if self._in_call[role] or self._timer() - self._since(role) < self.limits.idle_s:
             return False
-        return any(self._in_call[r] for r in self.client_roles if r != role)
+        # Another client stalled only if it is in a call and not itself counted as gone: a seat
+        # that has just come back is still marked absent until its call reaches the schedule.
+        return any(
+            self._in_call[r] and not self.sched.remote(r).absent
+            for r in self.client_roles
+            if r != role
+        )
 
     def _abandoned(self) -> bool:
         now = self._timer()
