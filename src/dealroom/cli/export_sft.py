@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise usage_error(f"{args.db}: no such file")
     roles: tuple[Role, ...] = (args.role,) if args.role else ROLES
     try:
-        store = ResultsStore(args.db)
+        store = ResultsStore(args.db, create=False)
     except StoreError as exc:
         raise usage_error(str(exc)) from None
     written = 0

@@ -32,7 +32,7 @@ def open_store(path: Path) -> ResultsStore:
     if not path.is_file():
         raise usage_error(f"{path}: no such results store")
     try:
-        return ResultsStore(path)
+        return ResultsStore(path, create=False)
     except StoreError as exc:
         raise usage_error(str(exc)) from None
 

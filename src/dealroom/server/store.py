@@ -93,13 +93,28 @@ class SerializedRecord:
 class ResultsStore:
     """A SQLite results store. Use as a context manager, or call ``close()``."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        """Open (and with ``create``, create) a store. ``create=False`` only reads: it never
+        writes to a file that is not already a dealroom results store."""
         self.path = Path(path)
         try:
-            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(SCHEMA)
+            if create:
+                self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.executescript(SCHEMA)
+            else:
+                uri = f"{self.path.resolve().as_uri()}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+                tables = {
+                    name
+                    for (name,) in self._db.execute(
+                        "SELECT name FROM sqlite_master WHERE type = 'table'"
+                    )
+                }
+                if not {"negotiations", "runs"} <= tables:
+                    self._db.close()
+                    raise StoreError(f"{self.path}: not a dealroom results store")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a results store ({exc})") from None
 
