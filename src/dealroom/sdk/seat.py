@@ -21,14 +21,15 @@ Error tree::
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack
 from decimal import Decimal
 from typing import Any, TypeVar
 
 import httpx2
-from mcp import Client, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ListToolsResult
@@ -52,6 +53,45 @@ M = TypeVar("M", bound=BaseModel)
 
 SEAT_TOKEN_ENV = "DEALROOM_SEAT_TOKEN"
 """Where ``dealroom seat`` and ``Seat.http`` read a seat token when none is given."""
+
+
+_VALIDATORS: dict[str, Any] = {}
+"""Compiled output-schema validators, by schema (canonical JSON), shared by every seat."""
+
+_MAX_VALIDATORS = 256
+
+
+def _share_validators(session: ClientSession) -> None:
+    """Let ``session`` reuse the output-schema validators other seats have compiled.
+
+    The mcp client validates every structured tool result against the tool's output schema,
+    compiling a validator per tool per session (jsonschema's schema check and compile, by far
+    the costliest part of opening a seat). Results are still validated; only the compile is
+    shared between sessions, keyed by the schema itself. A schema that fails to compile is
+    never cached, so it fails on every call as before.
+    """
+    compile_: Callable[[str, dict[str, Any]], Any] | None = getattr(
+        session, "_output_schema_validator", None
+    )
+    if compile_ is None:  # another mcp version: every session compiles its own
+        return
+    mine: dict[str, tuple[dict[str, Any], Any]] = {}
+
+    def shared(name: str, output_schema: dict[str, Any]) -> Any:
+        hit = mine.get(name)
+        if hit is not None and hit[0] is output_schema:
+            return hit[1]
+        key = json.dumps(output_schema, sort_keys=True)
+        validator = _VALIDATORS.get(key)
+        if validator is None:
+            validator = compile_(name, output_schema)
+            if len(_VALIDATORS) >= _MAX_VALIDATORS:
+                _VALIDATORS.clear()
+            _VALIDATORS[key] = validator
+        mine[name] = (output_schema, validator)
+        return validator
+
+    session._output_schema_validator = shared  # pyright: ignore[reportAttributeAccessIssue]
 
 
 class SeatError(Exception):
@@ -141,6 +181,7 @@ class Seat:
                 server = streamable_http_client(str(server), http_client=self._http_client)
             client = Client(server, read_timeout_seconds=self._read_timeout_s, cache=None)
             self._client = await stack.enter_async_context(client)
+            _share_validators(self._client.session)
         except BaseException:
             await stack.aclose()
             raise

@@ -7,12 +7,14 @@ launch arguments on stdio, the bearer token over HTTP), never from a tool argume
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import structlog
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import AfterValidator, Field
 
@@ -42,6 +44,8 @@ private value and the rules. Offers made with make_offer are binding; messages a
 After acting, call wait_for_opponent to hear the other side. Never reveal your private value."""
 
 R = TypeVar("R")
+ToolSpec = dict[str, Any]
+"""What a tool function is registered with (``Tool.from_function`` keywords)."""
 
 
 def _encodable(text: str | None) -> str | None:
@@ -99,8 +103,8 @@ _COMMON = (
 )
 
 
-def register(app: MCPServer, seat: SeatProvider, *, series: bool = True) -> None:
-    """Add the seat's tools, resources and prompt to ``app``."""
+def _tool_functions(seat: SeatProvider, series: bool) -> list[tuple[Callable[..., Any], ToolSpec]]:
+    """The seat's tool functions, bound to ``seat``, each with what it is registered with."""
 
     async def call(name: str, run: Callable[[SeatBackend], Awaitable[R]]) -> R:
         backend = seat()
@@ -111,7 +115,16 @@ def register(app: MCPServer, seat: SeatProvider, *, series: bool = True) -> None
                 log.info("tool refused", code=error.payload.code)
                 raise ToolError(error.payload.text()) from None
 
-    @app.tool(
+    tools: list[tuple[Callable[..., Any], ToolSpec]] = []
+
+    def tool(**spec: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+            tools.append((fn, spec))
+            return fn
+
+        return add
+
+    @tool(
         description="Make a binding offer to the other side: if they accept it, the deal "
         "closes at once at this price. It replaces your previous live offer, if any. Prices are "
         "in the negotiation's currency. The optional message is cheap talk. Takes clock time "
@@ -121,7 +134,7 @@ def register(app: MCPServer, seat: SeatProvider, *, series: bool = True) -> None
     async def make_offer(price: Price, message: Message = None) -> ActionResult:
         return await call("make_offer", lambda s: s.act(MakeOffer(price=price, message=message)))
 
-    @app.tool(
+    @tool(
         description="Accept the other side's live offer: the deal closes at once at its price "
         "and the negotiation ends. Only accept a price that gives you a positive surplus."
         + _COMMON,
@@ -130,7 +143,7 @@ def register(app: MCPServer, seat: SeatProvider, *, series: bool = True) -> None
     async def accept(offer_id: OfferId) -> ActionResult:
         return await call("accept", lambda s: s.act(Accept(offer_id=offer_id)))
 
-    @app.tool(
+    @tool(
         description="Reject the other side's live offer: it stops being live and they are told. "
         "You may attach a message (cheap talk). To propose your own price instead, use "
         "make_offer." + _COMMON,
@@ -139,7 +152,7 @@ def register(app: MCPServer, seat: SeatProvider, *, series: bool = True) -> None
     async def reject(offer_id: OfferId, message: Message = None) -> ActionResult:
         return await call("reject", lambda s: s.act(Reject(offer_id=offer_id, message=message)))
 
-    @app.tool(
+    @tool(
         description="Send a message to the other side. Cheap talk: nothing said binds anyone; "
         "only offers do. Takes clock time (3 s by default)." + _COMMON,
         annotations=ToolAnnotations(title="Send a message", destructive_hint=False),
@@ -147,7 +160,7 @@ def register(app: MCPServer, seat: SeatProvider, *, series: bool = True) -> None
     async def send_message(text: Text) -> ActionResult:
         return await call("send_message", lambda s: s.act(SendMessage(text=text)))
 
-    @app.tool(
+    @tool(
         description="Walk away for good: the negotiation ends at once without a deal (surplus "
         "0 for both). Use it only when no acceptable deal is possible." + _COMMON,
         annotations=ToolAnnotations(title="Walk away", destructive_hint=True),
@@ -155,7 +168,7 @@ def register(app: MCPServer, seat: SeatProvider, *, series: bool = True) -> None
     async def walk_away(message: Message = None) -> ActionResult:
         return await call("walk_away", lambda s: s.act(WalkAway(message=message)))
 
-    @app.tool(
+    @tool(
         description="Wait for the other side's next move. Returns as soon as they do something "
         "(woke = news), when timeout_s passes without news (woke = timeout), when the "
         "negotiation ends (woke = ended), or, if they are still deciding in real time, after "
@@ -166,7 +179,7 @@ def register(app: MCPServer, seat: SeatProvider, *, series: bool = True) -> None
     async def wait_for_opponent(timeout_s: Timeout = 20.0) -> WaitResult:
         return await call("wait_for_opponent", lambda s: s.wait(timeout_s))
 
-    @app.tool(
+    @tool(
         description="Your seat's full view now: role, item, list price, your own private value, "
         "every event so far, live offers, clock and time left, your outcome once it ended, and "
         "the results of the series so far. Costs no clock time.",
@@ -177,7 +190,7 @@ def register(app: MCPServer, seat: SeatProvider, *, series: bool = True) -> None
 
     if series:
 
-        @app.tool(
+        @tool(
             description="Start the next negotiation of the series, once the current one has "
             "ended (new item, new private value, the clock starts again). Returns the new state."
             " Refused with negotiation_running while the current one is still on.",
@@ -185,6 +198,33 @@ def register(app: MCPServer, seat: SeatProvider, *, series: bool = True) -> None
         )
         async def new_negotiation() -> SeatState:
             return await call("new_negotiation", lambda s: s.new_negotiation())
+
+    return tools
+
+
+@functools.cache
+def _tool_templates(series: bool) -> dict[str, Tool]:
+    """The tools built once per process: their schemas and argument models (pydantic's schema
+    generation, the bulk of building an app) do not depend on the seat."""
+
+    def unbound() -> SeatBackend:
+        raise RuntimeError("a template tool is never called")
+
+    templates = [Tool.from_function(fn, **spec) for fn, spec in _tool_functions(unbound, series)]
+    return {t.name: t for t in templates}
+
+
+def seat_tools(seat: SeatProvider, *, series: bool = True) -> list[Tool]:
+    """The seat's tools, acting for ``seat()``: the shared templates bound to its functions."""
+    templates = _tool_templates(series)
+    return [
+        templates[fn.__name__].model_copy(update={"fn": fn})
+        for fn, _ in _tool_functions(seat, series)
+    ]
+
+
+def register(app: MCPServer, seat: SeatProvider) -> None:
+    """Add the seat's resources and briefing prompt to ``app`` (its tools: ``seat_tools``)."""
 
     @app.resource(
         OBSERVATION_URI,
@@ -217,6 +257,7 @@ def build_app(
     seat: SeatProvider, *, name: str = "dealroom", series: bool = True, **kwargs: Any
 ) -> MCPServer:
     """An MCP server for one kind of seat (``kwargs`` go to ``MCPServer``)."""
-    app = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING", **kwargs)
-    register(app, seat, series=series)
+    tools = seat_tools(seat, series=series)
+    app = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING", tools=tools, **kwargs)
+    register(app, seat)
     return app
