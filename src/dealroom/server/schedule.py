@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -45,7 +44,7 @@ from dealroom.protocol import (
     other,
 )
 from dealroom.protocol.wire import ClockKind
-from dealroom.server.virtual import MIN_STEP
+from dealroom.server.virtual import MIN_STEP, SeatClock
 
 RemoteState = Literal["thinking", "acting", "waiting"]
 
@@ -55,14 +54,10 @@ def _t(x: float) -> float:
 
 
 @dataclass(slots=True)
-class HouseSeat:
-    """An in-process agent; the same state as a ``VirtualRoom`` seat."""
+class HouseSeat(SeatClock):
+    """An in-process agent: a ``VirtualRoom`` seat's clock and transitions, plus the agent."""
 
-    agent: Agent
-    ready_at: float = 0.0
-    wake_at: float = 0.0
-    news_at: float = math.inf
-    pending: deque[Action] = field(default_factory=deque[Action])
+    agent: Agent = field(kw_only=True)
 
 
 @dataclass(slots=True)
@@ -107,7 +102,7 @@ class Scheduler:
         self.clock = clock
         self.deadline = referee.scenario.deadline
         self.seats: dict[Role, Seat] = {
-            role: HouseSeat(houses[role]) if role in houses else RemoteSeat()
+            role: HouseSeat(agent=houses[role]) if role in houses else RemoteSeat()
             for role in ("buyer", "seller")
         }
         self.order: tuple[Role, Role] = (self.rules.first_mover, other(self.rules.first_mover))
@@ -239,9 +234,7 @@ class Scheduler:
         """(time, is an action, determined) of the seat's next item, or a lower bound of it."""
         costs = self.rules.costs
         if isinstance(seat, HouseSeat):
-            if seat.pending:
-                return _t(seat.ready_at + costs.of(seat.pending[0].type)), True, True
-            return max(seat.ready_at, min(seat.wake_at, seat.news_at)), False, True
+            return *seat.due(costs), True
         if seat.state == "acting":
             return seat.action_at, True, True
         if seat.state == "waiting":
@@ -274,19 +267,15 @@ class Scheduler:
             self._see_until(seat, at)
 
     def _run_house(self, role: Role, seat: HouseSeat, at: float) -> None:
-        # Mirrors VirtualRoom.next_wake/decide/_apply line for line.
-        seat.ready_at = at
+        # VirtualRoom.next_wake and decide, with the agent called in place.
         if seat.pending:
-            result = self._apply(role, seat.pending.popleft(), at)
-            if isinstance(result, RuleViolation):
-                seat.pending.clear()
-                seat.wake_at = at
+            seat.ready_at = at
+            if isinstance(self._apply(role, seat.pending.popleft(), at), RuleViolation):
+                seat.refused(at)
             return
-        seat.news_at = math.inf
+        seat.wake(at)
         decision = seat.agent.act(self.referee.observe(role, at))
-        seat.ready_at = _t(seat.ready_at + max(self.rules.thinking.per_wake, MIN_STEP))
-        seat.pending.extend(decision.actions)
-        seat.wake_at = math.inf if decision.wait is None else _t(seat.ready_at + decision.wait)
+        seat.queue(decision, self.rules.thinking.per_wake)
 
     def _apply(self, role: Role, action: Action, at: float) -> list[Event] | RuleViolation:
         try:

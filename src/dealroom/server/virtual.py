@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from dealroom.protocol import (
     DEFAULT_RULES,
     Action,
+    ActionCosts,
     Decision,
     Observation,
     Referee,
@@ -26,14 +27,55 @@ from dealroom.protocol import (
     other,
 )
 
+MIN_STEP = 0.001
+"""Seconds: the clock resolution, and the least time a wake costs."""
+
+
+def _t(x: float) -> float:
+    return round(x, 3)
+
 
 @dataclass(slots=True)
-class _Seat:
+class SeatClock:
+    """One in-process seat on the virtual clock: where it is, and the decision it carries out.
+
+    The one definition of a seat's transitions, shared by ``VirtualRoom`` and the server's
+    scheduler (``server/schedule.py``), so both simulate house agents identically.
+    """
+
     ready_at: float = 0.0
     wake_at: float = 0.0
     news_at: float = math.inf
     """Time of the first event from the other side the seat has not been woken for."""
     pending: deque[Action] = field(default_factory=deque[Action])
+
+    def due(self, costs: ActionCosts) -> tuple[float, bool]:
+        """When the seat's next item happens, and whether it is an action taking effect."""
+        if self.pending:
+            return _t(self.ready_at + costs.of(self.pending[0].type)), True
+        return max(self.ready_at, min(self.wake_at, self.news_at)), False
+
+    def wake(self, at: float) -> None:
+        """The seat is woken at ``at``: it has seen everything so far."""
+        self.ready_at = at
+        self.news_at = math.inf
+
+    def queue(self, decision: Decision, thinking: float) -> None:
+        """Charge the thinking (at least ``MIN_STEP``: no seat can stall the clock), queue the
+        actions and set the wake-up timer."""
+        self.ready_at = _t(self.ready_at + max(thinking, MIN_STEP))
+        self.pending.extend(decision.actions)
+        self.wake_at = math.inf if decision.wait is None else _t(self.ready_at + decision.wait)
+
+    def refused(self, at: float) -> None:
+        """An action was refused: the rest of the batch assumed it worked, so drop it and
+        wake the seat at once."""
+        self.pending.clear()
+        self.wake_at = at
+
+
+@dataclass(slots=True)
+class _Seat(SeatClock):
     errors: list[RuleViolation] = field(default_factory=list[RuleViolation])
 
 
@@ -44,14 +86,6 @@ class Wake:
     role: Role
     observation: Observation
     errors: tuple[RuleViolation, ...]
-
-
-MIN_STEP = 0.001
-"""Seconds: the clock resolution, and the least time a wake costs."""
-
-
-def _t(x: float) -> float:
-    return round(x, 3)
 
 
 class VirtualRoom:
@@ -87,8 +121,7 @@ class VirtualRoom:
             if seat.pending:
                 self._apply(role, seat, seat.pending.popleft(), due)
                 continue
-            seat.ready_at = due
-            seat.news_at = math.inf
+            seat.wake(due)
             errors = tuple(seat.errors)
             seat.errors.clear()
             self._awake = role
@@ -104,37 +137,27 @@ class VirtualRoom:
         if not cost >= 0:
             raise ValueError(f"thinking time must be a number >= 0, not {thinking!r}")
         self._awake = None
-        seat = self._seats[role]
-        # Every wake moves the seat's clock forward by at least a millisecond, so no agent can
-        # stall the simulation by waking itself at the same instant forever.
-        seat.ready_at = _t(seat.ready_at + max(cost, MIN_STEP))
-        seat.pending.extend(decision.actions)
-        seat.wake_at = math.inf if decision.wait is None else _t(seat.ready_at + decision.wait)
+        self._seats[role].queue(decision, cost)
 
     def _apply(self, role: Role, seat: _Seat, action: Action, at: float) -> None:
         seat.ready_at = at
         try:
             self.referee.apply(role, action, at)
         except RuleViolation as violation:
-            # Later actions of the batch assumed this one worked: drop them, wake the seat now.
             seat.errors.append(violation)
-            seat.pending.clear()
-            seat.wake_at = at
+            seat.refused(at)
             return
         # A seat is woken by the other side's events, never by its own.
         opponent = self._seats[other(role)]
         opponent.news_at = min(opponent.news_at, at)
 
-    def _due(self, role: Role) -> float:
-        seat = self._seats[role]
-        if seat.pending:
-            return _t(seat.ready_at + self.rules.costs.of(seat.pending[0].type))
-        return max(seat.ready_at, min(seat.wake_at, seat.news_at))
-
     def _next_due(self) -> tuple[Role, float]:
         # At equal times, an action taking effect goes before a wake-up (so the woken seat sees
         # it), then the first mover.
         first, second = self._order
-        key_first = (self._due(first), not self._seats[first].pending)
-        key_second = (self._due(second), not self._seats[second].pending)
-        return (second, key_second[0]) if key_second < key_first else (first, key_first[0])
+        costs = self.rules.costs
+        at_first, action_first = self._seats[first].due(costs)
+        at_second, action_second = self._seats[second].due(costs)
+        if (at_second, not action_second) < (at_first, not action_first):
+            return second, at_second
+        return first, at_first
