@@ -50,8 +50,8 @@ from dealroom.protocol import (
     SendMessage,
     other,
 )
+from dealroom.protocol.text import describe_event
 from dealroom.sdk.rl._text import describe
-from dealroom.sdk.transcript import describe_event
 from dealroom.server import mcp_http, registry
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
 from dealroom.server.seat import LocalSeat

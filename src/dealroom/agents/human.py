@@ -34,9 +34,10 @@ from dealroom.protocol import (
     WaitResult,
     WalkAway,
 )
+from dealroom.protocol.text import describe_event, money
 from dealroom.sdk.players import PlayerFailed, SeatContext
 from dealroom.sdk.seat import Seat, SeatError
-from dealroom.server.texts import describe_event, money, transcript
+from dealroom.server.texts import transcript
 
 HELP = """Commands:
   offer PRICE [MESSAGE]     make a binding offer (it replaces your previous one)
@@ -170,7 +171,7 @@ class HumanPlayer:
     def _show_events(self, events: tuple[Event, ...]) -> None:
         for event in events:
             if event.type != "offer_withdrawn":
-                text = describe_event(event, self._role, self._currency)
+                text = describe_event(event, self._currency, viewer=self._role)
                 self._say(f"  [{event.t:6.1f}s] {text}")
 
 

@@ -6,21 +6,16 @@ exports), so that an LLM sees exactly what a scripted agent knows and nothing mo
 
 from __future__ import annotations
 
-from dealroom.protocol._base import Money
 from dealroom.protocol.rules import DEFAULT_RULES, Rules
 from dealroom.protocol.scenario import SeatView
-
-
-def _money(amount: Money, currency: str) -> str:
-    text = f"{amount:,.2f}"
-    return f"${text}" if currency == "USD" else f"{text} {currency}"
+from dealroom.protocol.text import money
 
 
 def briefing(view: SeatView, rules: Rules = DEFAULT_RULES) -> str:
     """The briefing for one seat. Mentions only that seat's own private value."""
     s = view.scenario
     cur = s.currency
-    value = _money(view.private_value, cur)
+    value = money(view.private_value, cur)
     if view.role == "buyer":
         stake = (
             f"Your private value is {value}: the most the item is worth to you. Paying less is "
@@ -37,7 +32,7 @@ def briefing(view: SeatView, rules: Rules = DEFAULT_RULES) -> str:
     return f"""You are the {view.role} in a one-item negotiation.
 
 Item: {s.item.name} ({s.item.category}). {s.item.description}
-List price: {_money(s.list_price, cur)} (public; both sides see it).
+List price: {money(s.list_price, cur)} (public; both sides see it).
 {stake}
 The other side has its own private number, which you do not know; they do not know yours. \
 Never reveal yours.

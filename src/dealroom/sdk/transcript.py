@@ -2,55 +2,9 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-from typing import assert_never
-
-from dealroom.protocol import (
-    Event,
-    MessageSent,
-    NegotiationEnded,
-    OfferAccepted,
-    OfferMade,
-    OfferRejected,
-    OfferWithdrawn,
-    Outcome,
-    WalkedAway,
-)
+from dealroom.protocol import OfferWithdrawn, Outcome
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.server.texts import quoted
-
-
-def money(amount: Decimal, currency: str = "USD") -> str:
-    """$1,234.50 style (other currencies as a code suffix)."""
-    text = f"{amount:,.2f}"
-    return f"${text}" if currency == "USD" else f"{text} {currency}"
-
-
-def _said(message: str | None) -> str:
-    return f": {quoted(message)}" if message else ""
-
-
-def describe_event(event: Event, currency: str = "USD") -> str:
-    """One line for one event, without its time stamp."""
-    who = event.by or "clock"
-    match event:
-        case OfferMade():
-            price = money(event.price, currency)
-            return f"{who} offers {price} ({event.offer_id}){_said(event.message)}"
-        case OfferWithdrawn():
-            return f"{who} withdraws {event.offer_id}"
-        case OfferAccepted():
-            return f"{who} accepts {event.offer_id} at {money(event.price, currency)}"
-        case OfferRejected():
-            return f"{who} rejects {event.offer_id}{_said(event.message)}"
-        case MessageSent():
-            return f"{who} says: {quoted(event.text)}"
-        case WalkedAway():
-            return f"{who} walks away{_said(event.message)}"
-        case NegotiationEnded():
-            return f"negotiation ended: {event.reason}"
-        case _:
-            assert_never(event)
+from dealroom.protocol.text import describe_event, money
 
 
 def describe_outcome(outcome: Outcome, currency: str = "USD") -> list[str]:

@@ -5,28 +5,19 @@ Everything here is built from one seat's own view: never the other side's privat
 
 from __future__ import annotations
 
-import json
-from decimal import Decimal
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING
 
 from dealroom.protocol import (
     ErrorCode,
-    Event,
-    MessageSent,
-    NegotiationEnded,
     Observation,
-    OfferAccepted,
-    OfferMade,
-    OfferRejected,
-    OfferWithdrawn,
     Role,
     Rules,
     SeatView,
     SessionErrorCode,
     ToolErrorPayload,
-    WalkedAway,
 )
 from dealroom.protocol.briefing import briefing as base_briefing
+from dealroom.protocol.text import describe_event, money
 from dealroom.protocol.wire import ClockKind
 
 if TYPE_CHECKING:
@@ -56,12 +47,6 @@ def error_payload(code: str, message: str) -> ToolErrorPayload:
     return ToolErrorPayload(code=code, message=f"{message} {hint}".strip())
 
 
-def money(amount: Decimal, currency: str = "USD") -> str:
-    """$1,234.50 style (other currencies as a code suffix)."""
-    text = f"{amount:,.2f}"
-    return f"${text}" if currency == "USD" else f"{text} {currency}"
-
-
 def result_hint(negotiation: Negotiation, role: Role, sight: Sight, *, series: bool) -> str:
     """What the seat can usefully do next, from what it sees."""
     currency = negotiation.scenario.currency
@@ -83,46 +68,6 @@ def result_hint(negotiation: Negotiation, role: Role, sight: Sight, *, series: b
     return "Call wait_for_opponent to hear from the other side, or make_offer to move."
 
 
-_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
-
-
-def quoted(text: str) -> str:
-    """Cheap talk in a transcript: one double-quoted line, with JSON string escapes.
-
-    A message can then neither start a line of its own (a newline, or any other line break)
-    nor close its quotes, so it cannot pass for an event in a transcript.
-    """
-    out = json.dumps(text, ensure_ascii=False)
-    for char, escape in _LINE_BREAKS.items():
-        out = out.replace(char, escape)
-    return out
-
-
-def describe_event(event: Event, role: Role, currency: str) -> str:
-    """One line for one event, from ``role``'s point of view."""
-    who = "clock" if event.by is None else ("you" if event.by == role else event.by)
-    said = lambda m: f": {quoted(m)}" if m else ""  # noqa: E731
-    match event:
-        case OfferMade():
-            price = money(event.price, currency)
-            return f"{who} offered {price} ({event.offer_id}){said(event.message)}"
-        case OfferWithdrawn():
-            return f"{who} withdrew {event.offer_id}"
-        case OfferAccepted():
-            return f"{who} accepted {event.offer_id} at {money(event.price, currency)}"
-        case OfferRejected():
-            return f"{who} rejected {event.offer_id}{said(event.message)}"
-        case MessageSent():
-            return f"{who} said: {quoted(event.text)}"
-        case WalkedAway():
-            return f"{who} walked away{said(event.message)}"
-        case NegotiationEnded():
-            price = "" if event.price is None else f" at {money(event.price, currency)}"
-            return f"negotiation ended: {event.reason}{price}"
-        case _:
-            assert_never(event)
-
-
 def transcript(observation: Observation) -> str:
     """The negotiation so far as the seat sees it."""
     s = observation.scenario
@@ -132,9 +77,8 @@ def transcript(observation: Observation) -> str:
         f"You are the {observation.role}; your private value is "
         f"{money(observation.private_value, cur)}.",
     ]
-    lines += [
-        f"[{e.t:7.1f}s] {describe_event(e, observation.role, cur)}" for e in observation.events
-    ]
+    me = observation.role
+    lines += [f"[{e.t:7.1f}s] {describe_event(e, cur, viewer=me)}" for e in observation.events]
     if observation.outcome is not None:
         o = observation.outcome
         lines.append(f"Your result: {o.status}, surplus {money(o.surplus, cur)}.")

@@ -24,8 +24,7 @@ from dealroom.protocol import (
     SeatOutcome,
     WalkedAway,
 )
-from dealroom.sdk.transcript import money
-from dealroom.server.texts import quoted
+from dealroom.protocol.text import money, quoted
 
 _REASONS = {
     "accepted": "an offer was accepted",
