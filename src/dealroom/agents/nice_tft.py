@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from dealroom.agents._pricing import as_money, clamp, reservation_fraction, safe_price
 from dealroom.agents._tactics import OfferLog, progress_until, reply
-from dealroom.protocol import AgentFactory, Decision, Observation, SeatView
+from dealroom.protocol import AgentFactory, Decision, Observation, Role, SeatView
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class NiceTft:
     """
 
     def __init__(self, view: SeatView, params: NiceTftParams) -> None:
-        self.role = view.role
+        self.role: Role = view.role
         self.reservation = view.private_value
         self.list_price = view.scenario.list_price
         self.params = params

@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from dealroom.agents._pricing import as_money, progress, reservation_fraction, safe_price
 from dealroom.agents._tactics import reply
-from dealroom.protocol import Decision, Observation, SeatView
+from dealroom.protocol import Decision, Observation, Role, SeatView
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class TimeDependent:
     """Concede along f(t); accept an offer at least as good as the next own offer."""
 
     def __init__(self, view: SeatView, params: TimeDependentParams) -> None:
-        self.role = view.role
+        self.role: Role = view.role
         self.reservation = view.private_value
         self.list_price = view.scenario.list_price
         self.params = params

@@ -17,7 +17,7 @@ from decimal import Decimal
 
 from dealroom.agents._pricing import as_money, clamp, reservation_fraction, safe_price
 from dealroom.agents._tactics import OfferLog, progress_until, reply
-from dealroom.protocol import AgentFactory, Decision, Observation, SeatView
+from dealroom.protocol import AgentFactory, Decision, Observation, Role, SeatView
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class TitForTat:
     """Mirror the other side's relative concessions; concede along a floor near the deadline."""
 
     def __init__(self, view: SeatView, params: TitForTatParams) -> None:
-        self.role = view.role
+        self.role: Role = view.role
         self.reservation = view.private_value
         self.list_price = view.scenario.list_price
         self.params = params

@@ -16,7 +16,7 @@ from decimal import Decimal
 
 from dealroom.agents._pricing import as_money, reservation_fraction, safe_price
 from dealroom.agents._tactics import reply
-from dealroom.protocol import AgentFactory, Decision, Observation, SeatView
+from dealroom.protocol import AgentFactory, Decision, Observation, Role, SeatView
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class Zic:
     """Random quotes that never lose money."""
 
     def __init__(self, view: SeatView, params: ZicParams, rng: random.Random) -> None:
-        self.role = view.role
+        self.role: Role = view.role
         self.reservation = view.private_value
         self.list_price = view.scenario.list_price
         self.step = params.step

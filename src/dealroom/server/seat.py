@@ -74,7 +74,7 @@ class LocalSeat:
         if role not in room.remote_roles:
             raise ValueError(f"the {role} seat of room {room.id} is played by a house agent")
         self.room = room
-        self.role = role
+        self.role: Role = role
 
     @property
     def log_context(self) -> Mapping[str, str]:
