@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 
 from dealroom.protocol import (
     DEFAULT_RULES,
+    TIERS,
     AgentFactory,
     Decision,
     Observation,
@@ -13,9 +18,11 @@ from dealroom.protocol import (
     Role,
     Rules,
     Scenario,
+    Tier,
     other,
     seat_view,
 )
+from dealroom.protocol.generator import scenario_at
 from dealroom.sdk.registry import resolve
 from dealroom.server.virtual import VirtualRoom, Wake
 
@@ -26,6 +33,22 @@ def opponent_factory(opponent: str | AgentFactory) -> AgentFactory:
     Raises ``AgentSpecError`` for an unknown spec.
     """
     return resolve(opponent) if isinstance(opponent, str) else opponent
+
+
+def draw_scenario(
+    rng: np.random.Generator, scenario_seed: int, tier: Tier | None, options: Mapping[str, Any]
+) -> Scenario:
+    """The scenario for a reset: ``options["scenario"]`` (a Scenario or its dict) if given,
+    else ``scenario_at(scenario_seed, index, tier)`` with ``options["index"]`` or a drawn index,
+    and the env's tier or a drawn one."""
+    pinned = options.get("scenario")
+    if pinned is not None:
+        return Scenario.model_validate(pinned)
+    chosen: Tier = tier or TIERS[int(rng.integers(len(TIERS)))]
+    index = options.get("index")
+    if index is None:
+        index = int(rng.integers(2**31))
+    return scenario_at(scenario_seed, int(index), chosen)
 
 
 class SeatMatch:

@@ -24,16 +24,13 @@ import numpy as np
 
 from dealroom.protocol import (
     DEFAULT_RULES,
-    TIERS,
     AgentFactory,
     Role,
     Rules,
-    Scenario,
     Tier,
 )
-from dealroom.protocol.generator import scenario_at
 from dealroom.sdk.rl import _text, spaces
-from dealroom.sdk.rl._seat import SeatMatch, opponent_factory
+from dealroom.sdk.rl._seat import SeatMatch, draw_scenario, opponent_factory
 from dealroom.sdk.rl.rewards import RewardSpec
 from dealroom.server.virtual import Wake
 
@@ -90,7 +87,7 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Start a negotiation on a drawn (or pinned) scenario."""
         super().reset(seed=seed)
-        scenario = self._scenario(options or {})
+        scenario = draw_scenario(self.np_random, self.scenario_seed, self.tier, options or {})
         rng = random.Random(int(self.np_random.integers(2**63)))
         self._match = SeatMatch(scenario, self.role, self._opponent, rng=rng, rules=self.rules)
         self._shown = 0
@@ -135,16 +132,6 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
         return "\n".join(lines)
 
     # -- internals ----------------------------------------------------------------------
-
-    def _scenario(self, options: dict[str, Any]) -> Scenario:
-        pinned = options.get("scenario")
-        if pinned is not None:
-            return Scenario.model_validate(pinned)
-        tier: Tier = self.tier or TIERS[int(self.np_random.integers(len(TIERS)))]
-        index = options.get("index")
-        if index is None:
-            index = int(self.np_random.integers(2**31))
-        return scenario_at(self.scenario_seed, int(index), tier)
 
     def _observe(self) -> np.ndarray:
         assert self._match is not None

@@ -23,9 +23,9 @@ import numpy as np
 from gymnasium.spaces import Space
 from pettingzoo import AECEnv
 
-from dealroom.protocol import DEFAULT_RULES, ROLES, TIERS, Role, Rules, Tier
-from dealroom.protocol.generator import scenario_at
+from dealroom.protocol import DEFAULT_RULES, ROLES, Role, Rules, Tier
 from dealroom.sdk.rl import spaces
+from dealroom.sdk.rl._seat import draw_scenario
 from dealroom.sdk.rl.rewards import RewardSpec
 from dealroom.server.virtual import VirtualRoom, Wake
 
@@ -79,14 +79,12 @@ class BargainAECEnv(AECEnv[str, np.ndarray, np.ndarray]):
         return self._act_space
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        """Start a negotiation; ``options={"index": i}`` pins the scenario index."""
+        """Start a negotiation; ``options={"index": i}`` pins the scenario index, and
+        ``options={"scenario": ...}`` the whole scenario."""
         if seed is not None:
             self.np_random = np.random.default_rng(seed)
-        tier: Tier = self.tier or TIERS[int(self.np_random.integers(len(TIERS)))]
-        index = (options or {}).get("index")
-        if index is None:
-            index = int(self.np_random.integers(2**31))
-        self._room = VirtualRoom(scenario_at(self.scenario_seed, int(index), tier), self.rules)
+        scenario = draw_scenario(self.np_random, self.scenario_seed, self.tier, options or {})
+        self._room = VirtualRoom(scenario, self.rules)
         self.agents = list(self.possible_agents)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
