@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 
 from dealroom.agents import resolve
+from dealroom.engine.match import play
 from dealroom.protocol import Scenario
 from dealroom.protocol.generator import generate
-from dealroom.server.match import play
 
 
 @dataclass(frozen=True)

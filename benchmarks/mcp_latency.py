@@ -41,8 +41,8 @@ from mcp.client.streamable_http import streamable_http_client
 from dealroom.agents import resolve
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.mcp_app import build_app
+from dealroom.server.room import House, Room
 from dealroom.server.seat import LocalSeat
-from dealroom.server.series import House, Room
 
 ADMIN = "bench-admin-token"
 _validate = ClientSession.validate_tool_result

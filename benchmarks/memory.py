@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from dealroom.agents import resolve
 from dealroom.protocol import RoomRequest
-from dealroom.server.registry import RoomRegistry
+from dealroom.server.rooms import RoomRegistry
 
 GIB = 2**30
 TARGET_BYTES = 100 * 1000

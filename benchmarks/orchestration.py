@@ -6,7 +6,7 @@ The model is a loopback OpenAI-compatible endpoint (``tests/fake_openai.py``) th
 chat completion after exactly ``--latency`` seconds with scripted tool calls (offer the list
 price and wait; accept the other side's offer from wake ``--accept-from-wake`` on).
 ``llm:fake`` plays ``hardliner`` in both seats and all tiers
-(``dealroom.sdk.tournament.Tournament.run_async``, at most ``--concurrency`` negotiations at
+(``dealroom.play.tournament.Tournament.run_async``, at most ``--concurrency`` negotiations at
 once, each through the MCP seats as ``dealroom match`` plays them, every result written to a
 SQLite store).
 
@@ -32,11 +32,11 @@ import anyio
 
 from dealroom.agents import resolve
 from dealroom.agents.llm import LLMPlayer, LLMSettings, RetryPolicy
+from dealroom.play.players import Player, ScriptedPlayer
+from dealroom.play.runner import play_match
+from dealroom.play.tournament import Job, Tournament, TournamentConfig
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.sdk.players import Player, ScriptedPlayer
-from dealroom.sdk.runner import play_match
-from dealroom.sdk.tournament import Job, Tournament, TournamentConfig
-from dealroom.server.store import ResultsStore
+from dealroom.store.results import ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_openai import Brain, Reply, negotiator, serve

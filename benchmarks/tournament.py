@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 from dealroom.agents import entries, resolve
+from dealroom.analysis.report import build_report, format_report
+from dealroom.play.tournament import ProcessBackend, SerialBackend, Tournament, TournamentConfig
 from dealroom.protocol import TIERS
-from dealroom.sdk.report import build_report, format_report
-from dealroom.sdk.tournament import ProcessBackend, SerialBackend, Tournament, TournamentConfig
-from dealroom.server.store import ResultsStore
+from dealroom.store.results import ResultsStore
 
 
 def _peak_mib(who: int) -> float:

@@ -1,7 +1,7 @@
 """Train a small bargaining policy on a CPU, against boulware, with numpy only.
 
 The learner is the buyer in ``dealroom/Bargain-v0`` (observations and actions: see
-:mod:`dealroom.sdk.rl.spaces`) facing the boulware seller, and it responds to every move of the
+:mod:`dealroom.training.spaces`) facing the boulware seller, and it responds to every move of the
 seller (``wait=None``). Its policy has four parameters, tuned by the cross-entropy method (CEM):
 
 - ``p``, ``h``: a model of the opponent. The policy assumes the seller concedes as
@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from dealroom.agents import entries, resolve
+from dealroom.engine.match import play
 from dealroom.protocol import Scenario
 from dealroom.protocol.generator import scenario_at
-from dealroom.sdk.rl import BargainEnv
-from dealroom.sdk.rl.spaces import ACCEPT, OFFER, action
-from dealroom.server.match import play
+from dealroom.training import BargainEnv
+from dealroom.training.spaces import ACCEPT, OFFER, action
 
 OPPONENT = "boulware"
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -58,7 +58,7 @@ def params(theta: np.ndarray) -> dict[str, float]:
 
 
 def policy(theta: np.ndarray) -> Policy:
-    """The buyer's policy for one parameter vector (layout: dealroom.sdk.rl.spaces)."""
+    """The buyer's policy for one parameter vector (layout: dealroom.training.spaces)."""
     k = params(theta)
 
     def act(obs: np.ndarray) -> np.ndarray:

@@ -19,8 +19,8 @@ from mcp import ClientSession
 
 from dealroom.agents import resolve
 from dealroom.server.mcp_http import build_http_app
-from dealroom.server.registry import RoomRegistry
-from dealroom.server.store import ResultsStore
+from dealroom.server.rooms import RoomRegistry
+from dealroom.store.results import ResultsStore
 
 ADMIN = "admin-token-for-llm-tests"
 

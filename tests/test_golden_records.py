@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from dealroom.agents import resolve
+from dealroom.engine.match import play
 from dealroom.protocol import Scenario
-from dealroom.server.match import play
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "records.json").read_text())
 SCENARIOS = {s["id"]: Scenario.model_validate(s) for s in GOLDEN["scenarios"]}

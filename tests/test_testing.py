@@ -5,9 +5,9 @@ import random
 import pytest
 
 from dealroom.agents import resolve
+from dealroom.engine.match import play
 from dealroom.protocol import Accept, Decision, MakeOffer, Observation, SeatView
 from dealroom.protocol.generator import scenario_at
-from dealroom.server.match import play
 from dealroom.testing import AgentCheckError, ScriptedAgent, check_agent
 
 

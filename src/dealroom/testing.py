@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dealroom.agents import resolve
+from dealroom.engine.match import play
 from dealroom.protocol import (
     TIERS,
     Action,
@@ -29,7 +30,6 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.generator import generate
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.server.match import play
 
 __all__ = ["AgentCheckError", "ScriptedAgent", "check_agent"]
 

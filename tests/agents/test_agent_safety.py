@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dealroom.agents import entries, resolve
+from dealroom.engine.match import play
 from dealroom.protocol import ROLES, OfferMade, Role, Scenario, other
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.server.match import play
 
 NAMES = [entry.name for entry in entries()]
 

@@ -3,8 +3,8 @@
 import pytest
 
 from dealroom.agents import entries, resolve
+from dealroom.engine.match import play
 from dealroom.protocol.generator import generate
-from dealroom.server.match import play
 
 NAMES = [entry.name for entry in entries()]
 

@@ -16,6 +16,9 @@ from agents.usage import Usage
 
 from dealroom.agents import resolve
 from dealroom.agents.llm import LLMPlayer, LLMSettings, RetryPolicy
+from dealroom.client.seat import Seat
+from dealroom.play.players import ScriptedPlayer
+from dealroom.play.runner import MatchResult, play_match, seat_app
 from dealroom.protocol import (
     DEFAULT_RULES,
     MessageSent,
@@ -27,10 +30,7 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.generator import scenario_at
-from dealroom.sdk.players import ScriptedPlayer
-from dealroom.sdk.runner import MatchResult, play_match, seat_app
-from dealroom.sdk.seat import Seat
-from dealroom.server.series import House, Room
+from dealroom.server.room import House, Room
 from room_server import share_schema_validators
 
 pytestmark = pytest.mark.anyio

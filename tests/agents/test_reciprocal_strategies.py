@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 
 from dealroom.agents import entries, resolve
+from dealroom.engine.match import play
 from dealroom.protocol import (
     AgentFactory,
     MakeOffer,
@@ -19,7 +20,6 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.generator import generate, scenario_at
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.server.match import play
 from dealroom.testing import ScriptedAgent
 
 

@@ -7,10 +7,10 @@ from decimal import Decimal
 import pytest
 
 from dealroom.agents import resolve
+from dealroom.engine.match import play
 from dealroom.protocol import OfferMade, Role, Scenario, SeatView
 from dealroom.protocol.generator import generate, scenario_at
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.server.match import play
 from dealroom.testing import ScriptedAgent
 
 

@@ -7,9 +7,9 @@ import pytest
 
 from dealroom.agents import resolve
 from dealroom.cli import main
+from dealroom.engine.match import play
 from dealroom.protocol.generator import scenario_at
-from dealroom.server.match import play
-from dealroom.server.store import ResultsStore
+from dealroom.store.results import ResultsStore
 
 PAIRINGS = [("conceder", "boulware"), ("linear", "boulware"), ("hardliner", "boulware")]
 

@@ -19,9 +19,9 @@ import pytest
 from dealroom.agents import resolve
 from dealroom.agents.llm import LLMSettings, RetryPolicy
 from dealroom.cli import _players, main
+from dealroom.engine.match import play
 from dealroom.protocol.generator import scenario_at
-from dealroom.server.match import play
-from dealroom.server.store import ResultsStore
+from dealroom.store.results import ResultsStore
 from fake_openai import Garbage, Hang, Status, ToolCalls, negotiator, scripted, serve
 from room_server import ADMIN, room_server_thread, share_schema_validators
 

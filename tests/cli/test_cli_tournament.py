@@ -17,9 +17,9 @@ import pytest
 from dealroom.agents import resolve
 from dealroom.cli import main
 from dealroom.cli.tournament import ProgressBar, agent_list, summary_line
+from dealroom.play.tournament import ChunkPlayer, Progress, TournamentConfig
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.sdk.tournament import ChunkPlayer, Progress, TournamentConfig
-from dealroom.server.store import ResultsStore
+from dealroom.store.results import ResultsStore
 
 AGENTS = "boulware,conceder,linear"
 KEY = "tournament/mid/00001/boulware/conceder"

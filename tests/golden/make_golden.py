@@ -1,4 +1,4 @@
-"""Write tests/golden/records.json: the scripted pool's records as main played them (run on purpose).
+"""Write tests/golden/records.json: the scripted pool's records as main played them.
 
 The golden file pins the records of main before the engine restructure (issue 10): the same
 scenarios, seed and agents must give byte-identical records afterwards. The scenarios are stored
@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 from dealroom.agents import entries, resolve
+from dealroom.engine.match import play
 from dealroom.protocol import TIERS
 from dealroom.protocol.generator import scenario_at
-from dealroom.server.match import play
 
 OUT = Path(__file__).with_name("records.json")
 
@@ -29,8 +29,11 @@ def main() -> None:
                 digest = hashlib.sha256(rec.model_dump_json().encode()).hexdigest()
                 pins[f"{scenario.id}/{buyer}/{seller}"] = digest
     full = play(
-        scenarios[2], resolve("boulware"), resolve("tit_for_tat"),
-        names=("boulware", "tit_for_tat"), seed=7,
+        scenarios[2],
+        resolve("boulware"),
+        resolve("tit_for_tat"),
+        names=("boulware", "tit_for_tat"),
+        seed=7,
     )
     golden = {
         "scenarios": [json.loads(s.model_dump_json()) for s in scenarios],

@@ -25,11 +25,11 @@ from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.mcp_app import build_app
 from dealroom.server.mcp_http import build_http_app
-from dealroom.server.registry import RoomRegistry
-from dealroom.server.room import DEFAULT_LIMITS, RoomLimits
+from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
+from dealroom.server.room import House, Room
+from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import LocalSeat
-from dealroom.server.series import House, Room
-from dealroom.server.store import ResultsStore
+from dealroom.store.results import ResultsStore
 from dealroom.testing import ScriptedAgent
 
 ADMIN = "admin-token-for-tests"

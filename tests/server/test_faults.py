@@ -43,12 +43,12 @@ from mcp_support import (
 
 from dealroom.agents import resolve
 from dealroom.cli import main as cli_main
+from dealroom.play.tournament import ChunkPlayer, Job, Progress, Tournament, TournamentConfig
 from dealroom.protocol import MakeOffer, Role
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.sdk.tournament import ChunkPlayer, Job, Progress, Tournament, TournamentConfig
-from dealroom.server.room import RoomLimits
-from dealroom.server.series import Room
-from dealroom.server.store import ResultsStore
+from dealroom.server.negotiation import RoomLimits
+from dealroom.server.room import Room
+from dealroom.store.results import ResultsStore
 from fake_openai import Status, negotiator, scripted, serve
 
 pytestmark = pytest.mark.anyio

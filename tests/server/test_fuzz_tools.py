@@ -33,8 +33,8 @@ from mcp_support import house_room, share_schema_validators, text_of
 
 from dealroom.protocol import ActionResult, ErrorCode, SeatState, SessionErrorCode, WaitResult
 from dealroom.server.mcp_app import build_app
+from dealroom.server.room import Room
 from dealroom.server.seat import LocalSeat
-from dealroom.server.series import Room
 
 PARAMETERS: dict[str, tuple[str, ...]] = {
     "make_offer": ("price", "message"),

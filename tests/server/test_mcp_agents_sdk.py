@@ -16,7 +16,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from mcp_support import http_server, scenario
 
 from agents import Agent, RunConfig, Runner
-from dealroom.server.store import ResultsStore
+from dealroom.store.results import ResultsStore
 
 pytestmark = pytest.mark.anyio
 

@@ -29,8 +29,8 @@ from dealroom.cli import main as cli_main
 from dealroom.protocol import Role, RoomRequest, WalkAway
 from dealroom.server.mcp_app import build_app
 from dealroom.server.mcp_proxy import RemoteSeat
-from dealroom.server.registry import RoomRegistry
-from dealroom.server.room import RoomLimits
+from dealroom.server.negotiation import RoomLimits
+from dealroom.server.rooms import RoomRegistry
 
 pytestmark = pytest.mark.anyio
 

@@ -19,8 +19,8 @@ from mcp_support import client_for, dumps, house_room, scenario, share_schema_va
 
 from dealroom.protocol import Role, other
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI
-from dealroom.server.room import RoomLimits
-from dealroom.server.series import Room
+from dealroom.server.negotiation import RoomLimits
+from dealroom.server.room import Room
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_support import ok, scenario, seed_with_gains
 
-from dealroom.server.store import ResultsStore
+from dealroom.store.results import ResultsStore
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp_support import ok, seed_with_gains
 from test_mcp_stdio import assert_only_json_rpc, desktop_session
 
-from dealroom.server.store import ResultsStore
+from dealroom.store.results import ResultsStore
 from fake_openai import Status, negotiator, scripted, serve
 
 pytestmark = pytest.mark.anyio

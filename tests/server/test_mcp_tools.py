@@ -30,9 +30,9 @@ from dealroom.protocol import (
     WalkAway,
 )
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI
-from dealroom.server.room import RoomLimits
-from dealroom.server.series import Room
-from dealroom.server.store import ResultsStore
+from dealroom.server.negotiation import RoomLimits
+from dealroom.server.room import Room
+from dealroom.store.results import ResultsStore
 
 pytestmark = pytest.mark.anyio
 

@@ -12,6 +12,8 @@ import pytest
 from mcp_support import acts, house_room, scenario, scripted
 
 from dealroom.agents import entries, resolve
+from dealroom.engine.match import play, seat_rng
+from dealroom.engine.schedule import Scheduler
 from dealroom.protocol import (
     Accept,
     ActionCosts,
@@ -26,11 +28,9 @@ from dealroom.protocol import (
     seat_view,
 )
 from dealroom.protocol.generator import generate
-from dealroom.server.match import play, seat_rng
-from dealroom.server.room import RoomLimits
-from dealroom.server.schedule import Scheduler
-from dealroom.server.series import House, Room
-from dealroom.server.store import ResultsStore
+from dealroom.server.negotiation import RoomLimits
+from dealroom.server.room import House, Room
+from dealroom.store.results import ResultsStore
 
 FAST = RoomLimits(idle_s=0.2, abandon_s=0.3)
 

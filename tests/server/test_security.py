@@ -51,11 +51,11 @@ from dealroom.protocol import (
     other,
 )
 from dealroom.protocol.text import describe_event
-from dealroom.sdk.rl._text import describe
-from dealroom.server import mcp_http, registry
+from dealroom.server import mcp_http, rooms
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
+from dealroom.server.room import House, Room
 from dealroom.server.seat import LocalSeat
-from dealroom.server.series import House, Room
+from dealroom.training._text import describe
 
 pytestmark = pytest.mark.anyio
 
@@ -356,12 +356,12 @@ async def test_a_token_off_by_one_character_or_a_prefix_opens_nothing(tmp_path: 
 
 
 def test_tokens_are_compared_in_constant_time() -> None:
-    verifier = inspect.getsource(registry.RoomRegistry.seat_for_token)
+    verifier = inspect.getsource(rooms.RoomRegistry.seat_for_token)
     assert "hmac.compare_digest" in verifier
     assert "==" not in verifier.replace("is None", ""), "no short-circuit comparison of tokens"
     admin = inspect.getsource(mcp_http._AdminApi._refused)  # pyright: ignore[reportPrivateUsage]
     assert "hmac.compare_digest" in admin
-    assert "secrets.token_urlsafe(32)" in inspect.getsource(registry.RoomRegistry.create)
+    assert "secrets.token_urlsafe(32)" in inspect.getsource(rooms.RoomRegistry.create)
 
 
 async def test_only_the_admin_token_creates_rooms(tmp_path: Path) -> None:

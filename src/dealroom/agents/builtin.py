@@ -7,8 +7,8 @@ from dealroom.agents.nice_tft import NiceTftParams, nice_tft
 from dealroom.agents.time_dependent import TimeDependentParams, time_dependent
 from dealroom.agents.tit_for_tat import TitForTatParams, tit_for_tat
 from dealroom.agents.zic import ZicParams, zic
+from dealroom.play.registry import AgentEntry, AgentSpecError, register
 from dealroom.protocol import AgentFactory
-from dealroom.sdk.registry import AgentEntry, AgentSpecError, register
 
 _TD_DEFAULTS = {"k": 0.0, "seller_open": 1.3, "buyer_open": 0.5, "step": 10.0}
 

@@ -20,6 +20,8 @@ from typing import Any, TextIO
 
 import anyio
 
+from dealroom.client.seat import Seat, SeatError
+from dealroom.play.players import PlayerFailed, SeatContext
 from dealroom.protocol import (
     Accept,
     Action,
@@ -35,8 +37,6 @@ from dealroom.protocol import (
     WalkAway,
 )
 from dealroom.protocol.text import describe_event, money
-from dealroom.sdk.players import PlayerFailed, SeatContext
-from dealroom.sdk.seat import Seat, SeatError
 from dealroom.server.texts import transcript
 
 HELP = """Commands:

@@ -54,10 +54,10 @@ from dealroom.agents._llm_model import (
     parse_llm_spec,
 )
 from dealroom.agents._llm_tools import CallOrder, ToolStats, seat_tools
+from dealroom.client.seat import Seat
+from dealroom.play.players import PlayerFailed, SeatContext
 from dealroom.protocol import Rules, SeatView, WaitResult
 from dealroom.protocol.briefing import briefing
-from dealroom.sdk.players import PlayerFailed, SeatContext
-from dealroom.sdk.seat import Seat
 
 __all__ = [
     "LLMConfigError",

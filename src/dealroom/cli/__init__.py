@@ -22,7 +22,7 @@ from dealroom.cli import scenarios as _scenarios
 from dealroom.cli import seat as _seat
 from dealroom.cli import serve as _serve
 from dealroom.cli import tournament as _tournament
-from dealroom.server.store import StoreError
+from dealroom.store.results import StoreError
 
 # Subcommand modules, in the order ``dealroom --help`` lists them.
 SUBCOMMANDS = [

@@ -15,12 +15,12 @@ from typing import Any
 
 import anyio
 
+from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import scenario, usage_error
 from dealroom.cli._players import ADMIN_TOKEN_ENV, player, store_match
+from dealroom.play.remote import RemoteMatchError, play_remote_match
+from dealroom.play.runner import MatchResult, play_match
 from dealroom.protocol import RoomRequest
-from dealroom.sdk.remote import RemoteMatchError, play_remote_match
-from dealroom.sdk.runner import MatchResult, play_match
-from dealroom.sdk.transcript import format_record
 
 
 def run(args: argparse.Namespace) -> int:

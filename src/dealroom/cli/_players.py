@@ -16,8 +16,8 @@ from dealroom.cli._common import agent, positive_int, usage_error
 
 if TYPE_CHECKING:
     from dealroom.agents.llm import LLMSettings
+    from dealroom.play.players import Player
     from dealroom.protocol.record import NegotiationRecord
-    from dealroom.sdk.players import Player
 
 HUMAN = "human"
 ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
@@ -116,7 +116,7 @@ def add_mcp_flags(parser: argparse.ArgumentParser) -> None:
 
 def store_match(path: Path, record: NegotiationRecord, extra: Mapping[str, Any]) -> None:
     """Add one match to a results store (a fresh key each time: matches are not deduplicated)."""
-    from dealroom.server.store import ResultsStore, StoreError
+    from dealroom.store.results import ResultsStore, StoreError
 
     key = f"match/{record.scenario.id}/{record.buyer}/{record.seller}/{secrets.token_hex(4)}"
     try:
@@ -143,7 +143,7 @@ def player(spec: str, args: argparse.Namespace) -> Player:
     """The player a spec names: ``llm:MODEL``, ``human`` or a scripted agent."""
     from dealroom.agents.human import HumanPlayer
     from dealroom.agents.llm import LLMConfigError, LLMPlayer
-    from dealroom.sdk.players import ScriptedPlayer
+    from dealroom.play.players import ScriptedPlayer
 
     spec = spec.strip()
     if spec == HUMAN:

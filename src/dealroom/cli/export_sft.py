@@ -10,8 +10,8 @@ from pathlib import Path
 
 from dealroom.cli._common import usage_error
 from dealroom.protocol import ROLES, Role
-from dealroom.sdk.rl.sft import sft_example
-from dealroom.server.store import ResultsStore, StoredNegotiation, StoreError
+from dealroom.store.results import ResultsStore, StoredNegotiation, StoreError
+from dealroom.training.sft import sft_example
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

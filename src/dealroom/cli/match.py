@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from dealroom.agents import entries
+from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import add_scenario_flags, agent, scenario, usage_error
 from dealroom.cli._players import add_llm_flags, add_mcp_flags, needs_mcp, store_match
-from dealroom.sdk.transcript import format_record
-from dealroom.server.match import play
+from dealroom.engine.match import play
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

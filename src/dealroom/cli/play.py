@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from dealroom.agents.human import HumanPlayer
-    from dealroom.sdk.runner import play_match
-    from dealroom.sdk.transcript import format_record
+    from dealroom.analysis.transcript import format_record
+    from dealroom.play.runner import play_match
 
     chosen = scenario(args)
     human = HumanPlayer()

@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 
 from dealroom.agents import AgentSpecError, resolve
+from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import agent, usage_error
 from dealroom.cli.report import open_store
+from dealroom.engine.fork import ForkError, fork
+from dealroom.engine.match import play
 from dealroom.protocol import DEFAULT_RULES, AgentFactory, Rules
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.sdk.transcript import format_record
-from dealroom.server.fork import ForkError, fork
-from dealroom.server.match import play
-from dealroom.server.store import StoredNegotiation
+from dealroom.store.results import StoredNegotiation
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+from dealroom.analysis.report import build_report, format_report
+from dealroom.analysis.report_html import render_html
 from dealroom.cli._common import positive_int, usage_error
-from dealroom.sdk.report import build_report, format_report
-from dealroom.sdk.report_html import render_html
-from dealroom.server.store import ResultsStore, StoreError
+from dealroom.store.results import ResultsStore, StoreError
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -16,9 +16,9 @@ from dealroom.cli import _players
 from dealroom.cli._common import add_scenario_flags, agent, read_scenarios, usage_error
 from dealroom.protocol import DEFAULT_RULES, Role, Scenario
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
-from dealroom.server.room import DEFAULT_LIMITS, RoomLimits
-from dealroom.server.series import House, Room, ScenarioSource, SeatPlayer
-from dealroom.server.store import ResultsStore, StoreError
+from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
+from dealroom.server.room import House, Room, ScenarioSource, SeatPlayer
+from dealroom.store.results import ResultsStore, StoreError
 
 ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     houses: dict[Role, House] = {}
     players: dict[Role, SeatPlayer] = {}
     if _players.is_llm(args.opponent):
-        from dealroom.sdk.runner import house_player
+        from dealroom.play.runner import house_player
 
         players[opponent] = house_player(_players.player(args.opponent, args))
     else:
@@ -186,7 +186,7 @@ def _has_uvloop() -> bool:
 def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
     from dealroom.agents import resolve
     from dealroom.server.mcp_http import serve_http
-    from dealroom.server.registry import RoomRegistry
+    from dealroom.server.rooms import RoomRegistry
 
     admin_token = os.environ.get(ADMIN_TOKEN_ENV) or None
     if admin_token is None:

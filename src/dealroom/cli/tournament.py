@@ -11,8 +11,7 @@ from typing import TextIO
 
 from dealroom.agents import resolve
 from dealroom.cli._common import agent, positive_int, usage_error
-from dealroom.protocol import TIERS, Tier
-from dealroom.sdk.tournament import (
+from dealroom.play.tournament import (
     DEFAULT_RUN,
     Backend,
     ConfigMismatchError,
@@ -25,7 +24,8 @@ from dealroom.sdk.tournament import (
     TournamentConfig,
     TournamentError,
 )
-from dealroom.server.store import ResultsStore, StoreError
+from dealroom.protocol import TIERS, Tier
+from dealroom.store.results import ResultsStore, StoreError
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

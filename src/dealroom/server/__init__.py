@@ -1,5 +1,1 @@
-"""Rooms and clocks: where negotiations run."""
-
-from dealroom.server.virtual import VirtualRoom, Wake
-
-__all__ = ["VirtualRoom", "Wake"]
+"""The MCP server: live negotiations, rooms, seat tokens and the stdio and HTTP transports."""

@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse, Response
 
 from dealroom.protocol import RoomRequest
 from dealroom.server.mcp_app import build_app
-from dealroom.server.registry import SEAT_SCOPE, RoomRegistry, SeatTokens, seat_of_request
+from dealroom.server.rooms import SEAT_SCOPE, RoomRegistry, SeatTokens, seat_of_request
 
 log = structlog.stdlib.get_logger(__name__)
 

@@ -14,8 +14,8 @@ import structlog
 
 from dealroom.protocol import Role
 from dealroom.server.mcp_app import build_app
+from dealroom.server.room import Room
 from dealroom.server.seat import LocalSeat
-from dealroom.server.series import Room
 
 
 async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> None:

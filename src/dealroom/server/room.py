@@ -1,417 +1,270 @@
-"""Async rooms: negotiations served to remote seats one tool call at a time.
+"""A room: a series of negotiations between remote seats and house agents, recorded as they end.
 
-A ``Room`` plays a series of negotiations with a house agent in zero, one or two seats; each
-``Negotiation`` wraps a ``Scheduler`` (see ``schedule``) with one ``anyio.Lock``. A call never
-holds the lock while it sleeps: it changes the schedule, runs what can run, and waits for an
-``anyio.Event`` that is replaced on every change. Cancelling a call (a client-side timeout
-cancels the handler) withdraws an action that has not taken effect and leaves a wait in place;
-nothing else changes.
-
-A remote seat that stays silent longer than ``RoomLimits.idle_s`` while the other client waits
-for it counts as waiting, so a dead client never holds the room: the other seat plays on and
-the deadline ends it. (Against a house agent nobody waits, so a client may think as long as it
-likes.) A negotiation whose remote seats are all silent for ``abandon_s`` is run to its
-end by ``tick`` (called by the server's reaper), so it is recorded too.
-
-Every finished negotiation is handed to ``on_end`` (the results store) under the lock, before
-the call that finished it returns.
+A seat can also be played by an in-process, asynchronous player (an LLM agent, which cannot run
+inside the scheduler as a house agent does): a ``SeatPlayer``. For the clock its seat is a
+remote seat without a client; inside ``Room.playing()`` each negotiation starts it as a task,
+which is cancelled when that negotiation ends or the block is left.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from decimal import Decimal
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 
+from dealroom.engine.match import seat_rng
 from dealroom.protocol import (
+    DEFAULT_RULES,
     ROLES,
-    Action,
-    ActionResult,
-    Agent,
-    ErrorCode,
-    Event,
-    LiveOffer,
-    Observation,
-    Referee,
+    AgentFactory,
     Role,
     Rules,
-    RuleViolation,
     Scenario,
-    SeatOutcome,
-    ToolErrorPayload,
-    WaitResult,
-    WakeReason,
+    SeriesResult,
+    SessionErrorCode,
     seat_outcome,
+    seat_view,
 )
+from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.wire import ClockKind
-from dealroom.server.schedule import Scheduler, live_offers
+from dealroom.server import texts
+from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
+from dealroom.store.results import ResultsStore
 
 log = structlog.stdlib.get_logger(__name__)
 
+ScenarioSource = Callable[[int], Scenario | None]
+"""The scenario of the n-th negotiation of a series (from 0), or None when there is no more."""
+
+REMOTE_NAME = "mcp"
+"""Name recorded for a seat played by an MCP client."""
+
+
+class RoomError(Exception):
+    """A request the room refused (not a rule of the negotiation); nothing changed."""
+
+    def __init__(self, code: SessionErrorCode, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
 
 @dataclass(frozen=True, slots=True)
-class RoomLimits:
-    """Wall-clock limits of a room, in seconds."""
+class House:
+    """A house agent: its spec (recorded) and the factory that builds it."""
 
-    idle_s: float = 30.0
-    """A client silent this long, while the other client waits for it, counts as waiting."""
-    abandon_s: float = 600.0
-    """When every remote seat has been silent this long, the negotiation is run to its end."""
-    max_wait_s: float = 60.0
-    """Longest a wait_for_opponent call may block."""
-
-
-DEFAULT_LIMITS = RoomLimits()
+    spec: str
+    factory: AgentFactory
 
 
 @dataclass(frozen=True, slots=True)
-class Sight:
-    """What one seat may see: events up to ``upto``, the live offers then, its clock."""
+class SeatPlayer:
+    """An in-process player of one seat: its spec (recorded) and how it plays.
 
-    upto: int
-    live_offers: tuple[LiveOffer, ...]
-    now: float
-    outcome: SeatOutcome | None
+    ``play(room, role)`` plays the room's current negotiation through the seat's tools until it
+    ends; a failure is its own to handle (``dealroom.play.runner.house_player`` walks away and
+    sets ``Negotiation.errors``). It is cancelled when the negotiation ends.
+    """
+
+    spec: str
+    play: Callable[[Room, Role], Awaitable[None]]
 
 
-Hint = Callable[["Negotiation", Role, Sight], str]
-
-
-class Negotiation:
-    """One negotiation, its referee, schedule and the seats' delivery positions."""
+class Room:
+    """A series of negotiations with fixed seats, clock and rules."""
 
     def __init__(
         self,
-        scenario: Scenario,
+        room_id: str,
         *,
-        number: int,
-        rules: Rules,
-        clock: ClockKind,
-        houses: Mapping[Role, Agent],
-        players: Collection[Role] = (),
-        on_end: Callable[[Negotiation], None],
-        hint: Hint,
+        scenarios: ScenarioSource,
+        houses: Mapping[Role, House] | None = None,
+        players: Mapping[Role, SeatPlayer] | None = None,
+        rules: Rules = DEFAULT_RULES,
+        clock: ClockKind = "virtual",
+        seed: int = 0,
+        store: ResultsStore | None = None,
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.scenario = scenario
-        self.number = number
-        self.referee = Referee(scenario, rules)
-        self._public = scenario.public()
-        self.sched = Scheduler(self.referee, dict(houses), clock=clock)
-        self.remote_roles: tuple[Role, ...] = tuple(r for r in ROLES if r not in houses)
+        self.id = room_id
+        self.houses: dict[Role, House] = dict(houses or {})
+        self.players: dict[Role, SeatPlayer] = dict(players or {})
+        if self.houses.keys() & self.players.keys():
+            raise ValueError("a seat has both a house agent and a player")
+        if len(self.houses) + len(self.players) >= len(ROLES):
+            raise ValueError("a room needs at least one seat for a client")
+        self.remote_roles: tuple[Role, ...] = tuple(r for r in ROLES if r not in self.houses)
         self.client_roles: tuple[Role, ...] = tuple(
-            r for r in self.remote_roles if r not in players
+            r for r in self.remote_roles if r not in self.players
         )
-        """Remote seats played by clients (not by an in-process player of the room)."""
-        self.errors: dict[Role, str] = {}
-        """Why an in-process player failed (it walked away), stored with the negotiation."""
+        self.rules = rules
+        self.clock: ClockKind = clock
+        self.seed = seed
+        self.store = store
         self.limits = limits
-        self._on_end = on_end
-        self._hint = hint
+        self._scenarios = scenarios
         self._timer = timer
-        self._lock = anyio.Lock()
-        self._seat_locks = {role: anyio.Lock() for role in self.remote_roles}
-        self._changed = anyio.Event()
-        self._seen = dict.fromkeys(self.remote_roles, 0)
-        self._in_call = dict.fromkeys(self.remote_roles, 0)
-        self._created = timer()
-        self._active_at: dict[Role, float] = {}
-        self._started: float | None = None
-        self._version = -1
-        self.recorded = False
+        self.negotiations: list[Negotiation] = []
+        self._results: dict[Role, list[SeriesResult]] = {role: [] for role in ROLES}
+        self._group: TaskGroup | None = None
+        self._playing: dict[int, anyio.CancelScope] = {}
+        self._start()
 
     @property
-    def clock(self) -> ClockKind:
-        """How time passes in this negotiation."""
-        return self.sched.clock
+    def current(self) -> Negotiation:
+        """The negotiation being played (or the last one, once it has ended)."""
+        return self.negotiations[-1]
 
     @property
-    def is_open(self) -> bool:
-        """True until the negotiation ends."""
-        return self.referee.is_open
+    def series(self) -> bool:
+        """True when new_negotiation is available (one client seat, the other played in-house)."""
+        return len(self.client_roles) == 1
 
-    # -- the calls ------------------------------------------------------------------------------
+    def can_start_next(self) -> bool:
+        """True when new_negotiation would succeed now."""
+        return self.series and not self.current.is_open
 
-    async def act(self, role: Role, action: Action) -> ActionResult:
-        """Make one action; returns once it has taken effect. Raises RuleViolation if refused."""
-        async with self._call(role):
-            seat = self.sched.remote(role)
-
-            def settled() -> bool:
-                return seat.state != "acting" or not self.referee.is_open
-
-            async with self._lock:
-                self._advance()
-                if not self.referee.is_open:
-                    return self._too_late(role)
-                self.sched.submit(role, action, self._wall())
-                self._advance()
-                if settled():  # the usual case against a house agent: no waiting at all
-                    return self._acted(role)
-            try:
-                await self._until(settled)
-            except BaseException:
-                with anyio.CancelScope(shield=True):
-                    async with self._lock:
-                        self.sched.cancel(role)
-                        self._advance()
-                raise
-            async with self._lock:
-                return self._acted(role)
-
-    def _acted(self, role: Role) -> ActionResult:
-        seat = self.sched.remote(role)
-        if seat.state == "acting":  # the negotiation ended before the action was due
-            self.sched.cancel(role)
-            return self._too_late(role)
-        applied, seat.applied = seat.applied, None
-        if isinstance(applied, RuleViolation):
-            raise applied
-        return ActionResult(ok=True, **self._update(role))
-
-    async def wait(self, role: Role, timeout_s: float) -> WaitResult:
-        """Sleep until news from the other side, ``timeout_s`` on the clock, or the end.
-
-        Blocks at most ``timeout_s`` (and ``limits.max_wait_s``) wall seconds; if the other
-        side is still deciding then, the seat stays asleep and the result says ``pending``.
-        """
-        timeout_s = max(timeout_s, 0.0)
-        async with self._call(role):
-            seat = self.sched.remote(role)
-
-            def settled() -> bool:
-                return seat.state != "waiting" or not self.referee.is_open
-
-            async with self._lock:
-                self._advance()
-                if self.referee.is_open and seat.state == "thinking" and seat.woke is None:
-                    self.sched.sleep(role, timeout_s, self._wall())
-                    self._advance()
-                if settled():  # the usual case against a house agent: no waiting at all
-                    return self._woken(role)
-            limit = min(timeout_s, self.limits.max_wait_s) + 0.05
-            await self._until(settled, limit=limit)
-            async with self._lock:
-                return self._woken(role)
-
-    def _woken(self, role: Role) -> WaitResult:
-        seat = self.sched.remote(role)
-        reason: WakeReason
-        if not self.referee.is_open:
-            reason = "ended"
-        elif seat.state == "waiting":
-            reason = "pending"
-        else:
-            reason = seat.woke or "timeout"
-        update = self._update(role)
-        if reason == "timeout" and any(e.by not in (role, None) for e in update["events"]):
-            reason = "news"  # the other side moved by the time the seat woke
-        return WaitResult(woke=reason, **update)
-
-    async def observe(self, role: Role, *, deliver: bool) -> Observation:
-        """What the seat sees now; ``deliver`` marks those events as shown to it."""
-        async with self._call(role) if deliver else _nothing(), self._lock:
-            self._advance()
-            sight = self.sight(role)
-            if deliver:
-                self._deliver(role, sight)
-            # Every field comes from validated state: construct without validating it again.
-            return Observation.model_construct(
-                role=role,
-                scenario=self._public,
-                private_value=self.scenario.private_value(role),
-                now=sight.now,
-                time_left=round(self.scenario.deadline - sight.now, 3),
-                live_offers=sight.live_offers,
-                events=tuple(self.referee.events_since(0)[: sight.upto]),
-                outcome=sight.outcome,
+    def new_negotiation(self) -> Negotiation:
+        """Start the next negotiation of the series."""
+        if not self.series:
+            raise RoomError(
+                SessionErrorCode.SERIES_UNAVAILABLE,
+                "This room plays one negotiation between two clients; ask the organiser for "
+                "a new room.",
             )
+        if self.current.is_open:
+            raise RoomError(
+                SessionErrorCode.NEGOTIATION_RUNNING,
+                "The current negotiation is still running; finish it (or walk_away) first.",
+            )
+        return self._start()
 
-    def sight(self, role: Role) -> Sight:
-        """What ``role`` may see now.
+    def results(self, role: Role) -> tuple[SeriesResult, ...]:
+        """Finished negotiations, as ``role`` saw them."""
+        return tuple(self._results[role])
 
-        On the virtual clock: the events up to the seat's own last action or wake-up, never
-        what the other seats did later (even if it already ran), so that a seat's view, and so
-        its next decision, does not depend on anyone's real-time speed.
-        """
-        referee = self.referee
-        end = referee.outcome
-        if end is not None:
-            return Sight(referee.event_count, (), end.time, seat_outcome(end, role))
-        if self.sched.clock == "wall":
-            now = min(self._wall(), self.scenario.deadline)
-            return Sight(referee.event_count, referee.live_offers(), now, None)
-        seat = self.sched.remote(role)
-        if seat.upto == referee.event_count:
-            return Sight(seat.upto, referee.live_offers(), seat.ready_at, None)
-        events = referee.events_since(0)[: seat.upto]
-        return Sight(seat.upto, live_offers(events), seat.ready_at, None)
+    def total_surplus(self, role: Role) -> Decimal:
+        """Sum of ``role``'s surplus over the finished negotiations."""
+        return sum((r.outcome.surplus for r in self._results[role]), Decimal("0.00"))
 
-    def think(self, role: Role, seconds: float) -> None:
-        """Charge ``seconds`` of thinking to a remote seat's clock (virtual clock only).
-
-        Stands in for the per-wake cost of the seat's next action, so an in-process player can
-        charge what its thinking really took (an LLM: per model call and per token). Charged
-        between the seat's calls only; otherwise, on the wall clock or once the negotiation
-        has ended, nothing changes. Synchronous, so that a player can charge from a callback: no
-        call holds the lock across an await once it has changed anything, so the schedule is
-        consistent here, and waiters are woken as on every other change.
-        """
-        seat = self.sched.remote(role)
-        if self.clock != "virtual" or not self.is_open or seat.state != "thinking":
-            return
-        if seconds > 0:
-            self.sched.think(role, seconds)
-            self._advance()
-
-    def hint(self, role: Role) -> str:
-        """What the seat can usefully do next, given what it sees."""
-        return self._hint(self, role, self.sight(role))
-
-    async def tick(self) -> None:
-        """Advance on wall time; run an abandoned negotiation to its end (the server's reaper)."""
-        async with self._lock:
-            if self.referee.is_open and self._abandoned():
-                for role in self.remote_roles:
-                    if not self.sched.remote(role).absent:
-                        self.sched.set_absent(role)
-                log.info("negotiation abandoned", negotiation=self.number)
-            self._advance()
-
-    # -- internals ------------------------------------------------------------------------------
+    def name(self, role: Role) -> str:
+        """Who sits in a seat, as recorded: the house agent's or player's spec, or ``mcp``."""
+        house = self.houses.get(role) or self.players.get(role)
+        return house.spec if house is not None else REMOTE_NAME
 
     @asynccontextmanager
-    async def _call(self, role: Role) -> AsyncIterator[None]:
-        async with self._seat_locks[role]:
-            now = self._timer()
-            if self._started is None:
-                self._started = now
-            self._in_call[role] += 1
-            self._active_at[role] = now
+    async def playing(self) -> AsyncIterator[None]:
+        """Run the room's players: inside this block each negotiation starts them as tasks.
+
+        Leaving the block cancels them; so does the end of their negotiation.
+        """
+        async with anyio.create_task_group() as group:
+            self._group = group
             try:
+                if self.current.is_open:
+                    self._launch(self.current)
                 yield
             finally:
-                self._in_call[role] -= 1
-                self._active_at[role] = self._timer()
+                self._group = None
+                group.cancel_scope.cancel()
 
-    async def _until(self, done: Callable[[], bool], *, limit: float | None = None) -> bool:
-        """Sleep until ``done()`` (True) or ``limit`` wall seconds pass (False)."""
-        end = None if limit is None else self._timer() + limit
-        while True:
-            async with self._lock:
-                self._advance()
-                if done():
-                    return True
-                changed = self._changed
-                pause = self._pause()
-            if end is not None:
-                remaining = end - self._timer()
-                if remaining <= 0:
-                    return False
-                pause = min(pause, remaining)
-            with anyio.move_on_after(pause):
-                await changed.wait()
+    def _launch(self, negotiation: Negotiation) -> None:
+        if self._group is None or not self.players:
+            return
+        scope = anyio.CancelScope()
+        self._playing[negotiation.number] = scope
+        for role, player in self.players.items():
+            self._group.start_soon(self._play, scope, player, role, name=f"{player.spec}/{role}")
 
-    def _advance(self) -> None:
-        sched = self.sched
-        if sched.clock == "virtual":
-            while (blocker := sched.blocker()) is not None and self._stalls_others(blocker):
-                sched.set_absent(blocker)
-                log.info("seat idle, counted as waiting", seat=blocker, negotiation=self.number)
-            sched.advance()
-        else:
-            sched.advance(self._wall())
-        if sched.version != self._version:
-            self._version = sched.version
-            self._changed.set()
-            self._changed = anyio.Event()
-        if not self.referee.is_open and not self.recorded:
-            self._on_end(self)  # if the store fails, the next call (or the reaper) retries
-            self.recorded = True
+    async def _play(self, scope: anyio.CancelScope, player: SeatPlayer, role: Role) -> None:
+        with scope:
+            await player.play(self, role)
 
-    def _pause(self) -> float:
-        """Wall seconds until the schedule may change without any call (capped)."""
-        if self.sched.clock == "wall":
-            started = self._started if self._started is not None else self._timer()
-            return max(0.0, started + self.sched.next_time() - self._timer() + 0.001)
-        blocker = self.sched.blocker()
-        if blocker is None or self._in_call[blocker]:
-            return 3600.0  # a call of the blocking seat will change the schedule
-        return max(0.0, self._since(blocker) + self.limits.idle_s - self._timer() + 0.001)
-
-    def _since(self, role: Role) -> float:
-        return self._active_at.get(role, self._started if self._started is not None else 0.0)
-
-    def _stalls_others(self, role: Role) -> bool:
-        """The seat is silent past the idle limit while another client waits on it.
-
-        Against a house agent nobody waits for the client, so it may think as long as it likes;
-        nor does an in-process player (it waits in calls too, but it is not a client).
-        """
-        if self._in_call[role] or self._timer() - self._since(role) < self.limits.idle_s:
-            return False
-        # Another client stalled only if it is in a call and not itself counted as gone: a seat
-        # that has just come back is still marked absent until its call reaches the schedule.
-        return any(
-            self._in_call[r] and not self.sched.remote(r).absent
-            for r in self.client_roles
-            if r != role
-        )
-
-    def _abandoned(self) -> bool:
-        now = self._timer()
-        return all(
-            not self._in_call[role]
-            and now - self._active_at.get(role, self._created) >= self.limits.abandon_s
-            for role in self.client_roles
-        )
-
-    def _wall(self) -> float:
-        return 0.0 if self._started is None else self._timer() - self._started
-
-    def _deliver(self, role: Role, sight: Sight) -> tuple[Event, ...]:
-        seen = self._seen[role]
-        events = tuple(self.referee.events_since(seen)[: max(0, sight.upto - seen)])
-        self._seen[role] = max(seen, sight.upto)
-        self.sched.delivered(role, self._seen[role])
-        return events
-
-    def _update(self, role: Role) -> dict[str, Any]:
-        sight = self.sight(role)
-        return {
-            "events": self._deliver(role, sight),
-            "live_offers": sight.live_offers,
-            "now": sight.now,
-            "time_left": round(self.scenario.deadline - sight.now, 3),
-            "outcome": sight.outcome,
-            "hint": self._hint(self, role, sight),
+    def _start(self) -> Negotiation:
+        number = len(self.negotiations) + 1
+        scenario = self._scenarios(number - 1)
+        if scenario is None:
+            raise RoomError(
+                SessionErrorCode.SERIES_OVER,
+                f"The series is over: all {number - 1} scenarios have been played.",
+            )
+        agents = {
+            role: house.factory(seat_view(scenario, role), seat_rng(self.seed, scenario.id, role))
+            for role, house in self.houses.items()
         }
+        negotiation = Negotiation(
+            scenario,
+            number=number,
+            rules=self.rules,
+            clock=self.clock,
+            houses=agents,
+            players=tuple(self.players),
+            on_end=self._record,
+            hint=lambda n, role, sight: texts.result_hint(n, role, sight, series=self.series),
+            limits=self.limits,
+            timer=self._timer,
+        )
+        self.negotiations.append(negotiation)
+        log.info("negotiation started", room=self.id, negotiation=number, scenario=scenario.id)
+        self._launch(negotiation)
+        return negotiation
 
-    def _too_late(self, role: Role) -> ActionResult:
-        """The negotiation ended before the action could take effect."""
-        end = self.referee.outcome
-        assert end is not None
-        if self._seen[role] >= self.referee.event_count:  # the seat has already seen the end
-            raise RuleViolation(ErrorCode.NEGOTIATION_CLOSED, "The negotiation has ended.")
-        if end.end_reason == "deadline":
-            error = ToolErrorPayload(
-                code=ErrorCode.DEADLINE_PASSED,
-                message="The deadline came before your action could take effect.",
+    def key(self, negotiation: Negotiation) -> str:
+        """The results-store key of one negotiation of this room."""
+        return f"{self.id}/{negotiation.number}"
+
+    def _record(self, negotiation: Negotiation) -> None:
+        outcome = negotiation.referee.outcome
+        assert outcome is not None
+        scenario = negotiation.scenario
+        for role in ROLES:
+            self._results[role].append(
+                SeriesResult(
+                    negotiation=negotiation.number,
+                    scenario_id=scenario.id,
+                    item=scenario.item.name,
+                    list_price=scenario.list_price,
+                    private_value=scenario.private_value(role),
+                    outcome=seat_outcome(outcome, role),
+                )
             )
-        else:
-            error = ToolErrorPayload(
-                code=ErrorCode.NEGOTIATION_CLOSED,
-                message="The negotiation ended before your action could take effect.",
-            )
-        return ActionResult(ok=False, error=error, **self._update(role))
-
-
-@asynccontextmanager
-async def _nothing() -> AsyncIterator[None]:
-    yield
+        log.info(
+            "negotiation ended",
+            room=self.id,
+            negotiation=negotiation.number,
+            reason=outcome.end_reason,
+            status=outcome.status,
+        )
+        scope = self._playing.pop(negotiation.number, None)
+        if scope is not None:
+            scope.cancel()  # the players are done: whatever they were doing no longer counts
+        if self.store is None:
+            return
+        record = NegotiationRecord(
+            scenario=negotiation.scenario,
+            buyer=self.name("buyer"),
+            seller=self.name("seller"),
+            events=negotiation.referee.events,
+            outcome=outcome,
+        )
+        self.store.add(
+            self.key(negotiation),
+            record,
+            run=self.id,
+            extra={
+                "room": self.id,
+                "negotiation": negotiation.number,
+                "clock": self.clock,
+                "rules": self.rules.model_dump(mode="json"),
+                "seats": {role: self.name(role) for role in ROLES},
+                "seed": self.seed,
+                **({"errors": dict(negotiation.errors)} if negotiation.errors else {}),
+            },
+        )

@@ -19,7 +19,7 @@ from dealroom.protocol import (
     WaitResult,
 )
 from dealroom.server import texts
-from dealroom.server.series import Room, RoomError
+from dealroom.server.room import Room, RoomError
 
 
 class SeatError(Exception):

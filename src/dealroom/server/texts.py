@@ -21,7 +21,7 @@ from dealroom.protocol.text import describe_event, money
 from dealroom.protocol.wire import ClockKind
 
 if TYPE_CHECKING:
-    from dealroom.server.room import Negotiation, Sight
+    from dealroom.server.negotiation import Negotiation, Sight
 
 ERROR_HINTS: dict[str, str] = {
     ErrorCode.OFFER_NOT_FOUND: "Use an offer_id from live_offers (get_state lists them).",

@@ -1,0 +1,1 @@
+"""Metrics, reports (terminal, JSON, HTML) and transcripts, from finished records."""

@@ -1,0 +1,328 @@
+"""A tournament report: one JSON-ready object, and its terminal rendering.
+
+``build_report`` streams records (only two small ``Seat`` rows per negotiation stay in memory,
+plus a few sample negotiations for the trajectory plots) and computes the leaderboard (agent x
+role, with bootstrap intervals), the head-to-head matrix, the per-tier table and its spread, and
+the strategy features. ``format_report`` prints it; ``dealroom.analysis.report_html`` draws it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from dealroom.analysis import metrics as m
+from dealroom.protocol import TIERS, OfferMade
+from dealroom.protocol.record import NegotiationRecord
+
+ROLE_VIEWS = ("both", "buyer", "seller")
+"""Leaderboard rows per agent: both seats pooled, then each seat."""
+
+
+def build_report(
+    records: Iterable[NegotiationRecord],
+    *,
+    run: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    samples: int = 6,
+) -> dict[str, Any]:
+    """The whole report as one JSON-ready object."""
+    rows: list[m.Seat] = []
+    picked: list[NegotiationRecord] = []
+    for record in records:
+        rows.extend(m.seats_of(record))
+        _maybe_sample(picked, record, samples)
+    est = _Estimator(resamples=resamples, seed=seed)
+    agents = _ranked_agents(rows)
+    tiers = [t for t in TIERS if any(s.tier == t for s in rows)]
+    buyers = [s for s in rows if s.role == "buyer"]  # one seat per negotiation
+    return {
+        "run": run,
+        "config": dict(config) if config is not None else None,
+        "negotiations": len(buyers),
+        "agents": agents,
+        "tiers": tiers,
+        "bootstrap": {"resamples": resamples, "level": 0.95, "seed": seed},
+        "overall": {
+            "deal_rate": est("deal_rate", buyers, "overall"),
+            "efficiency": est("efficiency", buyers, "overall"),
+            "ir_violations": m.ir_violations(rows),
+            "with_gains": sum(s.has_gains for s in buyers),
+        },
+        "leaderboard": _leaderboard(rows, agents, est),
+        "head_to_head": _head_to_head(rows, agents),
+        "per_tier": _per_tier(rows, agents, tiers, est),
+        "features": _features(rows, agents),
+        "samples": [_trajectory(r) for r in _diverse(picked, samples)],
+    }
+
+
+class _Estimator:
+    def __init__(self, *, resamples: int, seed: int) -> None:
+        self.resamples, self.seed = resamples, seed
+
+    def __call__(self, name: str, rows: Iterable[m.Seat], label: str) -> dict[str, Any]:
+        return m.estimate(
+            name, rows, label=label, resamples=self.resamples, seed=self.seed
+        ).as_dict()
+
+
+def _ranked_agents(rows: Sequence[m.Seat]) -> list[str]:
+    by_agent = m.group(rows, lambda s: s.agent)
+    share = {a: m.surplus_share(seats) for a, seats in by_agent.items()}
+    return sorted(by_agent, key=lambda a: (-(share[a] if share[a] is not None else -1.0), a))
+
+
+def _views(rows: Sequence[m.Seat], agent: str) -> dict[str, list[m.Seat]]:
+    mine = [s for s in rows if s.agent == agent]
+    return {
+        "both": mine,
+        "buyer": [s for s in mine if s.role == "buyer"],
+        "seller": [s for s in mine if s.role == "seller"],
+    }
+
+
+def _leaderboard(
+    rows: Sequence[m.Seat], agents: Sequence[str], est: _Estimator
+) -> list[dict[str, Any]]:
+    board = []
+    for agent in agents:
+        for role, seats in _views(rows, agent).items():
+            label = f"{agent}:{role}"
+            board.append(
+                {
+                    "agent": agent,
+                    "role": role,
+                    "negotiations": len(seats),
+                    "surplus_share": est("surplus_share", seats, label),
+                    "surplus_share_on_deals": est("surplus_share_on_deals", seats, label),
+                    "deal_rate": est("deal_rate", seats, label),
+                    "ir_violations": m.ir_violations(seats),
+                }
+            )
+    return board
+
+
+def _head_to_head(rows: Sequence[m.Seat], agents: Sequence[str]) -> list[dict[str, Any]]:
+    cells = m.group(rows, lambda s: (s.agent, s.opponent))
+    return [
+        {
+            "agent": agent,
+            "opponent": opponent,
+            "negotiations": len(seats),
+            "surplus_share": m.surplus_share(seats),
+            "as_buyer": m.surplus_share([s for s in seats if s.role == "buyer"]),
+            "as_seller": m.surplus_share([s for s in seats if s.role == "seller"]),
+            "deal_rate": m.deal_rate(seats),
+        }
+        for agent in agents
+        for opponent in agents
+        if (seats := cells.get((agent, opponent)))
+    ]
+
+
+def _per_tier(
+    rows: Sequence[m.Seat], agents: Sequence[str], tiers: Sequence[str], est: _Estimator
+) -> list[dict[str, Any]]:
+    table = []
+    for agent in agents:
+        for role, seats in _views(rows, agent).items():
+            by_tier = m.group(seats, lambda s: s.tier)
+            cells = {
+                tier: {
+                    "surplus_share": est(
+                        "surplus_share", by_tier.get(tier, []), f"{agent}:{role}:{tier}"
+                    ),
+                    "deal_rate": m.deal_rate(by_tier.get(tier, [])),
+                }
+                for tier in tiers
+            }
+            table.append(
+                {
+                    "agent": agent,
+                    "role": role,
+                    "tiers": cells,
+                    "share_spread": m.spread(c["surplus_share"]["value"] for c in cells.values()),
+                    "deal_rate_spread": m.spread(c["deal_rate"] for c in cells.values()),
+                }
+            )
+    return table
+
+
+def _features(rows: Sequence[m.Seat], agents: Sequence[str]) -> list[dict[str, Any]]:
+    table = []
+    for agent in agents:
+        for role, seats in _views(rows, agent).items():
+            if role == "both":
+                continue  # anchoring and concession point opposite ways in the two seats
+            table.append(
+                {
+                    "agent": agent,
+                    "role": role,
+                    **m.features(seats),
+                    "surplus_share": m.surplus_share(seats),
+                }
+            )
+    return table
+
+
+def _maybe_sample(picked: list[NegotiationRecord], record: NegotiationRecord, limit: int) -> None:
+    """Collect (a bounded number of) the negotiations of the first scenario with gains."""
+    if limit < 1 or len(picked) >= 20 * limit or record.scenario.gains <= 0:
+        return
+    if not picked or record.scenario.id == picked[0].scenario.id:
+        picked.append(record)
+
+
+def _diverse(candidates: Sequence[NegotiationRecord], limit: int) -> list[NegotiationRecord]:
+    """Up to ``limit`` pairings, each time the one whose agents have been shown least."""
+    shown: Counter[str] = Counter()
+    chosen: list[NegotiationRecord] = []
+    left = list(candidates)
+    while left and len(chosen) < limit:
+        best = min(left, key=lambda r: (shown[r.buyer] + shown[r.seller], r.buyer, r.seller))
+        left.remove(best)
+        chosen.append(best)
+        shown.update((best.buyer, best.seller))
+    return chosen
+
+
+def _trajectory(record: NegotiationRecord) -> dict[str, Any]:
+    s, o = record.scenario, record.outcome
+    return {
+        "buyer": record.buyer,
+        "seller": record.seller,
+        "scenario_id": s.id,
+        "item": s.item.name,
+        "list_price": float(s.list_price),
+        "buyer_value": float(s.buyer_value),
+        "seller_cost": float(s.seller_cost),
+        "deadline": s.deadline,
+        "offers": [
+            {"t": e.t, "by": e.by, "price": float(e.price)}
+            for e in record.events
+            if isinstance(e, OfferMade)
+        ],
+        "price": None if o.price is None else float(o.price),
+        "end_reason": o.end_reason,
+        "time": o.time,
+    }
+
+
+# -- terminal ------------------------------------------------------------------------------------
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _ci(e: Mapping[str, Any], pct: bool = False) -> str:
+    fmt = _pct if pct else _num
+    if e["value"] is None:
+        return "-"
+    if e["low"] is None:
+        return fmt(e["value"])
+    return f"{fmt(e['value'])} [{fmt(e['low'])}, {fmt(e['high'])}]"
+
+
+def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    line = lambda r: "  ".join(  # noqa: E731
+        c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+    )
+    return [line(header), line(["-" * w for w in widths]), *map(line, body)]
+
+
+def format_report(report: Mapping[str, Any]) -> str:
+    """The report as terminal text: leaderboard, head to head, per tier, features."""
+    overall = report["overall"]
+    title = f"Run {report['run']!r}: " if report.get("run") is not None else ""
+    lines = [
+        f"{title}{report['negotiations']:,} negotiations, {len(report['agents'])} agents, "
+        f"tiers {'/'.join(report['tiers'])}",
+        f"Overall: deal rate {_ci(overall['deal_rate'], pct=True)}, efficiency "
+        f"{_ci(overall['efficiency'], pct=True)}, IR violations {overall['ir_violations']} "
+        f"({overall['with_gains']:,} negotiations with gains)",
+        "",
+        "Leaderboard: surplus share (0 without a deal), on deals only, and deal rate, over "
+        "negotiations with gains; 95% bootstrap intervals",
+    ]
+    body = []
+    for row in report["leaderboard"]:
+        first = row["role"] == "both"
+        body.append(
+            [
+                row["agent"] if first else "",
+                row["role"],
+                _ci(row["surplus_share"]),
+                _ci(row["surplus_share_on_deals"]),
+                _ci(row["deal_rate"], pct=True),
+                str(row["ir_violations"]),
+                f"{row['negotiations']:,}",
+            ]
+        )
+    lines += _table(["agent", "role", "share", "share on deals", "deal rate", "IR", "n"], body)
+    lines += ["", "Head to head: the row agent's surplus share against the column agent"]
+    lines += _matrix(report)
+    lines += ["", "Per tier: surplus share (both seats) and its spread across tiers"]
+    lines += _tier_lines(report)
+    lines += ["", "Strategy features (means per seat; see dealroom.analysis.metrics)"]
+    lines += _feature_lines(report)
+    return "\n".join(lines)
+
+
+def _matrix(report: Mapping[str, Any]) -> list[str]:
+    agents = report["agents"]
+    cell = {(c["agent"], c["opponent"]): c["surplus_share"] for c in report["head_to_head"]}
+    header = ["agent", "", *agents]
+    body = [[a, "", *(_num(cell.get((a, b)), 2) for b in agents)] for a in agents]
+    return _table(header, body)
+
+
+def _tier_lines(report: Mapping[str, Any]) -> list[str]:
+    tiers = report["tiers"]
+    body = [
+        [
+            row["agent"],
+            row["role"],
+            *(_num(row["tiers"][t]["surplus_share"]["value"]) for t in tiers),
+            _num(row["share_spread"]),
+            *(_pct(row["tiers"][t]["deal_rate"]) for t in tiers),
+        ]
+        for row in report["per_tier"]
+        if row["role"] == "both"
+    ]
+    header = ["agent", "", *tiers, "spread", *(f"deals {t}" for t in tiers)]
+    return _table(header, body)
+
+
+FEATURE_LABELS = {  # short column heads of the features, in report order
+    "anchor_list": "anchor/L",
+    "anchor_value": "anchor/own",
+    "concession": "concession",
+    "patience": "patience",
+    "offers": "offers",
+    "messages": "messages",
+    "invalid_rate": "invalid",
+    "leakage": "leakage",
+}
+
+
+def _feature_lines(report: Mapping[str, Any]) -> list[str]:
+    body = [
+        [
+            row["agent"] if row["role"] == "buyer" else "",
+            row["role"],
+            *(_num(row[name]) for name in FEATURE_LABELS),
+            _num(row["surplus_share"]),
+        ]
+        for row in report["features"]
+    ]
+    return _table(["agent", "role", *FEATURE_LABELS.values(), "share"], body)

@@ -1,0 +1,1 @@
+"""MCP clients of a seat: in memory, stdio and streamable HTTP."""

@@ -1,0 +1,50 @@
+"""Play one negotiation between two in-process agents on the virtual clock."""
+
+from __future__ import annotations
+
+import random
+
+from dealroom.engine.virtual import VirtualRoom
+from dealroom.protocol import (
+    DEFAULT_RULES,
+    Agent,
+    AgentFactory,
+    Role,
+    Rules,
+    Scenario,
+    seat_view,
+)
+from dealroom.protocol.record import NegotiationRecord
+
+
+def seat_rng(seed: int, scenario_id: str, role: Role) -> random.Random:
+    """The seeded generator for one seat of one negotiation (stable across Python versions)."""
+    return random.Random(f"{seed}:{scenario_id}:{role}")
+
+
+def play(
+    scenario: Scenario,
+    buyer: AgentFactory,
+    seller: AgentFactory,
+    *,
+    names: tuple[str, str] = ("buyer", "seller"),
+    rules: Rules = DEFAULT_RULES,
+    seed: int = 0,
+) -> NegotiationRecord:
+    """Run a negotiation to its end and return the record. Deterministic for a given seed."""
+    agents: dict[Role, Agent] = {
+        "buyer": buyer(seat_view(scenario, "buyer"), seat_rng(seed, scenario.id, "buyer")),
+        "seller": seller(seat_view(scenario, "seller"), seat_rng(seed, scenario.id, "seller")),
+    }
+    room = VirtualRoom(scenario, rules)
+    while (wake := room.next_wake()) is not None:
+        room.decide(wake.role, agents[wake.role].act(wake.observation))
+    outcome = room.referee.outcome
+    assert outcome is not None
+    return NegotiationRecord(
+        scenario=scenario,
+        buyer=names[0],
+        seller=names[1],
+        events=room.referee.events,
+        outcome=outcome,
+    )

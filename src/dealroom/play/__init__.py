@@ -1,0 +1,1 @@
+"""Playing negotiations: players, runners, the agent registry and tournaments."""

@@ -1,0 +1,151 @@
+"""Players: anything that can sit in a seat and play one negotiation through its MCP tools.
+
+A ``Player`` gets a connected ``Seat`` and plays the current negotiation to its end. Scripted
+strategies (``ScriptedPlayer``), LLM agents (``dealroom.agents.llm.LLMPlayer``), a person at a
+terminal (``dealroom.agents.human.HumanPlayer``) and your own code all fit; ``play_match`` seats
+any two of them. What a player returns is stored beside the negotiation (usage, counts); a
+player that cannot go on raises ``PlayerFailed`` with what it has so far.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from dealroom.client.seat import Seat, SeatError
+from dealroom.engine.match import seat_rng
+from dealroom.protocol import (
+    Action,
+    AgentFactory,
+    Observation,
+    Role,
+    Rules,
+    SeatView,
+)
+
+Charge = Callable[[float], None]
+"""Charges thinking seconds to a seat's virtual clock before its next action."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeatContext:
+    """What a player knows about its seat besides the tools."""
+
+    role: Role
+    rules: Rules
+    charge: Charge | None = None
+    """Set when the room runs in this process on the virtual clock: the player's own thinking
+    (e.g. an LLM's model calls and tokens) is charged instead of the flat per-wake cost. None
+    for remote rooms, which charge ``rules.thinking.per_wake`` per wake."""
+    seed: int = 0
+    """Seed for players that draw random numbers."""
+
+
+@runtime_checkable
+class Player(Protocol):
+    """Plays one seat of one negotiation through its tools."""
+
+    name: str
+    """Recorded as the seat's agent (e.g. ``boulware`` or ``llm:gpt-4.1-mini``)."""
+
+    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+        """Play the seat's current negotiation to its end; return data to store with it."""
+        ...
+
+
+class PlayerFailed(Exception):
+    """A player could not go on (e.g. its model kept failing). ``extra`` is what it had so far."""
+
+    def __init__(self, message: str, extra: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra: Mapping[str, Any] = dict(extra or {})
+
+
+class ScriptedPlayer:
+    """A scripted strategy (an ``AgentFactory``) playing through a seat's tools.
+
+    It behaves as the same agent does in ``play`` on the virtual clock: each wake it decides,
+    makes the decision's actions in order (the first refused one drops the rest and wakes it at
+    once), and sleeps until news or its requested wake-up, measured from the end of its thinking.
+    Where the room runs in this process, ``play_match`` seats it as a house agent instead.
+    """
+
+    def __init__(self, factory: AgentFactory, name: str) -> None:
+        self.factory = factory
+        self.name = name
+
+    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+        """Decide on every wake until the negotiation ends."""
+        observation = (await seat.get_state()).observation
+        view = SeatView(
+            role=observation.role,
+            scenario=observation.scenario,
+            private_value=observation.private_value,
+        )
+        agent = self.factory(view, seat_rng(context.seed, view.scenario.id, view.role))
+        wakes = 0
+        while observation.outcome is None:
+            wakes += 1
+            decision = agent.act(observation)
+            wake_at = observation.now + context.rules.thinking.per_wake
+            after = await _act_all(seat, observation.role, decision.actions)
+            if after.over:
+                break
+            timeout: float | None
+            if after.woken:
+                timeout = 0.0
+            elif decision.wait is None:
+                timeout = None
+            else:
+                now = observation.now if after.now is None else after.now
+                timeout = max(0.0, round(wake_at + decision.wait - now, 3))
+            observation = await _sleep(seat, timeout)
+        return {"wakes": wakes}
+
+
+async def _act_all(seat: Seat, role: Role, actions: tuple[Action, ...]) -> _AfterActions:
+    """Make the actions in order, stopping at the first refused one or the end."""
+    now: float | None = None
+    news = False
+    for action in actions:
+        try:
+            result = await seat.act(action)
+        except SeatError:
+            return _AfterActions(over=False, now=now, woken=True)
+        if result.outcome is not None:
+            return _AfterActions(over=True, now=result.now, woken=False)
+        now = result.now
+        # News that arrives while the seat acts wakes it as soon as its actions are done.
+        news = news or any(event.by not in (role, None) for event in result.events)
+    return _AfterActions(over=False, now=now, woken=news)
+
+
+@dataclass(frozen=True, slots=True)
+class _AfterActions:
+    over: bool
+    now: float | None
+    """The seat's clock after its last action (None if it made none)."""
+    woken: bool
+    """News or a refusal: the seat is due again at once."""
+
+
+LONG_SLEEP_S = 60.0
+"""Longest single wait; a seat that asked to sleep until news simply waits again."""
+
+
+async def _sleep(seat: Seat, clock_s: float | None) -> Observation:
+    """Wait for news or the timeout on the clock, then read the observation for the next wake."""
+    remaining = math.inf if clock_s is None else clock_s
+    while True:
+        step = min(remaining, LONG_SLEEP_S)
+        result = await seat.wait_for_opponent(step)
+        if result.woke == "timeout":
+            remaining -= step
+            if remaining > 0:
+                continue  # a long sleep, in steps the server accepts
+        if result.woke != "pending":  # pending: still asleep, the other side is deciding
+            break
+    return (await seat.get_state()).observation

@@ -1,0 +1,251 @@
+"""Play one negotiation between any two players, each through its seat's MCP tools.
+
+``play_match`` opens a room in this process (the server's own ``Room``, seats and MCP app, so
+every player sees exactly what a remote MCP client sees), connects each player to its seat in
+memory and runs both until the negotiation ends. Scripted players sit as house agents (the same
+simulation as ``dealroom.engine.match.play``) unless ``scripted_as_house=False``.
+
+On the virtual clock a player's own thinking can be charged instead of the flat per-wake cost:
+``SeatContext.charge`` adds seconds to the seat's clock before its next action (LLM agents
+charge ``rules.thinking.per_model_call`` per model call and ``per_output_token`` per token).
+
+A player that fails (raises, or returns while the negotiation is still open) **walks away**: the
+runner ends the negotiation for it with ``walk_away`` (end reason ``walk_away``, ended by that
+seat), and the error is recorded under ``extra["errors"][role]``. If even that cannot finish the
+negotiation within ``cleanup_s``, the room is run to its deadline. Every wait is bounded, and
+``timeout_s`` bounds the whole match in real time.
+
+``house_player`` seats any player in a room of the server (``dealroom serve --opponent
+llm:MODEL``): it plays each negotiation of the series the same way, failures included, with the
+error stored beside the negotiation under ``errors``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+
+from dealroom.client.seat import Seat
+from dealroom.engine.match import play
+from dealroom.play.players import Charge, Player, PlayerFailed, ScriptedPlayer, SeatContext
+from dealroom.protocol import (
+    DEFAULT_RULES,
+    ROLES,
+    Role,
+    Rules,
+    Scenario,
+    WalkAway,
+)
+from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.wire import ClockKind
+from dealroom.server.mcp_app import build_app
+from dealroom.server.negotiation import Negotiation, RoomLimits
+from dealroom.server.room import House, Room, SeatPlayer
+from dealroom.server.seat import LocalSeat
+from dealroom.store.results import ResultsStore
+
+log = structlog.stdlib.get_logger(__name__)
+
+FAILED_MESSAGE = "I have to leave the negotiation."
+"""The cheap talk attached to the walk-away made for a failed player."""
+
+
+@dataclass(frozen=True, slots=True)
+class MatchResult:
+    """The record, plus what was stored beside it: each player's data and any errors."""
+
+    record: NegotiationRecord
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])
+
+    @property
+    def errors(self) -> dict[str, str]:
+        """Errors by role (empty when both players played to the end)."""
+        return dict(self.extra.get("errors", {}))
+
+
+class _Clock:
+    """The room's timer, which ``force_end`` can push past every limit."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+
+async def play_match(
+    scenario: Scenario,
+    buyer: Player,
+    seller: Player,
+    *,
+    rules: Rules = DEFAULT_RULES,
+    seed: int = 0,
+    clock: ClockKind = "virtual",
+    scripted_as_house: bool = True,
+    timeout_s: float = 3600.0,
+    cleanup_s: float = 30.0,
+    store: ResultsStore | None = None,
+    key: str | None = None,
+    run: str = "",
+) -> MatchResult:
+    """Play one negotiation to its end and return (and optionally store) its record."""
+    players: dict[Role, Player] = {"buyer": buyer, "seller": seller}
+    houses = {
+        role: House(spec=p.name, factory=p.factory)
+        for role, p in players.items()
+        if scripted_as_house and isinstance(p, ScriptedPlayer)
+    }
+    if len(houses) == len(ROLES):
+        assert isinstance(buyer, ScriptedPlayer) and isinstance(seller, ScriptedPlayer)
+        record = play(
+            scenario,
+            buyer.factory,
+            seller.factory,
+            names=(buyer.name, seller.name),
+            rules=rules,
+            seed=seed,
+        )
+        return _finish(record, {"players": {}, "errors": {}}, store, key, run)
+    timer = _Clock()
+    room = Room(
+        "match",
+        scenarios=lambda n: scenario if n == 0 else None,
+        houses=houses,
+        rules=rules,
+        clock=clock,
+        seed=seed,
+        limits=RoomLimits(idle_s=timeout_s, abandon_s=timeout_s, max_wait_s=60.0),
+        timer=timer,
+    )
+    negotiation = room.current
+    extra: dict[str, Any] = {"players": {}, "errors": {}, "clock": clock}
+    with anyio.move_on_after(timeout_s) as scope:
+        async with anyio.create_task_group() as group:
+            for role in room.remote_roles:
+                context = SeatContext(
+                    role=role,
+                    rules=rules,
+                    charge=_charger(negotiation, role) if clock == "virtual" else None,
+                    seed=seed,
+                )
+                group.start_soon(
+                    _seat_player,
+                    room,
+                    players[role],
+                    context,
+                    extra["players"],
+                    extra["errors"],
+                    cleanup_s,
+                )
+    if scope.cancelled_caught:
+        for role in room.remote_roles:
+            extra["errors"].setdefault(role, f"the match took longer than {timeout_s:g} s")
+            await _walk_away(room, role, cleanup_s)
+    if negotiation.is_open:
+        await _force_end(negotiation, timer)
+    outcome = negotiation.referee.outcome
+    assert outcome is not None
+    record = NegotiationRecord(
+        scenario=scenario,
+        buyer=buyer.name,
+        seller=seller.name,
+        events=negotiation.referee.events,
+        outcome=outcome,
+    )
+    return _finish(record, extra, store, key, run)
+
+
+def _finish(
+    record: NegotiationRecord,
+    extra: dict[str, Any],
+    store: ResultsStore | None,
+    key: str | None,
+    run: str,
+) -> MatchResult:
+    if not extra.get("errors"):
+        extra.pop("errors", None)
+    if store is not None:
+        store.add(key or f"{run or 'match'}/{record.scenario.id}", record, run=run, extra=extra)
+    return MatchResult(record=record, extra=extra)
+
+
+def seat_app(room: Room, role: Role):
+    """The server's MCP app for one seat of an in-process room (no series tool)."""
+    seat = LocalSeat(room, role)
+    return build_app(lambda: seat, name=f"dealroom-{role}", series=False)
+
+
+def house_player(player: Player, *, cleanup_s: float = 30.0) -> SeatPlayer:
+    """``player`` as the in-process player of a room's seat, for every negotiation of it.
+
+    On the virtual clock its thinking is charged as in ``play_match``. A failure walks away for
+    the seat, with the error in ``Negotiation.errors`` (stored with the negotiation).
+    """
+
+    async def play(room: Room, role: Role) -> None:
+        negotiation = room.current
+        charge = _charger(negotiation, role) if room.clock == "virtual" else None
+        context = SeatContext(role=role, rules=room.rules, charge=charge, seed=room.seed)
+        await _seat_player(room, player, context, {}, negotiation.errors, cleanup_s)
+
+    return SeatPlayer(spec=player.name, play=play)
+
+
+async def _seat_player(
+    room: Room,
+    player: Player,
+    context: SeatContext,
+    players: dict[str, Any],
+    errors: dict[Any, str],
+    cleanup_s: float,
+) -> None:
+    role = context.role
+    error: str | None = None
+    data: Mapping[str, Any] = {}
+    try:
+        async with Seat.memory(seat_app(room, role)) as seat:
+            data = await player.play(seat, context)
+    except PlayerFailed as failure:
+        error, data = failure.message, failure.extra
+    except Exception as exc:  # a player's bug must not lose the negotiation
+        log.exception("player failed", seat=role, player=player.name)
+        error = f"{type(exc).__name__}: {exc}"
+    players[role] = {"name": player.name, **data}
+    if error is None and room.current.is_open:
+        error = "the player stopped before the negotiation ended"
+    if error is not None:
+        errors[role] = error
+        log.warning("player failed; walking away for it", seat=role, error=error)
+        await _walk_away(room, role, cleanup_s)
+
+
+async def _walk_away(room: Room, role: Role, cleanup_s: float) -> None:
+    """End the negotiation for a failed seat (bounded; a refusal means it has already ended)."""
+    negotiation = room.current
+    if not negotiation.is_open:
+        return
+    with anyio.move_on_after(cleanup_s):
+        try:
+            await LocalSeat(room, role).act(WalkAway(message=FAILED_MESSAGE))
+        except Exception as exc:
+            log.info("walk-away for failed seat refused", seat=role, error=str(exc))
+
+
+async def _force_end(negotiation: Negotiation, timer: _Clock) -> None:
+    """Every seat silent: run the negotiation to its deadline (the room's abandonment path)."""
+    timer.offset += 10 * negotiation.limits.abandon_s + negotiation.scenario.deadline + 1e6
+    await negotiation.tick()
+
+
+def _charger(negotiation: Negotiation, role: Role) -> Charge:
+    """Thinking time charged to a remote seat of an in-process virtual room."""
+
+    def charge(seconds: float) -> None:
+        negotiation.think(role, seconds)
+
+    return charge

@@ -1,1 +1,0 @@
-"""The SDK: running matches and tournaments, transcripts, clients and adapters."""

@@ -1,0 +1,417 @@
+"""Async rooms: negotiations served to remote seats one tool call at a time.
+
+A ``Room`` plays a series of negotiations with a house agent in zero, one or two seats; each
+``Negotiation`` wraps a ``Scheduler`` (see ``schedule``) with one ``anyio.Lock``. A call never
+holds the lock while it sleeps: it changes the schedule, runs what can run, and waits for an
+``anyio.Event`` that is replaced on every change. Cancelling a call (a client-side timeout
+cancels the handler) withdraws an action that has not taken effect and leaves a wait in place;
+nothing else changes.
+
+A remote seat that stays silent longer than ``RoomLimits.idle_s`` while the other client waits
+for it counts as waiting, so a dead client never holds the room: the other seat plays on and
+the deadline ends it. (Against a house agent nobody waits, so a client may think as long as it
+likes.) A negotiation whose remote seats are all silent for ``abandon_s`` is run to its
+end by ``tick`` (called by the server's reaper), so it is recorded too.
+
+Every finished negotiation is handed to ``on_end`` (the results store) under the lock, before
+the call that finished it returns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import structlog
+
+from dealroom.engine.schedule import Scheduler, live_offers
+from dealroom.protocol import (
+    ROLES,
+    Action,
+    ActionResult,
+    Agent,
+    ErrorCode,
+    Event,
+    LiveOffer,
+    Observation,
+    Referee,
+    Role,
+    Rules,
+    RuleViolation,
+    Scenario,
+    SeatOutcome,
+    ToolErrorPayload,
+    WaitResult,
+    WakeReason,
+    seat_outcome,
+)
+from dealroom.protocol.wire import ClockKind
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RoomLimits:
+    """Wall-clock limits of a room, in seconds."""
+
+    idle_s: float = 30.0
+    """A client silent this long, while the other client waits for it, counts as waiting."""
+    abandon_s: float = 600.0
+    """When every remote seat has been silent this long, the negotiation is run to its end."""
+    max_wait_s: float = 60.0
+    """Longest a wait_for_opponent call may block."""
+
+
+DEFAULT_LIMITS = RoomLimits()
+
+
+@dataclass(frozen=True, slots=True)
+class Sight:
+    """What one seat may see: events up to ``upto``, the live offers then, its clock."""
+
+    upto: int
+    live_offers: tuple[LiveOffer, ...]
+    now: float
+    outcome: SeatOutcome | None
+
+
+Hint = Callable[["Negotiation", Role, Sight], str]
+
+
+class Negotiation:
+    """One negotiation, its referee, schedule and the seats' delivery positions."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        number: int,
+        rules: Rules,
+        clock: ClockKind,
+        houses: Mapping[Role, Agent],
+        players: Collection[Role] = (),
+        on_end: Callable[[Negotiation], None],
+        hint: Hint,
+        limits: RoomLimits = DEFAULT_LIMITS,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.scenario = scenario
+        self.number = number
+        self.referee = Referee(scenario, rules)
+        self._public = scenario.public()
+        self.sched = Scheduler(self.referee, dict(houses), clock=clock)
+        self.remote_roles: tuple[Role, ...] = tuple(r for r in ROLES if r not in houses)
+        self.client_roles: tuple[Role, ...] = tuple(
+            r for r in self.remote_roles if r not in players
+        )
+        """Remote seats played by clients (not by an in-process player of the room)."""
+        self.errors: dict[Role, str] = {}
+        """Why an in-process player failed (it walked away), stored with the negotiation."""
+        self.limits = limits
+        self._on_end = on_end
+        self._hint = hint
+        self._timer = timer
+        self._lock = anyio.Lock()
+        self._seat_locks = {role: anyio.Lock() for role in self.remote_roles}
+        self._changed = anyio.Event()
+        self._seen = dict.fromkeys(self.remote_roles, 0)
+        self._in_call = dict.fromkeys(self.remote_roles, 0)
+        self._created = timer()
+        self._active_at: dict[Role, float] = {}
+        self._started: float | None = None
+        self._version = -1
+        self.recorded = False
+
+    @property
+    def clock(self) -> ClockKind:
+        """How time passes in this negotiation."""
+        return self.sched.clock
+
+    @property
+    def is_open(self) -> bool:
+        """True until the negotiation ends."""
+        return self.referee.is_open
+
+    # -- the calls ------------------------------------------------------------------------------
+
+    async def act(self, role: Role, action: Action) -> ActionResult:
+        """Make one action; returns once it has taken effect. Raises RuleViolation if refused."""
+        async with self._call(role):
+            seat = self.sched.remote(role)
+
+            def settled() -> bool:
+                return seat.state != "acting" or not self.referee.is_open
+
+            async with self._lock:
+                self._advance()
+                if not self.referee.is_open:
+                    return self._too_late(role)
+                self.sched.submit(role, action, self._wall())
+                self._advance()
+                if settled():  # the usual case against a house agent: no waiting at all
+                    return self._acted(role)
+            try:
+                await self._until(settled)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    async with self._lock:
+                        self.sched.cancel(role)
+                        self._advance()
+                raise
+            async with self._lock:
+                return self._acted(role)
+
+    def _acted(self, role: Role) -> ActionResult:
+        seat = self.sched.remote(role)
+        if seat.state == "acting":  # the negotiation ended before the action was due
+            self.sched.cancel(role)
+            return self._too_late(role)
+        applied, seat.applied = seat.applied, None
+        if isinstance(applied, RuleViolation):
+            raise applied
+        return ActionResult(ok=True, **self._update(role))
+
+    async def wait(self, role: Role, timeout_s: float) -> WaitResult:
+        """Sleep until news from the other side, ``timeout_s`` on the clock, or the end.
+
+        Blocks at most ``timeout_s`` (and ``limits.max_wait_s``) wall seconds; if the other
+        side is still deciding then, the seat stays asleep and the result says ``pending``.
+        """
+        timeout_s = max(timeout_s, 0.0)
+        async with self._call(role):
+            seat = self.sched.remote(role)
+
+            def settled() -> bool:
+                return seat.state != "waiting" or not self.referee.is_open
+
+            async with self._lock:
+                self._advance()
+                if self.referee.is_open and seat.state == "thinking" and seat.woke is None:
+                    self.sched.sleep(role, timeout_s, self._wall())
+                    self._advance()
+                if settled():  # the usual case against a house agent: no waiting at all
+                    return self._woken(role)
+            limit = min(timeout_s, self.limits.max_wait_s) + 0.05
+            await self._until(settled, limit=limit)
+            async with self._lock:
+                return self._woken(role)
+
+    def _woken(self, role: Role) -> WaitResult:
+        seat = self.sched.remote(role)
+        reason: WakeReason
+        if not self.referee.is_open:
+            reason = "ended"
+        elif seat.state == "waiting":
+            reason = "pending"
+        else:
+            reason = seat.woke or "timeout"
+        update = self._update(role)
+        if reason == "timeout" and any(e.by not in (role, None) for e in update["events"]):
+            reason = "news"  # the other side moved by the time the seat woke
+        return WaitResult(woke=reason, **update)
+
+    async def observe(self, role: Role, *, deliver: bool) -> Observation:
+        """What the seat sees now; ``deliver`` marks those events as shown to it."""
+        async with self._call(role) if deliver else _nothing(), self._lock:
+            self._advance()
+            sight = self.sight(role)
+            if deliver:
+                self._deliver(role, sight)
+            # Every field comes from validated state: construct without validating it again.
+            return Observation.model_construct(
+                role=role,
+                scenario=self._public,
+                private_value=self.scenario.private_value(role),
+                now=sight.now,
+                time_left=round(self.scenario.deadline - sight.now, 3),
+                live_offers=sight.live_offers,
+                events=tuple(self.referee.events_since(0)[: sight.upto]),
+                outcome=sight.outcome,
+            )
+
+    def sight(self, role: Role) -> Sight:
+        """What ``role`` may see now.
+
+        On the virtual clock: the events up to the seat's own last action or wake-up, never
+        what the other seats did later (even if it already ran), so that a seat's view, and so
+        its next decision, does not depend on anyone's real-time speed.
+        """
+        referee = self.referee
+        end = referee.outcome
+        if end is not None:
+            return Sight(referee.event_count, (), end.time, seat_outcome(end, role))
+        if self.sched.clock == "wall":
+            now = min(self._wall(), self.scenario.deadline)
+            return Sight(referee.event_count, referee.live_offers(), now, None)
+        seat = self.sched.remote(role)
+        if seat.upto == referee.event_count:
+            return Sight(seat.upto, referee.live_offers(), seat.ready_at, None)
+        events = referee.events_since(0)[: seat.upto]
+        return Sight(seat.upto, live_offers(events), seat.ready_at, None)
+
+    def think(self, role: Role, seconds: float) -> None:
+        """Charge ``seconds`` of thinking to a remote seat's clock (virtual clock only).
+
+        Stands in for the per-wake cost of the seat's next action, so an in-process player can
+        charge what its thinking really took (an LLM: per model call and per token). Charged
+        between the seat's calls only; otherwise, on the wall clock or once the negotiation
+        has ended, nothing changes. Synchronous, so that a player can charge from a callback: no
+        call holds the lock across an await once it has changed anything, so the schedule is
+        consistent here, and waiters are woken as on every other change.
+        """
+        seat = self.sched.remote(role)
+        if self.clock != "virtual" or not self.is_open or seat.state != "thinking":
+            return
+        if seconds > 0:
+            self.sched.think(role, seconds)
+            self._advance()
+
+    def hint(self, role: Role) -> str:
+        """What the seat can usefully do next, given what it sees."""
+        return self._hint(self, role, self.sight(role))
+
+    async def tick(self) -> None:
+        """Advance on wall time; run an abandoned negotiation to its end (the server's reaper)."""
+        async with self._lock:
+            if self.referee.is_open and self._abandoned():
+                for role in self.remote_roles:
+                    if not self.sched.remote(role).absent:
+                        self.sched.set_absent(role)
+                log.info("negotiation abandoned", negotiation=self.number)
+            self._advance()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _call(self, role: Role) -> AsyncIterator[None]:
+        async with self._seat_locks[role]:
+            now = self._timer()
+            if self._started is None:
+                self._started = now
+            self._in_call[role] += 1
+            self._active_at[role] = now
+            try:
+                yield
+            finally:
+                self._in_call[role] -= 1
+                self._active_at[role] = self._timer()
+
+    async def _until(self, done: Callable[[], bool], *, limit: float | None = None) -> bool:
+        """Sleep until ``done()`` (True) or ``limit`` wall seconds pass (False)."""
+        end = None if limit is None else self._timer() + limit
+        while True:
+            async with self._lock:
+                self._advance()
+                if done():
+                    return True
+                changed = self._changed
+                pause = self._pause()
+            if end is not None:
+                remaining = end - self._timer()
+                if remaining <= 0:
+                    return False
+                pause = min(pause, remaining)
+            with anyio.move_on_after(pause):
+                await changed.wait()
+
+    def _advance(self) -> None:
+        sched = self.sched
+        if sched.clock == "virtual":
+            while (blocker := sched.blocker()) is not None and self._stalls_others(blocker):
+                sched.set_absent(blocker)
+                log.info("seat idle, counted as waiting", seat=blocker, negotiation=self.number)
+            sched.advance()
+        else:
+            sched.advance(self._wall())
+        if sched.version != self._version:
+            self._version = sched.version
+            self._changed.set()
+            self._changed = anyio.Event()
+        if not self.referee.is_open and not self.recorded:
+            self._on_end(self)  # if the store fails, the next call (or the reaper) retries
+            self.recorded = True
+
+    def _pause(self) -> float:
+        """Wall seconds until the schedule may change without any call (capped)."""
+        if self.sched.clock == "wall":
+            started = self._started if self._started is not None else self._timer()
+            return max(0.0, started + self.sched.next_time() - self._timer() + 0.001)
+        blocker = self.sched.blocker()
+        if blocker is None or self._in_call[blocker]:
+            return 3600.0  # a call of the blocking seat will change the schedule
+        return max(0.0, self._since(blocker) + self.limits.idle_s - self._timer() + 0.001)
+
+    def _since(self, role: Role) -> float:
+        return self._active_at.get(role, self._started if self._started is not None else 0.0)
+
+    def _stalls_others(self, role: Role) -> bool:
+        """The seat is silent past the idle limit while another client waits on it.
+
+        Against a house agent nobody waits for the client, so it may think as long as it likes;
+        nor does an in-process player (it waits in calls too, but it is not a client).
+        """
+        if self._in_call[role] or self._timer() - self._since(role) < self.limits.idle_s:
+            return False
+        # Another client stalled only if it is in a call and not itself counted as gone: a seat
+        # that has just come back is still marked absent until its call reaches the schedule.
+        return any(
+            self._in_call[r] and not self.sched.remote(r).absent
+            for r in self.client_roles
+            if r != role
+        )
+
+    def _abandoned(self) -> bool:
+        now = self._timer()
+        return all(
+            not self._in_call[role]
+            and now - self._active_at.get(role, self._created) >= self.limits.abandon_s
+            for role in self.client_roles
+        )
+
+    def _wall(self) -> float:
+        return 0.0 if self._started is None else self._timer() - self._started
+
+    def _deliver(self, role: Role, sight: Sight) -> tuple[Event, ...]:
+        seen = self._seen[role]
+        events = tuple(self.referee.events_since(seen)[: max(0, sight.upto - seen)])
+        self._seen[role] = max(seen, sight.upto)
+        self.sched.delivered(role, self._seen[role])
+        return events
+
+    def _update(self, role: Role) -> dict[str, Any]:
+        sight = self.sight(role)
+        return {
+            "events": self._deliver(role, sight),
+            "live_offers": sight.live_offers,
+            "now": sight.now,
+            "time_left": round(self.scenario.deadline - sight.now, 3),
+            "outcome": sight.outcome,
+            "hint": self._hint(self, role, sight),
+        }
+
+    def _too_late(self, role: Role) -> ActionResult:
+        """The negotiation ended before the action could take effect."""
+        end = self.referee.outcome
+        assert end is not None
+        if self._seen[role] >= self.referee.event_count:  # the seat has already seen the end
+            raise RuleViolation(ErrorCode.NEGOTIATION_CLOSED, "The negotiation has ended.")
+        if end.end_reason == "deadline":
+            error = ToolErrorPayload(
+                code=ErrorCode.DEADLINE_PASSED,
+                message="The deadline came before your action could take effect.",
+            )
+        else:
+            error = ToolErrorPayload(
+                code=ErrorCode.NEGOTIATION_CLOSED,
+                message="The negotiation ended before your action could take effect.",
+            )
+        return ActionResult(ok=False, error=error, **self._update(role))
+
+
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield

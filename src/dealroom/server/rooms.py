@@ -1,0 +1,173 @@
+"""The rooms of an HTTP server and the bearer tokens that bind a client to one seat.
+
+Tokens come from ``secrets.token_urlsafe(32)``. They are looked up by their SHA-256 digest
+(so the dictionary lookup reveals nothing about the token) and then compared with
+``hmac.compare_digest``. A client's seat comes from its token only, never from a tool argument
+or a header it could set itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+import structlog
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+
+from dealroom.protocol import AgentFactory, Role, RoomCreated, RoomRequest, Scenario
+from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
+from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
+from dealroom.server.room import House, Room
+from dealroom.server.seat import LocalSeat
+from dealroom.store.results import ResultsStore
+
+log = structlog.stdlib.get_logger(__name__)
+
+SEAT_SCOPE = "seat"
+
+HouseResolver = Callable[[str], AgentFactory]
+"""Turns an agent spec into a factory; raises ValueError for an unknown or bad spec."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    token: str
+    room: str
+    role: Role
+
+
+class RoomRegistry:
+    """Every room of one server, by id, and its seat tokens."""
+
+    def __init__(
+        self,
+        *,
+        store: ResultsStore | None,
+        resolve_house: HouseResolver,
+        limits: RoomLimits = DEFAULT_LIMITS,
+        retain_s: float = 3600.0,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.limits = limits
+        self.retain_s = retain_s
+        self._resolve_house = resolve_house
+        self._timer = timer
+        self.rooms: dict[str, Room] = {}
+        self._tokens: dict[bytes, _Token] = {}
+        self._ended_at: dict[str, float] = {}
+
+    def create(self, request: RoomRequest) -> RoomCreated:
+        """Open a room; raises ValueError for a bad house agent spec."""
+        houses: dict[Role, House] = {}
+        for role, spec in (("buyer", request.house_buyer), ("seller", request.house_seller)):
+            if spec is not None:
+                houses[role] = House(spec, self._resolve_house(spec))
+        if len(houses) == 2:
+            raise ValueError("at most one seat can be a house agent")
+        spec = DEFAULT_SPEC
+        if request.deadline is not None:
+            spec = DEFAULT_SPEC.model_copy(update={"deadline": request.deadline})
+
+        def scenarios(index: int) -> Scenario:
+            return scenario_at(request.seed, request.index + index, request.tier, spec)
+
+        room_id = "room-" + secrets.token_hex(8)
+        room = Room(
+            room_id,
+            scenarios=scenarios,
+            houses=houses,
+            rules=request.rules,
+            clock=request.clock,
+            seed=request.seed,
+            store=self.store,
+            limits=self.limits,
+            timer=self._timer,
+        )
+        tokens: dict[Role, str] = {}
+        for role in room.remote_roles:
+            token = secrets.token_urlsafe(32)
+            self._tokens[_digest(token)] = _Token(token, room_id, role)
+            tokens[role] = token
+        self.rooms[room_id] = room
+        log.info("room created", room=room_id, clock=request.clock, seats=list(tokens))
+        return RoomCreated(room=room_id, tokens=tokens)
+
+    def seat_for_token(self, token: str) -> tuple[str, Role] | None:
+        """The (room, role) a token opens, compared in constant time; None if it opens none."""
+        entry = self._tokens.get(_digest(token))
+        if entry is None or not hmac.compare_digest(entry.token.encode(), token.encode()):
+            return None
+        if entry.room not in self.rooms:
+            return None
+        return entry.room, entry.role
+
+    def seat(self, room_id: str, role: Role) -> LocalSeat:
+        """The seat object for a room and role."""
+        return LocalSeat(self.rooms[room_id], role)
+
+    async def reap(self, interval: float = 1.0) -> None:
+        """Forever: advance wall clocks, end abandoned negotiations, forget old finished rooms."""
+        while True:
+            await anyio.sleep(interval)
+            await self.tick()
+
+    async def tick(self) -> None:
+        """One pass of the reaper."""
+        now = self._timer()
+        for room_id, room in list(self.rooms.items()):
+            try:
+                await room.current.tick()
+            except Exception:  # one bad room must not stop the reaper for the others
+                log.exception("reaper failed", room=room_id)
+                continue
+            if room.current.is_open:
+                continue
+            ended = self._ended_at.setdefault(room_id, now)
+            if now - ended >= self.retain_s:
+                self._forget(room_id)
+
+    def _forget(self, room_id: str) -> None:
+        self.rooms.pop(room_id, None)
+        self._ended_at.pop(room_id, None)
+        for digest in [d for d, t in self._tokens.items() if t.room == room_id]:
+            del self._tokens[digest]
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+class SeatTokens(TokenVerifier):
+    """Accepts exactly the seat tokens of open rooms: client_id = room, subject = role."""
+
+    def __init__(self, registry: RoomRegistry) -> None:
+        self.registry = registry
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The token's seat, or None (the transport answers 401)."""
+        found = self.registry.seat_for_token(token)
+        if found is None:
+            return None
+        room, role = found
+        return AccessToken(token=token, client_id=room, subject=role, scopes=[SEAT_SCOPE])
+
+
+def seat_of_request(registry: RoomRegistry) -> Callable[[], LocalSeat]:
+    """A SeatProvider reading the seat from the request's verified bearer token."""
+
+    def provider() -> LocalSeat:
+        token = get_access_token()
+        if token is None or token.subject not in ("buyer", "seller"):
+            # The transport rejects requests without a valid token before any tool runs.
+            raise PermissionError("no seat token on this request")
+        role: Role = "buyer" if token.subject == "buyer" else "seller"
+        return registry.seat(token.client_id, role)
+
+    return provider

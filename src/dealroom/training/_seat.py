@@ -1,0 +1,115 @@
+"""One learner seat against a house agent on the virtual clock: the core of every adapter."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from dealroom.engine.virtual import VirtualRoom, Wake
+from dealroom.play.registry import resolve
+from dealroom.protocol import (
+    DEFAULT_RULES,
+    TIERS,
+    AgentFactory,
+    Decision,
+    Observation,
+    Outcome,
+    Role,
+    Rules,
+    Scenario,
+    Tier,
+    other,
+    seat_view,
+)
+from dealroom.protocol.generator import scenario_at
+
+
+def opponent_factory(opponent: str | AgentFactory) -> AgentFactory:
+    """An AgentFactory from a registry spec (``"boulware"``, ``"linear:k=0.1"``) or a factory.
+
+    Raises ``AgentSpecError`` for an unknown spec.
+    """
+    return resolve(opponent) if isinstance(opponent, str) else opponent
+
+
+def draw_scenario(
+    rng: np.random.Generator, scenario_seed: int, tier: Tier | None, options: Mapping[str, Any]
+) -> Scenario:
+    """The scenario for a reset: ``options["scenario"]`` (a Scenario or its dict) if given,
+    else ``scenario_at(scenario_seed, index, tier)`` with ``options["index"]`` or a drawn index,
+    and the env's tier or a drawn one."""
+    pinned = options.get("scenario")
+    if pinned is not None:
+        return Scenario.model_validate(pinned)
+    chosen: Tier = tier or TIERS[int(rng.integers(len(TIERS)))]
+    index = options.get("index")
+    if index is None:
+        index = int(rng.integers(2**31))
+    return scenario_at(scenario_seed, int(index), chosen)
+
+
+class SeatMatch:
+    """A negotiation in which one seat is driven from outside and the other by a house agent.
+
+    ``advance()`` runs the house's wakes until the learner must decide (its Wake) or the
+    negotiation is over (None); ``decide()`` queues the learner's decision.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        role: Role,
+        opponent: AgentFactory,
+        *,
+        rng: random.Random,
+        rules: Rules = DEFAULT_RULES,
+    ) -> None:
+        self.scenario = scenario
+        self.role = role
+        self.room = VirtualRoom(scenario, rules)
+        self._house = opponent(seat_view(scenario, other(role)), rng)
+        self._now = 0.0
+        self._awake = False
+
+    def advance(self) -> Wake | None:
+        """Run the clock to the learner's next wake; None once the negotiation is over."""
+        room = self.room
+        while (wake := room.next_wake()) is not None:
+            if wake.role == self.role:
+                self._now = wake.observation.now
+                self._awake = True
+                return wake
+            room.decide(wake.role, self._house.act(wake.observation))
+        return None
+
+    def decide(self, decision: Decision, thinking: float | None = None) -> None:
+        """Queue the learner's decision (it must be awake)."""
+        self.room.decide(self.role, decision, thinking)
+        self._awake = False
+
+    def finish(self) -> Outcome:
+        """Play the negotiation out with the learner idle; return the outcome."""
+        if self._awake:
+            self.decide(Decision())
+        while self.advance() is not None:
+            self.decide(Decision())
+        return self.outcome_or_raise()
+
+    @property
+    def is_over(self) -> bool:
+        """True once the negotiation has ended."""
+        return not self.room.referee.is_open
+
+    def observe(self) -> Observation:
+        """The learner's view now (the final view once over)."""
+        return self.room.referee.observe(self.role, self._now)
+
+    def outcome_or_raise(self) -> Outcome:
+        """The full scored outcome (both sides' surplus: for rewards, never for the learner)."""
+        outcome = self.room.referee.outcome
+        if outcome is None:
+            raise RuntimeError("the negotiation is still open")
+        return outcome

@@ -1,0 +1,293 @@
+"""Reach a seat on a dealroom HTTP server from any venv: the standard library only.
+
+verifiers and OpenEnv pin ``mcp<2`` / ``mcp==2.0`` and ``openai<3``, which cannot share a venv
+with dealroom (``mcp>=2.3``, ``openai>=3``). This module speaks MCP's streamable-HTTP transport
+(JSON-RPC 2.0 over POST, with the ``initialize`` handshake of protocol revisions up to
+2025-11-25, which every dealroom server answers) with nothing but ``urllib`` and ``json``, so it
+runs beside any of them. Copy this one file into the other project, or ``pip install --no-deps
+dealroom`` there and import ``dealroom.training.remote``: neither pulls in a dependency.
+
+Usage::
+
+    with RemoteSeat("http://127.0.0.1:8000/mcp", token="<seat token>") as seat:
+        print(seat.get_state().text)
+        result = seat.make_offer(1200.0, "Cash today.")
+        if result.is_error:
+            print(result.error_code, result.text)   # e.g. price_out_of_range
+        update = seat.wait_for_opponent()
+        print(update.structured)               # the server's structured result, if any
+
+Errors:
+
+    RemoteError            the server could not be reached or answered outside the protocol
+      .status: int | None  the HTTP status, when there was one (401: bad or missing token)
+    McpError(RemoteError)  a JSON-RPC error response (unknown tool, bad arguments, ...)
+      .code: int
+
+A refused *action* is not an exception: it comes back as a ToolResult with ``is_error`` true
+and the referee's ``code: message`` text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+PROTOCOL_VERSION = "2025-11-25"
+"""Requested MCP revision (the newest with the initialize handshake); the server may pick an
+older one, which is then sent on every request."""
+
+_ACCEPT = "application/json, text/event-stream"
+
+
+class RemoteError(Exception):
+    """The server could not be reached, refused the request, or answered outside the protocol."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class McpError(RemoteError):
+    """A JSON-RPC error response."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"JSON-RPC error {code}: {message}")
+        self.code = code
+        self.data = data
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """One tool call's result: its text, its structured content and whether it was refused."""
+
+    text: str
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def error_code(self) -> str | None:
+        """The stable code of a refused call (``offer_not_live``, ...), else None."""
+        if not self.is_error:
+            return None
+        text = self.text
+        if text.startswith("Error executing tool ") and ": " in text:
+            text = text.split(": ", 1)[1]
+        code, sep, _ = text.partition(": ")
+        return code if sep and code.replace("_", "").isalnum() else "error"
+
+
+def _sse_messages(body: str) -> list[dict[str, Any]]:
+    """JSON-RPC messages from a text/event-stream body (comments and pings skipped)."""
+    messages, data = [], []
+    for line in [*body.splitlines(), ""]:
+        if line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif not line and data:
+            payload = "\n".join(data)
+            data = []
+            try:
+                message = json.loads(payload)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(message, dict):
+                messages.append(message)
+    return messages
+
+
+class McpHttpClient:
+    """A minimal MCP streamable-HTTP client: initialize, list_tools, call_tool, close."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 120.0,
+        client_name: str = "dealroom-remote",
+    ) -> None:
+        self.url = url
+        self.timeout = timeout
+        self._token = token
+        self._client_name = client_name
+        self._session: str | None = None
+        self._version: str | None = None
+        self._next_id = 0
+        self.server_info: dict[str, Any] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def __enter__(self) -> McpHttpClient:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def connect(self) -> None:
+        """Run the initialize handshake (done on first use if not called)."""
+        if self._version is not None:
+            return
+        result = self._rpc(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": self._client_name, "version": "1"},
+            },
+        )
+        self._version = str(result.get("protocolVersion") or PROTOCOL_VERSION)
+        self.server_info = dict(result.get("serverInfo") or {})
+        self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def close(self) -> None:
+        """End the session on the server (best effort)."""
+        if self._session is None:
+            return
+        request = urllib.request.Request(self.url, method="DELETE", headers=self._headers())
+        # Best effort: the session expires on the server anyway.
+        with contextlib.suppress(urllib.error.URLError, OSError):
+            urllib.request.urlopen(request, timeout=self.timeout).close()
+        self._session = None
+        self._version = None
+
+    # -- requests -------------------------------------------------------------------------
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """Every tool the server offers this seat (name, description, inputSchema, ...)."""
+        self.connect()
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            result = self._rpc("tools/list", {"cursor": cursor} if cursor else {})
+            tools += result.get("tools", [])
+            cursor = result.get("nextCursor")
+            if not cursor:
+                return tools
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> ToolResult:
+        """Call one tool; a refused call is a ToolResult with ``is_error``, not an exception."""
+        self.connect()
+        result = self._rpc("tools/call", {"name": name, "arguments": arguments or {}})
+        texts = [
+            str(part.get("text", ""))
+            for part in result.get("content", [])
+            if isinstance(part, dict) and part.get("type") == "text"
+        ]
+        structured = result.get("structuredContent")
+        return ToolResult(
+            text="\n".join(texts),
+            structured=structured if isinstance(structured, dict) else None,
+            is_error=bool(result.get("isError", False)),
+            raw=result,
+        )
+
+    # -- wire -----------------------------------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": _ACCEPT}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        if self._session:
+            headers["Mcp-Session-Id"] = self._session
+        if self._version:
+            headers["MCP-Protocol-Version"] = self._version
+        return headers
+
+    def _rpc(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._next_id += 1
+        request_id = self._next_id
+        replies = self._post(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        )
+        for reply in replies:
+            if reply.get("id") != request_id:
+                continue  # a notification or a server request on the stream
+            if "error" in reply:
+                error = reply["error"] or {}
+                raise McpError(
+                    int(error.get("code", 0)), str(error.get("message", "")), error.get("data")
+                )
+            result = reply.get("result")
+            return result if isinstance(result, dict) else {}
+        raise RemoteError(f"no response to {method} from {self.url}")
+
+    def _post(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        data = json.dumps(message).encode("utf-8")
+        request = urllib.request.Request(
+            self.url, data=data, method="POST", headers=self._headers()
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                session = response.headers.get("Mcp-Session-Id")
+                if session:
+                    self._session = session
+                kind = response.headers.get("Content-Type", "")
+                body = response.read().decode("utf-8")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", "replace")[:300]
+            hint = " (check the seat token)" if exc.code in (401, 403) else ""
+            raise RemoteError(
+                f"HTTP {exc.code} from {self.url}{hint}: {detail}", exc.code
+            ) from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise RemoteError(f"cannot reach {self.url}: {exc}") from None
+        if not body.strip():
+            return []  # 202 Accepted for notifications
+        if kind.startswith("text/event-stream"):
+            return _sse_messages(body)
+        try:
+            parsed = json.loads(body)
+        except json.JSONDecodeError:
+            raise RemoteError(f"not JSON from {self.url}: {body[:200]!r}") from None
+        items = parsed if isinstance(parsed, list) else [parsed]
+        return [item for item in items if isinstance(item, dict)]
+
+
+class RemoteSeat(McpHttpClient):
+    """One seat of a negotiation on a dealroom HTTP server, with the seat's tools as methods.
+
+    Every method returns a :class:`ToolResult`; ``call(name, **arguments)`` reaches any other
+    tool the server offers.
+    """
+
+    def __enter__(self) -> RemoteSeat:
+        self.connect()
+        return self
+
+    def call(self, name: str, **arguments: Any) -> ToolResult:
+        """Any tool by name, with None-valued arguments left out."""
+        return self.call_tool(name, {k: v for k, v in arguments.items() if v is not None})
+
+    def make_offer(self, price: float, message: str | None = None) -> ToolResult:
+        """Make a binding offer at ``price``."""
+        return self.call("make_offer", price=price, message=message)
+
+    def accept(self, offer_id: str) -> ToolResult:
+        """Accept the other side's live offer."""
+        return self.call("accept", offer_id=offer_id)
+
+    def reject(self, offer_id: str, message: str | None = None) -> ToolResult:
+        """Reject the other side's live offer."""
+        return self.call("reject", offer_id=offer_id, message=message)
+
+    def send_message(self, text: str) -> ToolResult:
+        """Send cheap talk."""
+        return self.call("send_message", text=text)
+
+    def walk_away(self, message: str | None = None) -> ToolResult:
+        """Leave the negotiation without a deal."""
+        return self.call("walk_away", message=message)
+
+    def wait_for_opponent(self, **arguments: Any) -> ToolResult:
+        """Wait for the other side's next move (arguments as the server's tool defines them)."""
+        return self.call("wait_for_opponent", **arguments)
+
+    def get_state(self) -> ToolResult:
+        """The seat's current view."""
+        return self.call("get_state")

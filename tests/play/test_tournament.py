@@ -1,0 +1,256 @@
+"""The tournament runner: jobs, common scenarios, backends that agree, resume without loss."""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections import Counter
+from pathlib import Path
+
+import anyio
+import pytest
+
+from dealroom.agents import resolve
+from dealroom.engine.fork import ForkError, fork, rebuild
+from dealroom.play.tournament import (
+    ChunkPlayer,
+    ConfigMismatchError,
+    Job,
+    ProcessBackend,
+    Progress,
+    RayBackend,
+    RunExistsError,
+    SerialBackend,
+    Tournament,
+    TournamentConfig,
+    TournamentError,
+    _context,
+    chunked,
+)
+from dealroom.protocol.record import NegotiationRecord
+from dealroom.store.results import ResultsStore
+
+CONFIG = TournamentConfig(
+    agents=("boulware", "conceder", "hardliner"), tiers=("low", "high"), per_pair=3, seed=11
+)
+
+
+def records(path: Path, run: str = "tournament") -> dict[str, NegotiationRecord]:
+    with ResultsStore(path) as store:
+        return {row.key: row.record for row in store.iter(run)}
+
+
+def play_all(path: Path, config: TournamentConfig = CONFIG, **kwargs: object) -> Progress:
+    with ResultsStore(path) as store:
+        return Tournament(config, store).run(resolve, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NegotiationRecord]:
+    path = tmp_path_factory.mktemp("serial") / "t.db"
+    play_all(path)
+    return records(path)
+
+
+def test_every_agent_meets_every_other_in_both_seats_per_tier_and_index() -> None:
+    jobs = CONFIG.jobs()
+    assert len(jobs) == 6 * 2 * 3  # ordered pairs x tiers x per_pair
+    assert Counter((j.buyer, j.seller) for j in jobs) == {
+        (b, s): 6 for b in CONFIG.agents for s in CONFIG.agents if b != s
+    }
+    assert len({j.key for j in jobs}) == len(jobs)
+    assert jobs[0].key == "tournament/low/00000/boulware/conceder"
+
+
+def test_self_play_adds_each_agent_against_itself() -> None:
+    config = TournamentConfig(agents=("boulware", "linear"), per_pair=1, self_play=True)
+    assert sorted(config.pairings()) == [
+        ("boulware", "boulware"),
+        ("boulware", "linear"),
+        ("linear", "boulware"),
+        ("linear", "linear"),
+    ]
+
+
+def test_every_pairing_plays_the_same_scenario_at_each_index() -> None:
+    by_slot: dict[tuple[str, int], set[str]] = {}
+    for job in CONFIG.jobs():
+        by_slot.setdefault((job.tier, job.index), set()).add(job.scenario().model_dump_json())
+    assert all(len(scenarios) == 1 for scenarios in by_slot.values())
+    assert len({s for group in by_slot.values() for s in group}) == 6
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"agents": ("boulware",)}, "no pairings"),
+        ({"agents": ("boulware", "boulware")}, "only once"),
+        ({"agents": ("a/b", "c")}, "without '/'"),
+        ({"agents": ("a", "b"), "per_pair": 0}, "at least 1"),
+        ({"agents": ("a", "b"), "tiers": ()}, "at least one"),
+        ({"agents": ("a", "b"), "tiers": ("huge",)}, "unknown tiers"),
+    ],
+)
+def test_bad_configurations_are_refused(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(TournamentError, match=message):
+        TournamentConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_chunks_cover_every_job_once_in_order() -> None:
+    jobs = CONFIG.jobs()
+    chunks = chunked(jobs, workers=2)
+    assert [j for chunk in chunks for j in chunk] == jobs
+    assert max(len(c) for c in chunks) == max(1, len(jobs) // 16)
+    assert [len(c) for c in chunked(jobs, workers=2, size=10)] == [10, 10, 10, 6]
+
+
+def test_the_store_holds_one_row_per_job_with_its_seed(
+    tmp_path: Path, serial: dict[str, NegotiationRecord]
+) -> None:
+    assert set(serial) == {job.key for job in CONFIG.jobs()}
+    with ResultsStore(tmp_path / "x.db") as store:
+        Tournament(CONFIG, store, run_name="r2").run(resolve)
+        row = store.get("r2/high/00002/hardliner/boulware")
+        assert row is not None
+        assert row.extra == {"index": 2, "seed": 11}
+        assert store.run_config("r2") == CONFIG.as_dict()
+
+
+def test_same_seed_and_agents_give_the_same_records_serial_and_in_two_processes(
+    tmp_path: Path, serial: dict[str, NegotiationRecord]
+) -> None:
+    progress = play_all(tmp_path / "p.db", backend=ProcessBackend(2, chunk_size=5))
+    assert records(tmp_path / "p.db") == serial
+    assert progress.done == len(serial)
+    assert progress.deals == sum(r.outcome.status == "deal" for r in serial.values())
+
+
+def test_a_run_in_the_store_is_not_overwritten_without_resume(tmp_path: Path) -> None:
+    play_all(tmp_path / "t.db")
+    with pytest.raises(RunExistsError) as caught:
+        play_all(tmp_path / "t.db")
+    assert caught.value.stored == len(CONFIG.jobs())
+
+
+def test_resuming_with_a_different_configuration_is_refused(tmp_path: Path) -> None:
+    play_all(tmp_path / "t.db")
+    bigger = TournamentConfig(
+        agents=CONFIG.agents, tiers=CONFIG.tiers, per_pair=4, seed=CONFIG.seed
+    )
+    with pytest.raises(ConfigMismatchError, match="per_pair: stored 3, asked 4"):
+        play_all(tmp_path / "t.db", bigger, resume=True)
+
+
+class Stop(Exception):
+    pass
+
+
+def test_an_interrupted_run_resumes_without_loss_or_duplicates(
+    tmp_path: Path, serial: dict[str, NegotiationRecord]
+) -> None:
+    def stop_after_seven(progress: Progress) -> None:
+        if progress.done == 7:
+            raise Stop
+
+    path = tmp_path / "t.db"
+    with pytest.raises(Stop):
+        play_all(path, on_progress=stop_after_seven)
+    assert len(records(path)) == 7
+    progress = play_all(path, resume=True, backend=ProcessBackend(2))
+    assert (progress.skipped, progress.done, progress.new_rows) == (7, len(serial) - 7, 29)
+    assert records(path) == serial
+    again = play_all(path, resume=True)
+    assert (again.skipped, again.done) == (len(serial), 0)
+
+
+def test_an_empty_run_left_by_another_configuration_is_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    with ResultsStore(path) as store:
+        store.set_run_config("tournament", {"agents": ["x"]})
+    play_all(path)
+    with ResultsStore(path) as store:
+        assert store.run_config("tournament") == CONFIG.as_dict()
+
+
+@pytest.mark.anyio
+async def test_the_async_runner_gives_the_same_records_with_many_in_flight(
+    tmp_path: Path, serial: dict[str, NegotiationRecord]
+) -> None:
+    player = ChunkPlayer(resolve)
+    in_flight, most = 0, 0
+
+    async def play_job(job: Job) -> NegotiationRecord:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await anyio.sleep(0.001 * (job.index % 3))  # finish out of order
+        in_flight -= 1
+        return player.play(job)
+
+    with ResultsStore(tmp_path / "a.db") as store:
+        progress = await Tournament(CONFIG, store).run_async(play_job, limit=4)
+    assert progress.done == len(serial)
+    assert most == 4
+    assert records(tmp_path / "a.db") == serial
+
+
+def test_the_serial_backend_yields_jobs_in_order() -> None:
+    jobs = CONFIG.jobs()[:3]
+    assert [job for job, _ in SerialBackend().run(jobs, ChunkPlayer(resolve))] == jobs
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
+def test_the_ray_backend_gives_the_same_records_as_the_local_one(
+    tmp_path: Path, serial: dict[str, NegotiationRecord]
+) -> None:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        play_all(tmp_path / "r.db", backend=RayBackend(chunk_size=6))
+    finally:
+        ray.shutdown()
+    assert records(tmp_path / "r.db") == serial
+
+
+def test_every_stored_negotiation_can_be_rebuilt_at_every_action_boundary(
+    serial: dict[str, NegotiationRecord],
+) -> None:
+    checked = 0
+    for record in serial.values():
+        for at in range(len(record.events)):
+            try:
+                room = rebuild(record.scenario, record.events, at)
+            except ForkError as exc:  # inside one action, or the closing one
+                assert "withdraws an offer" in str(exc) or "ends the negotiation" in str(exc)
+                continue
+            assert room.referee.events == record.events[:at]
+            checked += 1
+    assert checked > len(serial) * 10
+
+
+def test_a_fork_from_event_zero_with_the_same_agents_is_the_original(
+    serial: dict[str, NegotiationRecord],
+) -> None:
+    record = serial["tournament/high/00001/conceder/boulware"]
+    again = fork(
+        record,
+        0,
+        resolve("conceder"),
+        resolve("boulware"),
+        names=("conceder", "boulware"),
+        seed=CONFIG.seed,
+    )
+    assert again == record
+
+
+def test_worker_processes_are_not_forked_from_a_driver_that_runs_threads() -> None:
+    assert _context().get_start_method() == "fork"
+    release = threading.Event()
+    helper = threading.Thread(target=release.wait, args=(10,))
+    helper.start()
+    try:
+        assert _context().get_start_method() == "forkserver"
+    finally:
+        release.set()
+        helper.join(timeout=10)

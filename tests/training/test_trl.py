@@ -1,0 +1,208 @@
+"""BargainToolEnv follows TRL's environment_factory contract (tested without TRL)."""
+
+import inspect
+import re
+import typing
+from decimal import Decimal
+
+import pytest
+
+from dealroom.protocol import Decision, MakeOffer, Observation, SeatView
+from dealroom.protocol.generator import scenario_at
+from dealroom.training import BargainToolEnv, RewardSpec
+from dealroom.training.sft import TOOLS
+
+TOOL_NAMES = {
+    "make_offer",
+    "accept",
+    "reject",
+    "send_message",
+    "walk_away",
+    "wait_for_opponent",
+    "get_state",
+}
+
+
+def public_methods(env: BargainToolEnv) -> dict[str, typing.Any]:
+    return {
+        name: member
+        for name, member in inspect.getmembers(env, callable)
+        if not name.startswith("_")
+    }
+
+
+def their_offer_id(text: str) -> str:
+    found = re.findall(r"The (?:seller|buyer)'s live offer (o\d+)", text)
+    assert found, text
+    return found[-1]
+
+
+def money_forms(amount: Decimal) -> list[str]:
+    return [f"{amount:,.2f}", f"{amount:.2f}", str(amount)]
+
+
+def test_public_methods_are_reset_get_reward_and_the_tools() -> None:
+    assert set(public_methods(BargainToolEnv())) == {"reset", "get_reward", *TOOL_NAMES}
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_NAMES))
+def test_every_tool_has_typed_arguments_and_a_google_style_docstring(name: str) -> None:
+    method = getattr(BargainToolEnv, name)
+    hints = typing.get_type_hints(method)
+    params = [p for p in inspect.signature(method).parameters if p != "self"]
+    assert hints["return"] is str
+    doc = inspect.getdoc(method) or ""
+    assert doc.splitlines()[0].endswith(".")
+    for param in params:
+        assert param in hints
+        assert re.search(rf"^\s+{param}: \S", doc.split("Args:")[-1], re.M), (name, param)
+    if params:
+        assert "Args:" in doc
+
+
+def test_sft_tool_schemas_match_the_environment_tools() -> None:
+    for tool in TOOLS:
+        fn = tool["function"]
+        sig = inspect.signature(getattr(BargainToolEnv, fn["name"]))
+        params = {p for p in sig.parameters if p != "self"}
+        required = {p for p, v in sig.parameters.items() if p != "self" and v.default is v.empty}
+        assert set(fn["parameters"]["properties"]) == params
+        assert set(fn["parameters"]["required"]) == required
+    assert {tool["function"]["name"] for tool in TOOLS} == TOOL_NAMES
+
+
+def test_reset_returns_the_briefing_and_the_first_observation() -> None:
+    env = BargainToolEnv()
+    text = env.reset(index=3, prompt=[{"role": "user", "content": "ignored"}])
+    view_value = scenario_at(0, 3, "mid").buyer_value
+    assert text.startswith("You are the buyer in a one-item negotiation.")
+    assert f"${view_value:,.2f}" in text
+    assert "The negotiation has started." in text
+    assert "Clock: 0.0 s of 120 s" in text
+
+
+def test_reset_row_chooses_seed_tier_index_role_and_opponent() -> None:
+    env = BargainToolEnv()
+    text = env.reset(seed=7, tier="low", index=2, role="seller", opponent="linear")
+    cost = scenario_at(7, 2, "low").seller_cost
+    assert text.startswith("You are the seller")
+    assert f"${cost:,.2f}" in text
+
+
+def test_reset_refuses_an_unknown_role() -> None:
+    with pytest.raises(ValueError, match="role"):
+        BargainToolEnv().reset(role="broker")
+
+
+def test_make_offer_returns_the_offer_and_the_reply() -> None:
+    env = BargainToolEnv()
+    env.reset(index=3)
+    text = env.make_offer(1000, message="Cash today.")
+    assert 'You offered $1,000.00 (offer o2), saying: "Cash today."' in text
+    assert "The seller offered" in text
+    assert "Your live offer o2 is $1,000.00." in text
+
+
+def test_accept_closes_the_deal_and_get_reward_scores_it() -> None:
+    env = BargainToolEnv(reward=RewardSpec(share=0.0, deal=1.0, ir_violation=0.0))
+    offer = their_offer_id(env.reset(index=3) + env.wait_for_opponent())
+    text = env.accept(offer)
+    assert f"You accepted offer {offer}" in text
+    assert "The negotiation is over: deal at" in text
+    assert env.get_reward() == 1.0
+
+
+def test_accepting_a_losing_price_is_penalised_by_the_default_reward() -> None:
+    env = BargainToolEnv()
+    offer = their_offer_id(env.reset(index=3) + env.wait_for_opponent())
+    env.accept(offer)  # the seller opens at 1.3 times the list price, above the buyer's value
+    assert env.get_reward() < -1.0
+
+
+def test_reject_send_message_and_get_state() -> None:
+    env = BargainToolEnv()
+    offer = their_offer_id(env.reset(index=3) + env.wait_for_opponent())
+    rejected = env.reject(offer, message="Too high.")
+    assert f'You rejected offer {offer}, saying: "Too high."' in rejected
+    said = env.send_message("Can you do better?")
+    assert 'You said: "Can you do better?"' in said
+    state = env.get_state()
+    assert state.startswith("Clock: ") and state == env.get_state()  # no time passes
+
+
+def test_walk_away_ends_without_a_deal_and_scores_zero() -> None:
+    env = BargainToolEnv()
+    env.reset(index=3)
+    text = env.walk_away("Not for me.")
+    assert 'You walked away, saying: "Not for me."' in text
+    assert "over without a deal (walk_away)" in text
+    assert env.get_reward() == 0.0
+
+
+def test_refused_actions_come_back_as_text_with_their_code() -> None:
+    env = BargainToolEnv()
+    env.reset(index=3)
+    assert env.accept("o99").startswith("Error [offer_not_found]: There is no offer 'o99'.")
+    assert env.make_offer(-5).startswith("Error [price_out_of_range]:")
+    assert env.send_message("   ").startswith("Error [message_empty]:")
+    bad_type = env.make_offer("lots")  # type: ignore[arg-type]
+    assert bad_type.startswith("Error [invalid_action]: price:")
+
+
+def test_too_many_invalid_actions_forfeit_and_say_so() -> None:
+    env = BargainToolEnv()
+    env.reset(index=3)
+    texts = [env.accept("o99") for _ in range(10)]
+    assert "forfeited" in texts[-1] and "(forfeit)" in texts[-1]
+    assert env.accept("o99").startswith("Error [negotiation_closed]:")
+
+
+def test_tools_after_the_end_say_the_negotiation_is_closed() -> None:
+    env = BargainToolEnv()
+    env.reset(index=3)
+    env.walk_away()
+    for text in (env.make_offer(100), env.wait_for_opponent(), env.reject("o1")):
+        assert text.startswith("Error [negotiation_closed]: The negotiation has ended.")
+
+
+def test_get_reward_plays_an_unfinished_negotiation_out() -> None:
+    env = BargainToolEnv()
+    env.reset(index=3)
+    env.make_offer(float(scenario_at(0, 3, "mid").list_price) / 100)
+    assert env.get_reward() == 0.0  # no seller comes down to 1% of the list price
+    assert "deadline" in env.get_state()
+
+
+def test_a_factory_can_be_the_opponent() -> None:
+    class Generous:
+        def __init__(self, view: SeatView) -> None:
+            self.price = view.scenario.list_price / 2
+
+        def act(self, observation: Observation) -> Decision:
+            if observation.my_offer is None:
+                return Decision(actions=(MakeOffer(price=self.price),))
+            return Decision()
+
+    env = BargainToolEnv(opponent=lambda view, rng: Generous(view))
+    offer = their_offer_id(env.reset(index=3) + env.wait_for_opponent())
+    env.accept(offer)
+    assert env.get_reward() > 0.5
+
+
+@pytest.mark.parametrize("role", ["buyer", "seller"])
+def test_no_returned_string_mentions_the_other_sides_value(role: str) -> None:
+    env = BargainToolEnv(role=role)  # type: ignore[arg-type]
+    scenario = scenario_at(0, 5, "mid")
+    hidden = scenario.seller_cost if role == "buyer" else scenario.buyer_value
+    texts = [env.reset(index=5)]
+    texts.append(env.make_offer(float(scenario.list_price)))
+    texts.append(env.send_message("What is your best price?"))
+    texts += [env.wait_for_opponent() for _ in range(3)]
+    texts.append(env.reject(their_offer_id("\n".join(texts))))
+    texts.append(env.get_state())
+    texts.append(env.make_offer(float(scenario.list_price) * 0.9))
+    texts.append(env.walk_away())
+    texts.append(str(env.get_reward()))
+    blob = "\n".join(texts)
+    for form in money_forms(hidden):
+        assert form not in blob
