@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import EngineFigures, measure
-
 from dealroom.protocol.generator import generate
+from engine import EngineFigures, measure
 
 HERE = Path(__file__).resolve().parent
 NEGMAS_PYTHON = HERE / ".venv-negmas" / "bin" / "python"
