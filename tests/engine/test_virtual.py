@@ -17,6 +17,7 @@ import pytest
 from dealroom.agents import entries, resolve
 from dealroom.engine import VirtualRoom, Wake
 from dealroom.engine.match import play
+from dealroom.engine.schedule import Scheduler
 from dealroom.protocol import (
     ROLES,
     Accept,
@@ -30,6 +31,7 @@ from dealroom.protocol import (
     NegotiationEnded,
     Observation,
     OfferMade,
+    Referee,
     Role,
     Rules,
     Scenario,
@@ -37,6 +39,7 @@ from dealroom.protocol import (
     SendMessage,
     ThinkingCosts,
     other,
+    seat_view,
 )
 from dealroom.protocol.generator import generate
 
@@ -393,3 +396,30 @@ def test_no_seat_ever_observes_the_other_sides_value() -> None:
                 assert not _leaks(observation, secret), (scenario.id, role, observation)
                 checked += 1
     assert len(scenarios) == 300 and checked > 600
+
+
+def test_run_refuses_a_seat_without_an_agent_and_assign_hands_it_one() -> None:
+    scenario = make_scenario()
+    room = VirtualRoom(
+        scenario,
+        agents={"buyer": resolve("linear")(seat_view(scenario, "buyer"), random.Random(0))},
+    )
+    with pytest.raises(RuntimeError, match="without an agent"):
+        room.run()
+    with pytest.raises(RuntimeError, match="awake"):
+        room.assign("seller", resolve("boulware")(seat_view(scenario, "seller"), random.Random(0)))
+    room.decide("seller", Decision())
+    room.assign("seller", resolve("boulware")(seat_view(scenario, "seller"), random.Random(0)))
+    room.run()
+    assert room.referee.outcome is not None
+    assert not room.referee.is_open
+
+
+def test_next_wake_refuses_a_schedule_that_waits_for_a_remote_seat() -> None:
+    scenario = make_scenario()
+    schedule = Scheduler(Referee(scenario), {}, driven=("seller",))
+    wake = schedule.next_wake()
+    assert wake is not None and wake.role == "seller"
+    schedule.decide("seller", offer(900))
+    with pytest.raises(RuntimeError, match="remote seat"):
+        schedule.next_wake()

@@ -14,6 +14,7 @@ from mcp_support import acts, house_room, scenario, scripted
 from dealroom.agents import entries, resolve
 from dealroom.engine.match import play, seat_rng
 from dealroom.engine.schedule import Scheduler
+from dealroom.engine.virtual import VirtualRoom
 from dealroom.protocol import (
     Accept,
     ActionCosts,
@@ -39,18 +40,32 @@ def two_seat_room(seed: int = 1, *, limits: RoomLimits = FAST, **kwargs: object)
     return Room("pair", scenarios=lambda i: scenario(seed, index=i), limits=limits, **kwargs)  # type: ignore[arg-type]
 
 
-def test_house_seats_are_simulated_exactly_as_the_virtual_room_simulates_them() -> None:
+def test_agents_in_place_driven_from_outside_or_mixed_play_the_same_negotiation() -> None:
+    # One schedule runs every way of playing: agents called in place (a match, a room's house
+    # seats), seats driven one wake at a time (training, tests), or one of each.
     names = [entry.name for entry in entries()]
     for sc in generate(1, seed=11):
         for buyer in names:
             for seller in names:
                 record = play(sc, resolve(buyer), resolve(seller), seed=2)
+                for driven in (("buyer", "seller"), ("buyer",), ("seller",)):
+                    agents = {
+                        role: resolve(spec)(seat_view(sc, role), seat_rng(2, sc.id, role))
+                        for role, spec in (("buyer", buyer), ("seller", seller))
+                    }
+                    room = VirtualRoom(
+                        sc, agents={r: a for r, a in agents.items() if r not in driven}
+                    )
+                    while (wake := room.next_wake()) is not None:
+                        assert wake.role in driven
+                        room.decide(wake.role, agents[wake.role].act(wake.observation))
+                    assert room.referee.events == record.events, (sc.id, buyer, seller, driven)
+                referee = Referee(sc)
                 agents = {
                     role: resolve(spec)(seat_view(sc, role), seat_rng(2, sc.id, role))
                     for role, spec in (("buyer", buyer), ("seller", seller))
                 }
-                referee = Referee(sc)
-                Scheduler(referee, agents).advance()  # type: ignore[arg-type]
+                Scheduler(referee, agents).advance()  # a room's house seats
                 assert referee.events == record.events, (sc.id, buyer, seller)
 
 

@@ -24,7 +24,6 @@ from dealroom.protocol import (
     DEFAULT_RULES,
     Accept,
     Action,
-    Agent,
     AgentFactory,
     Decision,
     Event,
@@ -160,12 +159,11 @@ def fork(
     """Continue ``record`` after its first ``at`` events with fresh agents in both seats."""
     scenario = record.scenario
     room = rebuild(scenario, record.events, at, rules)
-    agents: dict[Role, Agent] = {
-        "buyer": buyer(seat_view(scenario, "buyer"), seat_rng(seed, scenario.id, "buyer")),
-        "seller": seller(seat_view(scenario, "seller"), seat_rng(seed, scenario.id, "seller")),
-    }
-    while (wake := room.next_wake()) is not None:
-        room.decide(wake.role, agents[wake.role].act(wake.observation))
+    room.assign("buyer", buyer(seat_view(scenario, "buyer"), seat_rng(seed, scenario.id, "buyer")))
+    room.assign(
+        "seller", seller(seat_view(scenario, "seller"), seat_rng(seed, scenario.id, "seller"))
+    )
+    room.run()
     outcome = room.referee.outcome
     assert outcome is not None
     return NegotiationRecord(

@@ -36,9 +36,8 @@ def play(
         "buyer": buyer(seat_view(scenario, "buyer"), seat_rng(seed, scenario.id, "buyer")),
         "seller": seller(seat_view(scenario, "seller"), seat_rng(seed, scenario.id, "seller")),
     }
-    room = VirtualRoom(scenario, rules)
-    while (wake := room.next_wake()) is not None:
-        room.decide(wake.role, agents[wake.role].act(wake.observation))
+    room = VirtualRoom(scenario, rules, agents=agents)
+    room.run()
     outcome = room.referee.outcome
     assert outcome is not None
     return NegotiationRecord(

@@ -1,36 +1,39 @@
-"""The clock of a room: house agents and remote seats on one schedule. Pure: no I/O, no clock.
+"""The schedule of a negotiation: the one ordering rule and the one play-out loop. Pure.
 
-House seats (in-process agents) are simulated exactly as ``VirtualRoom`` simulates its seats:
-a seat is due at its next queued action (``ready_at`` + the action's cost), or else at the
-earliest of a new event from the other side and its requested wake-up; deciding costs
-``rules.thinking.per_wake``. Remote seats act one tool call at a time and are in one of three
-states:
+Every way of playing runs here: a scripted match (both seats house agents), a fork (a rebuilt
+prefix, then agents), a training environment (a learner driven from outside against a house
+agent, or both seats driven), and a room served over MCP (remote seats, see ``RemoteSeat``).
+The seats and their transitions are in ``dealroom.engine.seats``.
 
-thinking   between calls (the client is deciding); it cannot act before its lower bound
-acting     one submitted action, taking effect at a known time
-waiting    asleep until news from the other side or its wake-up time
-
-The earliest due item runs first (at equal times actions before wake-ups, then
-``rules.first_mover``). With the **virtual** clock, a remote action takes effect at the seat's
-own clock + the action's cost (+ ``per_wake`` on the first action after a wake), and nothing
-runs past a thinking seat's clock: the room waits for it (conservative synchronisation), unless
-the seat is marked absent. With the **wall**
-clock, remote actions take effect at the wall time they arrive, and items run once the wall time
-supplied to ``advance`` reaches them.
+The earliest due item runs first; at equal times an action taking effect goes before a wake-up
+(so the woken seat sees it), then ``rules.first_mover``. A house seat with an agent decides in
+place when it wakes; one without stops the loop (``next_wake`` returns its ``Wake``) until
+``decide``. With the **virtual** clock, a remote action takes effect at the seat's own clock +
+the action's cost (+ ``per_wake`` on the first action after a wake), and nothing runs past a
+thinking seat's clock: the room waits for it (conservative synchronisation), unless the seat is
+marked absent. With the **wall** clock, remote actions take effect at the wall time they arrive,
+and items run once the wall time supplied to ``advance`` reaches them.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Collection, Mapping, Sequence
 
-from dealroom.engine.virtual import MIN_STEP, SeatClock
+from dealroom.engine.seats import (
+    MIN_STEP,
+    HouseSeat,
+    RemoteSeat,
+    RemoteState,
+    Seat,
+    Wake,
+    action_costs,
+)
 from dealroom.protocol import (
     Action,
     Agent,
+    Decision,
     Event,
     LiveOffer,
     NegotiationEnded,
@@ -46,69 +49,46 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.wire import ClockKind
 
-RemoteState = Literal["thinking", "acting", "waiting"]
+__all__ = ["HouseSeat", "RemoteSeat", "RemoteState", "Scheduler", "Seat", "Wake", "live_offers"]
 
 
 def _t(x: float) -> float:
     return round(x, 3)
 
 
-@dataclass(slots=True)
-class HouseSeat(SeatClock):
-    """An in-process agent: a ``VirtualRoom`` seat's clock and transitions, plus the agent."""
-
-    agent: Agent = field(kw_only=True)
-
-
-@dataclass(slots=True)
-class RemoteSeat:
-    """A seat driven by tool calls."""
-
-    state: RemoteState = "thinking"
-    ready_at: float = 0.0
-    """The seat's clock: when its last action took effect or it last woke."""
-    fresh: bool = True
-    """The next action is the first since a wake, so it pays the per-wake thinking cost."""
-    absent: bool = False
-    """Silent past the idle limit: counts as waiting for news that never wakes it."""
-    action: Action | None = None
-    action_at: float = 0.0
-    wake_at: float = math.inf
-    news_at: float = math.inf
-    """Time of the first event from the other side not yet delivered to the client."""
-    applied: list[Event] | RuleViolation | None = None
-    """What the last executed action did; read once by the room."""
-    woke: Literal["news", "timeout"] | None = None
-    """Why the seat last woke, until the news is delivered."""
-    upto: int = 0
-    """How many events the seat may see: those up to its last action or wake-up."""
-
-
-Seat = HouseSeat | RemoteSeat
-
-
 class Scheduler:
-    """One negotiation's seats, advanced item by item in time order."""
+    """One negotiation's seats, advanced item by item in time order.
+
+    ``houses`` are seats played by in-process agents, ``driven`` seats are house seats decided
+    from outside (``next_wake`` / ``decide``); every other seat is remote.
+    """
 
     def __init__(
         self,
         referee: Referee,
-        houses: dict[Role, Agent],
+        houses: Mapping[Role, Agent],
         *,
         clock: ClockKind = "virtual",
+        driven: Collection[Role] = (),
     ) -> None:
         self.referee = referee
         self.rules: Rules = referee.rules
         self.clock = clock
         self.deadline = referee.scenario.deadline
+        costs = action_costs(self.rules.costs)
         self.seats: dict[Role, Seat] = {
-            role: HouseSeat(agent=houses[role]) if role in houses else RemoteSeat()
+            role: HouseSeat(role, costs, houses.get(role))
+            if role in houses or role in driven
+            else RemoteSeat(role)
             for role in ("buyer", "seller")
         }
         self.order: tuple[Role, Role] = (self.rules.first_mover, other(self.rules.first_mover))
-        costs = self.rules.costs
-        self._min_cost = min(costs.make_offer, costs.accept, costs.reject)
-        self._min_cost = min(self._min_cost, costs.send_message, costs.walk_away)
+        self._first, self._second = (self.seats[role] for role in self.order)
+        self._per_wake = self.rules.thinking.per_wake
+        self._min_cost = min(costs.values())
+        self._awake: HouseSeat | None = None
+        """The driven seat woken by ``next_wake`` that has not decided yet."""
+        self._wake: Wake | None = None
         self.now = 0.0
         """Time of the last item run: nothing can happen before it any more."""
         self.version = 0
@@ -119,6 +99,44 @@ class Scheduler:
         seat = self.seats[role]
         assert isinstance(seat, RemoteSeat), f"the {role} seat is not remote"
         return seat
+
+    def house(self, role: Role) -> HouseSeat:
+        """The house seat ``role`` (a programming error if it is remote)."""
+        seat = self.seats[role]
+        assert isinstance(seat, HouseSeat), f"the {role} seat is not a house seat"
+        return seat
+
+    # -- house seats driven from outside ---------------------------------------------------
+
+    def next_wake(self) -> Wake | None:
+        """Run the clock to the next driven seat that must decide; None once the negotiation
+        is over. House agents play their turns in between."""
+        if self._awake is not None:
+            raise RuntimeError(f"the {self._awake.role} seat has not decided yet")
+        self.advance()
+        wake, self._wake = self._wake, None
+        if wake is None and self.referee.is_open:
+            raise RuntimeError("the schedule waits for a remote seat: use advance()")
+        return wake
+
+    def decide(self, role: Role, decision: Decision, thinking: float | None = None) -> None:
+        """Queue the woken driven seat's decision; ``thinking`` seconds (default: the per-wake
+        cost) pass before its first action."""
+        seat = self._awake
+        if seat is None or seat.role != role:
+            raise RuntimeError(f"the {role} seat is not awake")
+        cost = self._per_wake if thinking is None else thinking
+        if not cost >= 0:
+            raise ValueError(f"thinking time must be a number >= 0, not {thinking!r}")
+        self._awake = None
+        seat.queue(decision, cost)
+
+    def assign(self, role: Role, agent: Agent) -> None:
+        """From now on the house seat ``role`` is played by ``agent`` (not while it is awake)."""
+        seat = self.house(role)
+        if seat.awake:
+            raise RuntimeError(f"the {role} seat is awake: decide first")
+        seat.agent = agent
 
     # -- remote seat transitions (called by the room, one call per seat at a time) -------------
 
@@ -188,53 +206,62 @@ class Scheduler:
             seat.ready_at = max(seat.ready_at, wall)
         return seat
 
-    # -- running ---------------------------------------------------------------------------------
+    # -- running: the one play-out loop ----------------------------------------------------------
 
     def advance(self, wall: float = 0.0) -> None:
-        """Run every item that can run now (``wall``: seconds since start, wall clock only)."""
+        """Run every item that can run now (``wall``: seconds since start, wall clock only),
+        until the end, a thinking remote seat, or a driven seat that must decide."""
         referee = self.referee
-        while referee.is_open:
-            role, at, determined = self._earliest()
-            if self.clock == "virtual":
-                if at >= self.deadline:
+        virtual = self.clock == "virtual"
+        deadline = self.deadline
+        while referee.is_open and self._awake is None:
+            seat, at, determined = self._earliest()
+            if virtual:
+                if at >= deadline:
                     self._expire()
                     return
                 if not determined:
                     return
-            elif at > wall or at >= self.deadline:
-                if wall >= self.deadline:
+            elif at > wall or at >= deadline:
+                if wall >= deadline:
                     self._expire()
                 return
-            self._run(role, at)
+            self.now = at if at > self.now else self.now
+            self.version += 1
+            if isinstance(seat, HouseSeat):
+                self._run_house(seat, at)
+            else:
+                self._run_remote(seat, at)
 
     def blocker(self) -> Role | None:
         """The thinking remote seat the schedule waits for (virtual clock), if any."""
         if not self.referee.is_open or self.clock != "virtual":
             return None
-        role, at, determined = self._earliest()
-        return None if determined or at >= self.deadline else role
+        seat, at, determined = self._earliest()
+        return None if determined or at >= self.deadline else seat.role
 
     def next_time(self) -> float:
         """When the next item is due (wall clock: when to run ``advance`` again)."""
         return min(self._earliest()[1], self.deadline)
 
-    def _earliest(self) -> tuple[Role, float, bool]:
-        # Ordered by time; at equal times an action taking effect goes before a wake-up (so the
-        # woken seat sees it), then the first mover: exactly VirtualRoom's order.
-        best: tuple[tuple[float, bool, int], Role, bool] | None = None
-        for index, role in enumerate(self.order):
-            at, is_action, determined = self._bound(self.seats[role])
-            key = (at, not is_action, index)
-            if best is None or key < best[0]:
-                best = (key, role, determined)
-        assert best is not None
-        return best[1], best[0][0], best[2]
+    def _earliest(self) -> tuple[Seat, float, bool]:
+        # The one ordering rule: by time; at equal times an action taking effect goes before a
+        # wake-up (so the woken seat sees it), then the first mover.
+        first, second = self._first, self._second
+        if isinstance(first, HouseSeat):
+            at1, act1, det1 = first.due_at, first.due_action, not first.awake
+        else:
+            at1, act1, det1 = self._bound(first)
+        if isinstance(second, HouseSeat):
+            at2, act2, det2 = second.due_at, second.due_action, not second.awake
+        else:
+            at2, act2, det2 = self._bound(second)
+        if at2 < at1 or (at2 == at1 and act2 and not act1):
+            return second, at2, det2
+        return first, at1, det1
 
-    def _bound(self, seat: Seat) -> tuple[float, bool, bool]:
+    def _bound(self, seat: RemoteSeat) -> tuple[float, bool, bool]:
         """(time, is an action, determined) of the seat's next item, or a lower bound of it."""
-        costs = self.rules.costs
-        if isinstance(seat, HouseSeat):
-            return *seat.due(costs), True
         if seat.state == "acting":
             return seat.action_at, True, True
         if seat.state == "waiting":
@@ -243,47 +270,48 @@ class Scheduler:
             return math.inf, False, False
         # A thinking seat acts no earlier than thinking plus the cheapest action from now. (It
         # may also wake earlier, but a wake changes nothing for others, and what the woken
-        # seat sees is cut at its wake time: see _run.)
+        # seat sees is cut at its wake time: see _run_remote.)
         return _t(seat.ready_at + self._thinking(seat) + self._min_cost), True, False
 
     def _thinking(self, seat: RemoteSeat) -> float:
-        return max(self.rules.thinking.per_wake, MIN_STEP) if seat.fresh else 0.0
+        return max(self._per_wake, MIN_STEP) if seat.fresh else 0.0
 
-    def _run(self, role: Role, at: float) -> None:
-        self.now = max(self.now, at)
-        self.version += 1
-        seat = self.seats[role]
-        if isinstance(seat, HouseSeat):
-            self._run_house(role, seat, at)
-        elif seat.state == "acting":
+    def _run_remote(self, seat: RemoteSeat, at: float) -> None:
+        if seat.state == "acting":
             action, seat.action = seat.action, None
             assert action is not None
             seat.state, seat.ready_at, seat.fresh = "thinking", at, False
-            seat.applied = self._apply(role, action, at)
+            seat.applied = self._apply(seat, action, at)
             seat.upto = self.referee.event_count
         else:
             seat.woke = "news" if seat.news_at <= seat.wake_at else "timeout"
             seat.state, seat.ready_at, seat.fresh = "thinking", at, True
             self._see_until(seat, at)
 
-    def _run_house(self, role: Role, seat: HouseSeat, at: float) -> None:
-        # VirtualRoom.next_wake and decide, with the agent called in place.
+    def _run_house(self, seat: HouseSeat, at: float) -> None:
         if seat.pending:
-            seat.ready_at = at
-            if isinstance(self._apply(role, seat.pending.popleft(), at), RuleViolation):
-                seat.refused(at)
+            applied = self._apply(seat, seat.acted(at), at)
+            if isinstance(applied, RuleViolation):
+                seat.refused(applied, at)
             return
         seat.wake(at)
-        decision = seat.agent.act(self.referee.observe(role, at))
-        seat.queue(decision, self.rules.thinking.per_wake)
+        observation = self.referee.observe(seat.role, at)
+        agent = seat.agent
+        if agent is None:
+            errors = tuple(seat.errors)
+            seat.errors.clear()
+            self._awake, self._wake = seat, Wake(seat.role, observation, errors)
+            return
+        seat.errors.clear()
+        seat.queue(agent.act(observation), self._per_wake)
 
-    def _apply(self, role: Role, action: Action, at: float) -> list[Event] | RuleViolation:
+    def _apply(self, seat: Seat, action: Action, at: float) -> list[Event] | RuleViolation:
         try:
-            events = self.referee.apply(role, action, at)
+            events = self.referee.apply(seat.role, action, at)
         except RuleViolation as violation:
             return violation
-        opponent = self.seats[other(role)]
-        opponent.news_at = min(opponent.news_at, at)
+        # A seat is woken by the other side's events, never by its own.
+        (self._second if seat is self._first else self._first).heard(at)
         return events
 
     def _expire(self) -> None:

@@ -55,7 +55,8 @@ class SeatMatch:
     """A negotiation in which one seat is driven from outside and the other by a house agent.
 
     ``advance()`` runs the house's wakes until the learner must decide (its Wake) or the
-    negotiation is over (None); ``decide()`` queues the learner's decision.
+    negotiation is over (None); ``decide()`` queues the learner's decision. Both run the
+    engine's one play-out loop (``VirtualRoom``), the house agent called in place.
     """
 
     def __init__(
@@ -69,21 +70,18 @@ class SeatMatch:
     ) -> None:
         self.scenario = scenario
         self.role = role
-        self.room = VirtualRoom(scenario, rules)
-        self._house = opponent(seat_view(scenario, other(role)), rng)
+        house = opponent(seat_view(scenario, other(role)), rng)
+        self.room = VirtualRoom(scenario, rules, agents={other(role): house})
         self._now = 0.0
         self._awake = False
 
     def advance(self) -> Wake | None:
         """Run the clock to the learner's next wake; None once the negotiation is over."""
-        room = self.room
-        while (wake := room.next_wake()) is not None:
-            if wake.role == self.role:
-                self._now = wake.observation.now
-                self._awake = True
-                return wake
-            room.decide(wake.role, self._house.act(wake.observation))
-        return None
+        wake = self.room.next_wake()
+        if wake is not None:
+            self._now = wake.observation.now
+            self._awake = True
+        return wake
 
     def decide(self, decision: Decision, thinking: float | None = None) -> None:
         """Queue the learner's decision (it must be awake)."""

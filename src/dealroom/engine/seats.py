@@ -1,0 +1,162 @@
+"""The two kinds of seat on a negotiation's schedule, and their transitions. Pure: no I/O.
+
+A **house** seat is simulated on the virtual clock: it is due at its next queued action
+(``ready_at`` + the action's cost), or else at the earliest of a new event from the other side
+(``news_at``) and its requested wake-up (``wake_at``); deciding costs thinking time (at least
+``MIN_STEP``, so no seat can stall the clock). Its decisions come from an in-process agent
+called in place, or, when it has none, from outside (``Scheduler.next_wake`` / ``decide``: a
+learner, a test script, a rebuilt prefix).
+
+A **remote** seat acts one tool call at a time (the server's MCP seats); see ``RemoteSeat``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from dealroom.protocol import (
+    Action,
+    ActionCosts,
+    Agent,
+    Decision,
+    Event,
+    Observation,
+    Role,
+    RuleViolation,
+)
+
+MIN_STEP = 0.001
+"""Seconds: the clock resolution, and the least time a wake costs."""
+
+RemoteState = Literal["thinking", "acting", "waiting"]
+
+
+def action_costs(costs: ActionCosts) -> dict[str, float]:
+    """Each action type's cost, looked up once per negotiation instead of once per action."""
+    return {name: costs.of(name) for name in ActionCosts.model_fields}  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """A seat to wake now: what it observes, and its actions refused since its last wake."""
+
+    role: Role
+    observation: Observation
+    errors: tuple[RuleViolation, ...]
+
+
+@dataclass(slots=True, eq=False)
+class HouseSeat:
+    """An in-process seat on the virtual clock: where it is, and the decision it carries out.
+
+    ``due_at`` / ``due_action`` cache when its next item happens and whether that item is an
+    action taking effect; every transition below keeps them current, so ordering the seats
+    reads two attributes instead of recomputing (the hot path of every simulation).
+    """
+
+    role: Role
+    costs: Mapping[str, float]
+    agent: Agent | None = None
+    """Called in place when the seat wakes; None: the seat is driven from outside."""
+    ready_at: float = 0.0
+    wake_at: float = 0.0
+    news_at: float = math.inf
+    """Time of the first event from the other side the seat has not been woken for."""
+    pending: deque[Action] = field(default_factory=deque[Action])
+    errors: list[RuleViolation] = field(default_factory=list[RuleViolation])
+    """Its actions refused since its last wake (reported in the next ``Wake``)."""
+    awake: bool = False
+    """Woken and not yet decided (only a seat driven from outside stays so between calls)."""
+    due_at: float = 0.0
+    due_action: bool = False
+
+    def _refresh(self) -> None:
+        if self.pending:
+            self.due_at = round(self.ready_at + self.costs[self.pending[0].type], 3)
+            self.due_action = True
+        else:
+            wake_at, news_at = self.wake_at, self.news_at
+            soonest = wake_at if wake_at < news_at else news_at
+            self.due_at = soonest if soonest > self.ready_at else self.ready_at
+            self.due_action = False
+
+    def wake(self, at: float) -> None:
+        """The seat is woken at ``at``: it has seen everything so far, and now decides. Until
+        it does, it acts no earlier than one clock step later (a lower bound, never run)."""
+        self.ready_at = at
+        self.news_at = math.inf
+        self.awake = True
+        self.due_at, self.due_action = round(at + MIN_STEP, 3), True
+
+    def queue(self, decision: Decision, thinking: float) -> None:
+        """Charge the thinking (at least ``MIN_STEP``), queue the actions and set the
+        wake-up timer."""
+        self.awake = False
+        ready = self.ready_at = round(self.ready_at + max(thinking, MIN_STEP), 3)
+        self.pending.extend(decision.actions)
+        wait = decision.wait
+        self.wake_at = math.inf if wait is None else round(ready + wait, 3)
+        self._refresh()
+
+    def acted(self, at: float) -> Action:
+        """Take the next queued action off the queue: it takes effect at ``at``."""
+        self.ready_at = at
+        action = self.pending.popleft()
+        self._refresh()
+        return action
+
+    def refused(self, violation: RuleViolation, at: float) -> None:
+        """An action was refused: the rest of the batch assumed it worked, so drop it and
+        wake the seat at once."""
+        self.errors.append(violation)
+        self.pending.clear()
+        self.wake_at = at
+        self._refresh()
+
+    def heard(self, at: float) -> None:
+        """The other side caused an event at ``at``."""
+        if at < self.news_at:
+            self.news_at = at
+            if not self.pending and not self.awake:
+                self._refresh()
+
+
+@dataclass(slots=True, eq=False)
+class RemoteSeat:
+    """A seat driven by tool calls, in one of three states.
+
+    thinking   between calls (the client is deciding); it cannot act before its lower bound
+    acting     one submitted action, taking effect at a known time
+    waiting    asleep until news from the other side or its wake-up time
+    """
+
+    role: Role
+    state: RemoteState = "thinking"
+    ready_at: float = 0.0
+    """The seat's clock: when its last action took effect or it last woke."""
+    fresh: bool = True
+    """The next action is the first since a wake, so it pays the per-wake thinking cost."""
+    absent: bool = False
+    """Silent past the idle limit: counts as waiting for news that never wakes it."""
+    action: Action | None = None
+    action_at: float = 0.0
+    wake_at: float = math.inf
+    news_at: float = math.inf
+    """Time of the first event from the other side not yet delivered to the client."""
+    applied: list[Event] | RuleViolation | None = None
+    """What the last executed action did; read once by the room."""
+    woke: Literal["news", "timeout"] | None = None
+    """Why the seat last woke, until the news is delivered."""
+    upto: int = 0
+    """How many events the seat may see: those up to its last action or wake-up."""
+
+    def heard(self, at: float) -> None:
+        """The other side caused an event at ``at``."""
+        self.news_at = min(self.news_at, at)
+
+
+Seat = HouseSeat | RemoteSeat
