@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dealroom.agents import entries, resolve
+from dealroom.agents import entries
 from dealroom.analysis.report import build_report, format_report
 from dealroom.play.tournament import ProcessBackend, SerialBackend, Tournament, TournamentConfig
 from dealroom.protocol import TIERS
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         )
         with ResultsStore(path) as store:
             start = time.perf_counter()
-            progress = Tournament(config, store).run(resolve, backend=backend)
+            progress = Tournament(config, store).run(backend=backend)
             played = time.perf_counter() - start
             peak_play = _peak_mib(resource.RUSAGE_SELF)
             cpu_driver, cpu_workers = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from dealroom.agents import resolve
 from dealroom.analysis import metrics as m
 from dealroom.analysis.report import FEATURE_LABELS, build_report, format_report
 from dealroom.analysis.report_html import render_html
@@ -27,7 +26,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 def played(tmp_path_factory: pytest.TempPathFactory) -> list[NegotiationRecord]:
     path = tmp_path_factory.mktemp("report") / "t.db"
     with ResultsStore(path) as store:
-        Tournament(CONFIG, store).run(resolve)
+        Tournament(CONFIG, store).run()
         return [row.record for row in store.iter()]
 
 

@@ -148,7 +148,8 @@ def test_agents_lists_one_line_per_agent(capsys: pytest.CaptureFixture[str]) -> 
     code, out, err = run(capsys, "agents")
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert [line.split()[0] for line in lines] == [entry.name for entry in entries()]
+    scripted = [entry.name for entry in entries()]
+    assert [line.split()[0] for line in lines] == [*scripted, "human", "llm:MODEL"]
     assert "boulware" in out and "e=0.2" in out
 
 

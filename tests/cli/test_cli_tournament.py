@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from dealroom.agents import resolve
 from dealroom.cli import main
 from dealroom.cli.tournament import ProgressBar, agent_list, summary_line
 from dealroom.play.tournament import ChunkPlayer, Progress, TournamentConfig
@@ -158,7 +157,7 @@ def test_a_killed_tournament_resumes_without_loss_or_duplicates(tmp_path: Path) 
     stored = rows(out)
     config = TournamentConfig(agents=tuple(AGENTS.split(",")), per_pair=60)
     assert set(stored) == {job.key for job in config.jobs()}
-    player = ChunkPlayer(resolve)
+    player = ChunkPlayer()
     for job in config.jobs()[::97]:  # spot-check against a fresh play
         assert stored[job.key] == player.play(job)
 

@@ -42,7 +42,7 @@ def records(path: Path, run: str = "tournament") -> dict[str, NegotiationRecord]
 
 def play_all(path: Path, config: TournamentConfig = CONFIG, **kwargs: object) -> Progress:
     with ResultsStore(path) as store:
-        return Tournament(config, store).run(resolve, **kwargs)  # type: ignore[arg-type]
+        return Tournament(config, store).run(**kwargs)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_the_store_holds_one_row_per_job_with_its_seed(
 ) -> None:
     assert set(serial) == {job.key for job in CONFIG.jobs()}
     with ResultsStore(tmp_path / "x.db") as store:
-        Tournament(CONFIG, store, run_name="r2").run(resolve)
+        Tournament(CONFIG, store, run_name="r2").run()
         row = store.get("r2/high/00002/hardliner/boulware")
         assert row is not None
         assert row.extra == {"index": 2, "seed": 11}
@@ -176,7 +176,7 @@ def test_an_empty_run_left_by_another_configuration_is_replaced(tmp_path: Path) 
 async def test_the_async_runner_gives_the_same_records_with_many_in_flight(
     tmp_path: Path, serial: dict[str, NegotiationRecord]
 ) -> None:
-    player = ChunkPlayer(resolve)
+    player = ChunkPlayer()
     in_flight, most = 0, 0
 
     async def play_job(job: Job) -> NegotiationRecord:
@@ -196,7 +196,7 @@ async def test_the_async_runner_gives_the_same_records_with_many_in_flight(
 
 def test_the_serial_backend_yields_jobs_in_order() -> None:
     jobs = CONFIG.jobs()[:3]
-    assert [job for job, _ in SerialBackend().run(jobs, ChunkPlayer(resolve))] == jobs
+    assert [job for job, _ in SerialBackend().run(jobs, ChunkPlayer())] == jobs
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")

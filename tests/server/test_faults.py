@@ -41,7 +41,6 @@ from mcp_support import (
     tls,
 )
 
-from dealroom.agents import resolve
 from dealroom.cli import main as cli_main
 from dealroom.play.tournament import ChunkPlayer, Job, Progress, Tournament, TournamentConfig
 from dealroom.protocol import MakeOffer, Role
@@ -239,7 +238,7 @@ async def test_an_interrupted_async_tournament_resumes_without_loss_or_duplicate
     tmp_path: Path,
 ) -> None:
     config = TournamentConfig(agents=("boulware", "conceder", "micro"), per_pair=2)
-    player = ChunkPlayer(resolve)
+    player = ChunkPlayer()
     played: list[str] = []
 
     async def play_job(job: Job) -> NegotiationRecord:

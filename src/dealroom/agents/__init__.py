@@ -1,6 +1,29 @@
-"""Agents: scripted strategies and the registry that names them."""
+"""Agents: scripted strategies, the seat players (``llm:MODEL``, ``human``) and the registry
+that names them all."""
 
 from dealroom.agents import builtin as _builtin  # noqa: F401  (registers the built-in agents)
-from dealroom.play.registry import AgentEntry, AgentSpecError, entries, parse_spec, resolve
+from dealroom.play.registry import (
+    AgentEntry,
+    AgentSpecError,
+    PlayerOptions,
+    SeatEntry,
+    entries,
+    is_scripted,
+    parse_spec,
+    resolve,
+    resolve_player,
+    seat_entries,
+)
 
-__all__ = ["AgentEntry", "AgentSpecError", "entries", "parse_spec", "resolve"]
+__all__ = [
+    "AgentEntry",
+    "AgentSpecError",
+    "PlayerOptions",
+    "SeatEntry",
+    "entries",
+    "is_scripted",
+    "parse_spec",
+    "resolve",
+    "resolve_player",
+    "seat_entries",
+]

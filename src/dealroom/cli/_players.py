@@ -1,25 +1,27 @@
-"""Agent specs that play through MCP seats (LLM agents, people): flags and players.
+"""Players from specs, and the flags of the seat players (LLM agents, people).
 
-Imported by every ``dealroom`` run, so it stays light: the Agents SDK is imported only when an
-LLM or a person actually plays.
+Every spec goes through the registry (``dealroom.play.registry``), which names every kind of
+player. Imported by every ``dealroom`` run, so it stays light: the Agents SDK is imported only
+when an LLM actually plays.
 """
 
 from __future__ import annotations
 
 import argparse
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dealroom.cli._common import agent, positive_int, usage_error
+from dealroom.cli._common import positive_int, usage_error
+from dealroom.play.registry import AgentSpecError, PlayerOptions, is_scripted, resolve_player
 
 if TYPE_CHECKING:
     from dealroom.agents.llm import LLMSettings
     from dealroom.play.players import Player
     from dealroom.protocol.record import NegotiationRecord
 
-HUMAN = "human"
 ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 
 # Defaults of LLMSettings and RetryPolicy (a test keeps them equal), as literals so that building
@@ -31,14 +33,17 @@ MODEL_BACKOFF_S = 0.5
 MODEL_MAX_BACKOFF_S = 8.0
 
 
-def is_llm(spec: str) -> bool:
-    """``llm:MODEL``."""
-    return spec.strip().startswith("llm:")
+def scripted(spec: str) -> bool:
+    """True for a scripted agent; a usage error for a spec that names no agent."""
+    try:
+        return is_scripted(spec)
+    except AgentSpecError as exc:
+        raise usage_error(str(exc)) from None
 
 
 def needs_mcp(*specs: str) -> bool:
-    """True if a spec is not a scripted agent (so the match runs through MCP seats)."""
-    return any(is_llm(spec) or spec.strip() == HUMAN for spec in specs)
+    """True if a spec is not a scripted agent (so the match runs through seats)."""
+    return not all(scripted(spec) for spec in specs)
 
 
 def _positive_float(text: str) -> float:
@@ -139,18 +144,31 @@ def llm_settings(args: argparse.Namespace) -> LLMSettings:
     return LLMSettings(max_turns=args.max_turns, retry=retry, tracing=args.trace)
 
 
-def player(spec: str, args: argparse.Namespace) -> Player:
-    """The player a spec names: ``llm:MODEL``, ``human`` or a scripted agent."""
-    from dealroom.agents.human import HumanPlayer
-    from dealroom.agents.llm import LLMConfigError, LLMPlayer
-    from dealroom.play.players import ScriptedPlayer
+@dataclass(frozen=True, slots=True, eq=False)
+class SpecResolver:
+    """Specs to players with the options of one command (picklable: worker processes and Ray
+    tasks build the same players). Roster entries (``--models``) come first, by name."""
 
-    spec = spec.strip()
-    if spec == HUMAN:
-        return HumanPlayer()
-    if is_llm(spec):
-        try:
-            return LLMPlayer.from_spec(spec, base_url=args.base_url, settings=llm_settings(args))
-        except LLMConfigError as exc:
-            raise usage_error(str(exc)) from None
-    return ScriptedPlayer(agent(spec), spec)
+    options: PlayerOptions
+    roster: Mapping[str, Callable[[], Player]] = field(default_factory=dict[str, Any])
+
+    def __call__(self, spec: str) -> Player:
+        build = self.roster.get(spec.strip())
+        if build is not None:
+            return build()
+        return resolve_player(spec, None if is_scripted(spec) else self.options)
+
+
+def player_options(args: argparse.Namespace) -> PlayerOptions:
+    """The options the LLM flags give seat players (this imports the Agents SDK)."""
+    return PlayerOptions(base_url=args.base_url, settings=llm_settings(args))
+
+
+def player(spec: str, args: argparse.Namespace) -> Player:
+    """The player a spec names (any kind the registry knows), or a usage error. Scripted
+    agents are built without the seat players' options (so without the Agents SDK)."""
+    try:
+        options = None if scripted(spec) else player_options(args)
+        return resolve_player(spec, options)
+    except AgentSpecError as exc:
+        raise usage_error(str(exc)) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dealroom.agents import entries
+from dealroom.agents import entries, seat_entries
 from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import add_scenario_flags, agent, scenario, usage_error
 from dealroom.cli._players import add_llm_flags, add_mcp_flags, needs_mcp, store_match
@@ -58,4 +58,7 @@ def run_agents(args: argparse.Namespace) -> int:
         sys.stdout.write(
             f"{entry.name:<12} {entry.summary}" + (f"  [{params}]" if params else "") + "\n"
         )
+    for seat in seat_entries():
+        name = f"{seat.name}:{seat.argument}" if seat.argument else seat.name
+        sys.stdout.write(f"{name:<12} {seat.summary} (plays through a seat)\n")
     return 0

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     opponent: Role = "seller" if role == "buyer" else "buyer"
     houses: dict[Role, House] = {}
     players: dict[Role, SeatPlayer] = {}
-    if _players.is_llm(args.opponent):
+    if not _players.scripted(args.opponent):
         from dealroom.play.runner import house_player
 
         players[opponent] = house_player(_players.player(args.opponent, args))

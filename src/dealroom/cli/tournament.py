@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from dealroom.agents import resolve
-from dealroom.cli._common import agent, positive_int, usage_error
+from dealroom.cli._common import positive_int, usage_error
+from dealroom.cli._players import SpecResolver, add_llm_flags, player_options, scripted
+from dealroom.play.registry import AgentSpecError, PlayerOptions
 from dealroom.play.tournament import (
     DEFAULT_RUN,
     Backend,
@@ -38,7 +39,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--agents",
         required=True,
         type=agent_list,
-        help="comma-separated agent specs, e.g. boulware,conceder,micro "
+        help="comma-separated agent specs, e.g. boulware,conceder,micro or llm:MODEL "
         "(parameters attach to the spec before them: boulware:e=0.1,k=0.2,linear)",
     )
     parser.add_argument(
@@ -57,7 +58,15 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--concurrency",
         type=positive_int,
         default=os.cpu_count() or 1,
-        help="negotiations in flight: worker processes, or Ray CPUs (default: CPU count)",
+        help="scripted negotiations in flight: worker processes, or Ray CPUs "
+        "(default: CPU count)",
+    )
+    parser.add_argument(
+        "--llm-concurrency",
+        type=positive_int,
+        default=16,
+        help="negotiations with an LLM (or other seat player) in flight at once, in all; "
+        "each endpoint also keeps its own limit (default: %(default)s)",
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue a run of the same configuration"
@@ -65,6 +74,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--self-play", action="store_true", help="also play each agent itself")
     parser.add_argument("--backend", choices=["local", "ray"], default="local")
     parser.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
+    add_llm_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -104,10 +114,22 @@ def _backend(args: argparse.Namespace) -> Backend:
     return SerialBackend() if args.concurrency == 1 else ProcessBackend(args.concurrency)
 
 
+def resolver(args: argparse.Namespace) -> SpecResolver:
+    """The players of the run; every spec is built once here, so a bad one (an unknown agent,
+    an LLM without a key) is a usage error before anything starts."""
+    seats = [spec for spec in args.agents if not scripted(spec)]
+    chosen = SpecResolver(player_options(args) if seats else PlayerOptions())
+    for spec in args.agents:
+        try:
+            chosen(spec)
+        except AgentSpecError as exc:
+            raise usage_error(str(exc)) from None
+    return chosen
+
+
 def run(args: argparse.Namespace) -> int:
     """Play the round robin, then print one summary line on stderr."""
-    for spec in args.agents:
-        agent(spec)  # an unknown agent is a usage error before anything starts
+    players = resolver(args)
     try:
         config = TournamentConfig(
             agents=tuple(args.agents),
@@ -131,7 +153,11 @@ def run(args: argparse.Namespace) -> int:
             raise usage_error(str(exc)) from None
         try:
             progress = tournament.run(
-                resolve, backend=backend, resume=args.resume, on_progress=bar.update
+                players,
+                backend=backend,
+                resume=args.resume,
+                on_progress=bar.update,
+                concurrency=args.llm_concurrency,
             )
         except RunExistsError as exc:
             raise usage_error(

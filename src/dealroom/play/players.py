@@ -43,9 +43,21 @@ class SeatContext:
     """Seed for players that draw random numbers."""
 
 
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """The service a player's seat calls (a model endpoint): tournaments keep at most
+    ``concurrency`` negotiations in flight on each ``key``. A player may set ``endpoint``."""
+
+    key: str
+    concurrency: int
+
+
 @runtime_checkable
 class Player(Protocol):
-    """Plays one seat of one negotiation through its tools."""
+    """Plays one seat of one negotiation through its tools: the one contract of every kind of
+    player (scripted strategies through ``ScriptedPlayer``, LLM seats, people, your own code).
+    The registry (``dealroom.play.registry``) names every kind. A player may also carry
+    ``endpoint: Endpoint | None`` (read with getattr) to be rate-limited by tournaments."""
 
     name: str
     """Recorded as the seat's agent (e.g. ``boulware`` or ``llm:gpt-4.1-mini``)."""
@@ -66,6 +78,9 @@ class PlayerFailed(Exception):
 
 class ScriptedPlayer:
     """A scripted strategy (an ``AgentFactory``) playing through a seat's tools.
+
+    ``factory`` is the fast path: where both seats are scripted, runners play the engine's
+    loop directly (no MCP session, no event loop).
 
     It behaves as the same agent does in ``play`` on the virtual clock: each wake it decides,
     makes the decision's actions in order (the first refused one drops the rest and wakes it at

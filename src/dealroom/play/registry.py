@@ -1,7 +1,18 @@
-"""Named agents with parameters: ``boulware``, ``boulware:e=0.1``, ``micro``, ...
+"""Every kind of player by name: ``boulware``, ``boulware:e=0.1``, ``llm:MODEL``, ``human``, ...
 
-A spec is ``NAME`` or ``NAME:KEY=VALUE,KEY=VALUE``; values are numbers. Unknown names or
-parameters, and values that are not numbers, raise AgentSpecError with one readable sentence.
+Two kinds of entry, one contract (``dealroom.play.players.Player``):
+
+- ``AgentEntry``: a scripted strategy. Its spec is ``NAME`` or ``NAME:KEY=VALUE,KEY=VALUE``
+  (values are numbers). It resolves to an ``AgentFactory`` (``resolve``) for the engine's
+  play-out loop, or to a ``ScriptedPlayer`` (``resolve_player``) that carries that factory, so
+  a match or tournament job whose two seats are scripted runs in the engine with no MCP session
+  and no event loop.
+- ``SeatEntry``: a player that plays through a seat's tools (an LLM, a person, a remote client,
+  a policy being trained). Its spec is ``NAME`` or ``NAME:ARGUMENT`` (``llm:gpt-4.1-mini``: the
+  argument is the model); ``resolve_player`` builds it with ``PlayerOptions`` (endpoint, settings).
+
+Unknown names or parameters, and values that are not numbers, raise AgentSpecError with one
+readable sentence.
 
 Agents are contributed by modules named in the ``dealroom.agents`` entry-point group and loaded
 on the first lookup; dealroom's own strategies come in that way (``dealroom.agents.builtin``),
@@ -19,8 +30,12 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
 
 from dealroom.protocol import AgentFactory
+
+if TYPE_CHECKING:  # players import the MCP client: only a seat player needs it at run time
+    from dealroom.play.players import Player
 
 
 class AgentSpecError(ValueError):
@@ -37,7 +52,35 @@ class AgentEntry:
     build: Callable[[dict[str, float]], AgentFactory]
 
 
-_REGISTRY: dict[str, AgentEntry] = {}
+@dataclass(frozen=True, slots=True)
+class PlayerOptions:
+    """What seat players may need besides their spec; scripted agents ignore it. Picklable, so
+    a worker process or Ray task can build the same players."""
+
+    base_url: str | None = None
+    """OpenAI-compatible endpoint of ``llm:MODEL`` (None: ``$OPENAI_BASE_URL``, else OpenAI)."""
+    api_key: str | None = None
+    settings: object | None = None
+    """An entry's own settings (``dealroom.agents.llm.LLMSettings`` for ``llm:``); typed as
+    object so this layer does not import the agents that read it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeatEntry:
+    """A kind of player that plays through a seat's tools (LLM, person, remote client...)."""
+
+    name: str
+    summary: str
+    build: Callable[[str, PlayerOptions], Player]
+    """Builds the player from the spec's argument (``llm:MODEL`` -> ``MODEL``; ``""`` when
+    the spec is the bare name) and the options; raises AgentSpecError for a bad spec."""
+    argument: str = ""
+    """What the argument is, for listings (e.g. ``MODEL``); empty: the entry takes none."""
+
+
+Entry = AgentEntry | SeatEntry
+
+_REGISTRY: dict[str, Entry] = {}
 _plugins_loaded = False
 
 
@@ -51,7 +94,7 @@ def _load_plugins() -> None:
         entry_point.load()
 
 
-def register(entry: AgentEntry) -> None:
+def register(entry: Entry) -> None:
     """Add an agent to the registry (names are unique)."""
     if entry.name in _REGISTRY:
         raise AgentSpecError(f"agent {entry.name!r} is already registered")
@@ -59,19 +102,40 @@ def register(entry: AgentEntry) -> None:
 
 
 def entries() -> list[AgentEntry]:
-    """Every registered agent, by name."""
+    """Every registered scripted agent, by name."""
     _load_plugins()
-    return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+    return [e for name in sorted(_REGISTRY) if isinstance(e := _REGISTRY[name], AgentEntry)]
 
 
-def parse_spec(spec: str) -> tuple[AgentEntry, dict[str, float]]:
-    """Split a spec into its entry and full parameters (defaults filled in)."""
+def seat_entries() -> list[SeatEntry]:
+    """Every registered kind of seat player, by name."""
+    _load_plugins()
+    return [e for name in sorted(_REGISTRY) if isinstance(e := _REGISTRY[name], SeatEntry)]
+
+
+def _entry(spec: str) -> tuple[Entry, str]:
     _load_plugins()
     name, _, rest = spec.strip().partition(":")
     entry = _REGISTRY.get(name)
     if entry is None:
         known = ", ".join(sorted(_REGISTRY))
         raise AgentSpecError(f"unknown agent {name!r}; known agents: {known}")
+    return entry, rest
+
+
+def is_scripted(spec: str) -> bool:
+    """True if the spec names a scripted agent (it can play in the engine, without a seat)."""
+    return isinstance(_entry(spec)[0], AgentEntry)
+
+
+def parse_spec(spec: str) -> tuple[AgentEntry, dict[str, float]]:
+    """Split a scripted agent's spec into its entry and full parameters (defaults filled in)."""
+    entry, rest = _entry(spec)
+    name = entry.name
+    if isinstance(entry, SeatEntry):
+        raise AgentSpecError(
+            f"agent {name!r} plays through a seat (not a scripted strategy): it cannot play here"
+        )
     params = dict(entry.defaults)
     for pair in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, raw = pair.partition("=")
@@ -90,6 +154,22 @@ def parse_spec(spec: str) -> tuple[AgentEntry, dict[str, float]]:
 
 
 def resolve(spec: str) -> AgentFactory:
-    """The AgentFactory a spec names."""
+    """The AgentFactory a scripted agent's spec names."""
     entry, params = parse_spec(spec)
     return entry.build(params)
+
+
+def resolve_player(spec: str, options: PlayerOptions | None = None) -> Player:
+    """The player any spec names: a ``ScriptedPlayer`` for a scripted agent (it keeps the
+    factory for the engine's fast path), else the seat entry's player."""
+    entry, rest = _entry(spec)
+    spec = spec.strip()
+    if isinstance(entry, SeatEntry):
+        if rest and not entry.argument:
+            raise AgentSpecError(f"agent {entry.name!r} takes no argument (got {spec!r})")
+        if entry.argument and not rest.strip():
+            raise AgentSpecError(f"agent {entry.name!r} needs {entry.argument}: {entry.name}:...")
+        return entry.build(rest.strip(), options or PlayerOptions())
+    from dealroom.play.players import ScriptedPlayer
+
+    return ScriptedPlayer(resolve(spec), spec)
