@@ -255,11 +255,16 @@ async def test_an_interrupted_async_tournament_resumes_without_loss_or_duplicate
         with pytest.raises(ExceptionGroup) as raised:  # from the runner's task group
             await Tournament(config, store).run_async(play_job, limit=4, on_progress=stop_at_ten)
         assert raised.group_contains(Interrupted)
-        kept = store.keys("tournament")
-        assert len(kept) == 10
+        kept = len(store.keys("tournament"))
+        # Negotiations that finished while the interrupt spread are stored too (never lost).
+        assert 10 <= kept <= 10 + 4
         progress = await Tournament(config, store).run_async(play_job, limit=4, resume=True)
         total = len(config.jobs())
-        assert (progress.skipped, progress.done, progress.new_rows) == (10, total - 10, total - 10)
+        assert (progress.skipped, progress.done, progress.new_rows) == (
+            kept,
+            total - kept,
+            total - kept,
+        )
         stored = {row.key: row.record for row in store.iter("tournament")}
     assert set(stored) == {job.key for job in config.jobs()}
     for job in config.jobs()[::5]:

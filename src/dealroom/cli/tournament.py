@@ -58,8 +58,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--concurrency",
         type=positive_int,
         default=os.cpu_count() or 1,
-        help="scripted negotiations in flight: worker processes, or Ray CPUs "
-        "(default: CPU count)",
+        help="scripted negotiations in flight: worker processes, or Ray CPUs (default: CPU count)",
     )
     parser.add_argument(
         "--llm-concurrency",
