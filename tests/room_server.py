@@ -21,6 +21,7 @@ from dealroom.agents import resolve
 from dealroom.server.mcp_http import build_http_app
 from dealroom.server.rooms import RoomRegistry
 from dealroom.store.results import ResultsStore
+from dealroom.store.writer import ResultWriter
 
 ADMIN = "admin-token-for-llm-tests"
 
@@ -65,7 +66,7 @@ async def room_server(tmp_path: Path) -> AsyncIterator[RoomServer]:
     """The HTTP room server on a free loopback port, in a task group; admin token ``ADMIN``."""
     port = free_port()
     with ResultsStore(tmp_path / "server.db") as store:
-        registry = RoomRegistry(store=store, resolve_house=resolve)
+        registry = RoomRegistry(writer=ResultWriter(store), resolve_house=resolve)
         app = build_http_app(registry, admin_token=ADMIN, host="127.0.0.1", port=port)
         config = uvicorn.Config(
             app,
@@ -102,7 +103,7 @@ def room_server_thread(tmp_path: Path) -> Iterator[RoomServer]:
 
     def run() -> None:
         with ResultsStore(path) as store:
-            registry = RoomRegistry(store=store, resolve_house=resolve)
+            registry = RoomRegistry(writer=ResultWriter(store), resolve_house=resolve)
             app = build_http_app(registry, admin_token=ADMIN, host="127.0.0.1", port=port)
             config = uvicorn.Config(
                 app, host="127.0.0.1", port=port, log_config=None, access_log=False, ws="none"

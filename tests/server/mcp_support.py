@@ -30,6 +30,7 @@ from dealroom.server.room import House, Room
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import LocalSeat
 from dealroom.store.results import ResultsStore
+from dealroom.store.writer import ResultWriter
 from dealroom.testing import ScriptedAgent
 
 ADMIN = "admin-token-for-tests"
@@ -110,7 +111,7 @@ def house_room(
         houses={other: house},
         clock=clock,
         seed=seed,
-        store=store,
+        writer=None if store is None else ResultWriter(store),
         limits=limits,
         rules=rules,
     )
@@ -221,7 +222,9 @@ async def http_server(
     port = free_port()
     tmp_path.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240  (test set-up)
     with ResultsStore(tmp_path / "results.db") as store:
-        registry = RoomRegistry(store=store, resolve_house=house_resolver, limits=limits)
+        registry = RoomRegistry(
+            writer=ResultWriter(store), resolve_house=house_resolver, limits=limits
+        )
         app = build_http_app(registry, admin_token=admin_token, host="127.0.0.1", port=port)
         config = uvicorn.Config(
             app,

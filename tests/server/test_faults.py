@@ -83,7 +83,7 @@ async def test_a_client_that_disconnects_mid_negotiation_is_ended_by_the_deadlin
                 ask = state["observation"]["scenario"]["list_price"] * 1.2
                 made = await ok(seller, "make_offer", price=ask)
                 outcome = await play_out(seller)
-        stored = server.registry.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
+        stored = server.registry.writer.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
     assert made["ok"] is True
     assert (outcome["status"], outcome["end_reason"], outcome["time"]) == (
         "no_deal",
@@ -116,7 +116,7 @@ async def test_a_connection_dropped_during_a_long_poll_leaves_the_room_intact(
                     update = await ok(seller, "wait_for_opponent", timeout_s=20)
                     offers = [(o["by"], o["price"]) for o in update["live_offers"]]
                     ended = await ok(buyer, "walk_away")
-        stored = server.registry.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
+        stored = server.registry.writer.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
     assert (update["woke"], offers) == ("news", [("buyer", 1234.5)])
     assert ended["outcome"]["end_reason"] == "walk_away"
     assert stored is not None and stored.record.outcome.ended_by == "buyer"
@@ -132,10 +132,11 @@ async def test_a_negotiation_whose_clients_all_vanished_is_run_to_its_end_and_re
                 async with server.seat(room["tokens"][role]) as client:
                     await ok(client, "make_offer", price=900 if role == "buyer" else 9000)
             key = f"{room['room']}/1"
-            assert server.registry.store.get(key) is None  # type: ignore[union-attr]
+            assert server.registry.writer.store.get(key) is None  # type: ignore[union-attr]
             await anyio.sleep(0.4)
             await server.registry.tick()  # what the server's reaper does every second
-        stored = server.registry.store.get(key)  # type: ignore[union-attr]
+            await server.registry.writer.flush()  # type: ignore[union-attr]  (and its writer)
+        stored = server.registry.writer.store.get(key)  # type: ignore[union-attr]
     assert stored is not None and stored.record.outcome.end_reason == "deadline"
     assert [e.by for e in stored.record.events if e.type == "offer_made"] == ["buyer", "seller"]
 
@@ -367,7 +368,7 @@ async def test_simultaneous_accepts_of_crossing_offers_make_exactly_one_deal(
                 async with anyio.create_task_group() as group:
                     group.start_soon(play, "buyer")
                     group.start_soon(play, "seller")
-            stored = server.registry.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
+            stored = server.registry.writer.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
             assert stored is not None
             accepted = [e for e in stored.record.events if e.type == "offer_accepted"]
             assert len(accepted) == 1, stored.record.events

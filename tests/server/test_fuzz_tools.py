@@ -135,7 +135,7 @@ def _view(state: dict[str, Any]) -> dict[str, Any]:
 
 def _referee(room: Room) -> tuple[Any, ...]:
     referee = room.current.referee
-    return referee.events, referee.live_offers(), referee.outcome, len(room.negotiations)
+    return referee.events, referee.live_offers(), referee.outcome, room.current.number
 
 
 def check_call(arena: Arena, tool: str, args: dict[str, Any]) -> None:

@@ -61,7 +61,7 @@ async def test_an_agents_sdk_agent_closes_a_deal_in_an_http_room(tmp_path: Path)
             ) as mcp:
                 agent = Agent(name="buyer", instructions="Buy.", model=model, mcp_servers=[mcp])
                 result = await Runner.run(agent, "Negotiate.", max_turns=6, run_config=NO_TRACING)
-        stored = server.registry.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
+        stored = server.registry.writer.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
     model.assert_complete()
     assert result.final_output == "The seller accepted."
     waited = tool_outputs(model)[-1]

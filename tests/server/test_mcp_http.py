@@ -95,7 +95,7 @@ async def test_two_clients_with_the_two_seat_tokens_play_each_other_to_an_outcom
             async with anyio.create_task_group() as group:
                 group.start_soon(play, "buyer")
                 group.start_soon(play, "seller")
-        stored = server.registry.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
+        stored = server.registry.writer.store.get(f"{room['room']}/1")  # type: ignore[union-attr]
     assert outcomes["buyer"]["status"] == outcomes["seller"]["status"] == "deal"
     assert outcomes["buyer"]["price"] == outcomes["seller"]["price"]
     assert stored is not None and stored.record.buyer == stored.record.seller == "mcp"
@@ -154,7 +154,7 @@ async def test_fifty_rooms_play_at_once_on_one_server(tmp_path: Path) -> None:
             async with anyio.create_task_group() as group:
                 for room in rooms:
                     group.start_soon(play, room)
-        keys = server.registry.store.keys()  # type: ignore[union-attr]
+        keys = server.registry.writer.store.keys()  # type: ignore[union-attr]
     assert outcomes == ["deal"] * 50
     assert keys == {f"{room['room']}/1" for room in rooms}
 
@@ -251,7 +251,7 @@ async def test_finished_rooms_are_forgotten_after_a_while_and_their_tokens_stop_
 ) -> None:
     now = [0.0]
     registry = RoomRegistry(
-        store=None, resolve_house=house_resolver, retain_s=60, timer=lambda: now[0]
+        writer=None, resolve_house=house_resolver, retain_s=60, timer=lambda: now[0]
     )
     created = registry.create(RoomRequest(house_seller="hardliner"))
     token = created.tokens["buyer"]

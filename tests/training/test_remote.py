@@ -144,7 +144,7 @@ def dealroom_url() -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    registry = RoomRegistry(store=None, resolve_house=resolve)
+    registry = RoomRegistry(writer=None, resolve_house=resolve)
     app = build_http_app(registry, admin_token="admin-secret", host="127.0.0.1", port=port)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on")

@@ -19,6 +19,11 @@ from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room, ScenarioSource, SeatPlayer
 from dealroom.store.results import ResultsStore, StoreError
+from dealroom.store.writer import ResultWriter
+
+STORE_BUSY_S = 5.0
+"""How long one write waits for another process's lock on the store before it is retried
+later (in a worker thread: the server itself never waits)."""
 
 ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 
@@ -108,14 +113,25 @@ def _seconds(text: str) -> float:
     return value
 
 
-def open_store(path: Path | None) -> ResultsStore:
-    """The results store, its directory created if needed; a usage error if it cannot be."""
+def open_store(path: Path | None) -> ResultWriter:
+    """The results store and its writer, its directory created if needed, with what an earlier
+    process left in the spool written to it; a usage error if it cannot be opened."""
     path = path or default_results_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return ResultsStore(path)
+        writer = ResultWriter.beside(ResultsStore(path, busy_s=STORE_BUSY_S))
     except (OSError, StoreError) as exc:
         raise usage_error(f"{path}: cannot open the results store ({exc})") from None
+    writer.recover()
+    return writer
+
+
+def close_store(writer: ResultWriter) -> None:
+    """A last try at the pending results, then close the store."""
+    try:
+        writer.close()
+    finally:
+        writer.store.close()
 
 
 def house_scenarios(args: argparse.Namespace) -> ScenarioSource:
@@ -157,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         houses[opponent] = House(args.opponent, agent(args.opponent))
     scenarios = house_scenarios(args)
-    store = open_store(args.results)
+    writer = open_store(args.results)
     try:
         room = Room(
             f"house-{secrets.token_hex(6)}",
@@ -167,14 +183,14 @@ def run(args: argparse.Namespace) -> int:
             rules=DEFAULT_RULES,
             clock=args.clock,
             seed=args.seed,
-            store=store,
+            writer=writer,
             limits=limits,
         )
         from dealroom.server.mcp_stdio import serve_stdio
 
         anyio.run(serve_stdio, room, role)
     finally:
-        store.close()
+        close_store(writer)
     return 0
 
 
@@ -193,9 +209,9 @@ def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
         sys.stderr.write(
             f"dealroom: {ADMIN_TOKEN_ENV} is not set: the admin API (room creation) is disabled\n"
         )
-    store = open_store(args.results)
+    writer = open_store(args.results)
     try:
-        registry = RoomRegistry(store=store, resolve_house=resolve, limits=limits)
+        registry = RoomRegistry(writer=writer, resolve_house=resolve, limits=limits)
         anyio.run(
             lambda: serve_http(
                 registry,
@@ -207,5 +223,5 @@ def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
             backend_options={"use_uvloop": _has_uvloop()},
         )
     finally:
-        store.close()
+        close_store(writer)
     return 0

@@ -29,6 +29,8 @@ class SessionErrorCode(StrEnum):
     SERIES_UNAVAILABLE = "series_unavailable"
     SERIES_OVER = "series_over"
     UPSTREAM_UNAVAILABLE = "upstream_unavailable"
+    RESULT_PENDING = "result_pending"
+    """The action took effect and ended the negotiation, but its result is not saved yet."""
 
 
 class ToolErrorPayload(Model):
@@ -114,9 +116,11 @@ class SeatState(Model):
     negotiation: int
     """Number of the current negotiation in the series, from 1."""
     results: tuple[SeriesResult, ...]
-    """Finished negotiations of this series, oldest first."""
+    """The most recent finished negotiations of this series (at most 20), oldest first."""
+    finished: int
+    """How many negotiations of this series have finished (``results`` holds the last ones)."""
     total_surplus: Money
-    """Sum of your surplus over the finished negotiations."""
+    """Sum of your surplus over all the finished negotiations."""
     can_start_next: bool
     """True when new_negotiation would start the next negotiation now."""
     clock: ClockKind

@@ -6,7 +6,8 @@ middleware, so they check ``Authorization: Bearer <admin token>`` themselves, in
 without a configured admin token they answer 403.
 
     POST /admin/rooms          RoomRequest JSON -> RoomCreated JSON (201)
-    GET  /admin/rooms/{room}   the room's negotiations, with full outcomes (admin only)
+    GET  /admin/rooms/{room}   the room's current negotiation, with its full outcome, and how
+                               many have finished (admin only; finished ones are in the store)
     GET  /healthz              {"ok": true}
 """
 
@@ -126,23 +127,24 @@ class _AdminApi:
         room = self.registry.rooms.get(request.path_params["room"])
         if room is None:
             return _error(404, "no such room")
-        negotiations: list[dict[str, Any]] = []
-        for n in room.negotiations:
-            outcome = n.referee.outcome
-            negotiations.append(
-                {
-                    "number": n.number,
-                    "scenario": n.scenario.id,
-                    "open": n.is_open,
-                    "events": n.referee.event_count,
-                    "outcome": None if outcome is None else outcome.model_dump(mode="json"),
-                    "key": room.key(n),
-                }
-            )
+        n = room.current
+        outcome = n.referee.outcome
+        negotiations: list[dict[str, Any]] = [
+            {
+                "number": n.number,
+                "scenario": n.scenario.id,
+                "open": n.is_open,
+                "events": n.referee.event_count,
+                "outcome": None if outcome is None else outcome.model_dump(mode="json"),
+                "key": room.key(n),
+            }
+        ]
         body = {
             "room": room.id,
             "clock": room.clock,
             "seats": {role: room.name(role) for role in ("buyer", "seller")},
+            "finished": room.finished,
+            "pending": room.has_pending(),
             "negotiations": negotiations,
         }
         return JSONResponse(body)

@@ -32,5 +32,7 @@ async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> 
 
     async with room.playing(), anyio.create_task_group() as group:
         group.start_soon(reap)
+        if room.writer is not None:  # results that could not be written yet, retried
+            group.start_soon(room.writer.retry_forever, reap_interval)
         await app.run_stdio_async()
         group.cancel_scope.cancel()

@@ -1,5 +1,11 @@
 """A room: a series of negotiations between remote seats and house agents, recorded as they end.
 
+A finished negotiation is handed to the room's ``ResultWriter`` at once (in memory) and saved
+off the event loop by the call that ended it (``save``), or later by the writer's retries: it
+stays pending, whatever the room does next, until it is in the store. The room itself keeps
+only the current negotiation, the totals of the series and its last ``RECENT_RESULTS`` results,
+so a long series costs no more memory, and no longer replies, than a short one.
+
 A seat can also be played by an in-process, asynchronous player (an LLM agent, which cannot run
 inside the scheduler as a house agent does): a ``SeatPlayer``. For the clock its seat is a
 remote seat without a client; inside ``Room.playing()`` each negotiation starts it as a task,
@@ -9,6 +15,7 @@ which is cancelled when that negotiation ends or the block is left.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -35,7 +42,9 @@ from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.wire import ClockKind
 from dealroom.server import texts
 from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
-from dealroom.store.results import ResultsStore
+from dealroom.store.results import SerializedRecord
+from dealroom.store.spool import PendingRow
+from dealroom.store.writer import ResultWriter
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -44,6 +53,9 @@ ScenarioSource = Callable[[int], Scenario | None]
 
 REMOTE_NAME = "mcp"
 """Name recorded for a seat played by an MCP client."""
+
+RECENT_RESULTS = 20
+"""How many of the last results a seat's state carries (the totals cover them all)."""
 
 
 class RoomError(Exception):
@@ -89,7 +101,7 @@ class Room:
         rules: Rules = DEFAULT_RULES,
         clock: ClockKind = "virtual",
         seed: int = 0,
-        store: ResultsStore | None = None,
+        writer: ResultWriter | None = None,
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -107,20 +119,26 @@ class Room:
         self.rules = rules
         self.clock: ClockKind = clock
         self.seed = seed
-        self.store = store
+        self.writer = writer
         self.limits = limits
         self._scenarios = scenarios
         self._timer = timer
-        self.negotiations: list[Negotiation] = []
-        self._results: dict[Role, list[SeriesResult]] = {role: [] for role in ROLES}
+        self.finished = 0
+        """How many negotiations of the series have finished (and been handed to the writer)."""
+        self._recent: dict[Role, deque[SeriesResult]] = {
+            role: deque(maxlen=RECENT_RESULTS) for role in ROLES
+        }
+        self._totals: dict[Role, Decimal] = dict.fromkeys(ROLES, Decimal("0.00"))
         self._group: TaskGroup | None = None
         self._playing: dict[int, anyio.CancelScope] = {}
-        self._start()
+        self._current: Negotiation | None = None
+        self._current = self._start()
 
     @property
     def current(self) -> Negotiation:
         """The negotiation being played (or the last one, once it has ended)."""
-        return self.negotiations[-1]
+        assert self._current is not None
+        return self._current
 
     @property
     def series(self) -> bool:
@@ -144,15 +162,29 @@ class Room:
                 SessionErrorCode.NEGOTIATION_RUNNING,
                 "The current negotiation is still running; finish it (or walk_away) first.",
             )
-        return self._start()
+        self._current = self._start()
+        return self._current
 
     def results(self, role: Role) -> tuple[SeriesResult, ...]:
-        """Finished negotiations, as ``role`` saw them."""
-        return tuple(self._results[role])
+        """The last ``RECENT_RESULTS`` finished negotiations, as ``role`` saw them."""
+        return tuple(self._recent[role])
 
     def total_surplus(self, role: Role) -> Decimal:
-        """Sum of ``role``'s surplus over the finished negotiations."""
-        return sum((r.outcome.surplus for r in self._results[role]), Decimal("0.00"))
+        """Sum of ``role``'s surplus over every finished negotiation."""
+        return self._totals[role]
+
+    def saved(self, negotiation: Negotiation) -> bool:
+        """True once a finished negotiation survives the process (stored, or spooled)."""
+        return self.writer is None or self.writer.durable(self.key(negotiation))
+
+    def has_pending(self) -> bool:
+        """True while a finished negotiation of this room is not in the store yet."""
+        return self.writer is not None and self.writer.has_pending(self.id)
+
+    async def save(self) -> None:
+        """Write what has finished and is due (off the event loop, bounded; see ResultWriter)."""
+        if self.writer is not None and self.writer.pending():
+            await self.writer.flush()
 
     def name(self, role: Role) -> str:
         """Who sits in a seat, as recorded: the house agent's or player's spec, or ``mcp``."""
@@ -188,7 +220,7 @@ class Room:
             await player.play(self, role)
 
     def _start(self) -> Negotiation:
-        number = len(self.negotiations) + 1
+        number = 1 if self._current is None else self._current.number + 1
         scenario = self._scenarios(number - 1)
         if scenario is None:
             raise RoomError(
@@ -211,7 +243,6 @@ class Room:
             limits=self.limits,
             timer=self._timer,
         )
-        self.negotiations.append(negotiation)
         log.info("negotiation started", room=self.id, negotiation=number, scenario=scenario.id)
         self._launch(negotiation)
         return negotiation
@@ -221,18 +252,24 @@ class Room:
         return f"{self.id}/{negotiation.number}"
 
     def _record(self, negotiation: Negotiation) -> None:
+        """Take a finished negotiation: once, however often it is handed over."""
         outcome = negotiation.referee.outcome
         assert outcome is not None
+        if negotiation.number <= self.finished:
+            return
+        self.finished = negotiation.number
         scenario = negotiation.scenario
         for role in ROLES:
-            self._results[role].append(
+            mine = seat_outcome(outcome, role)
+            self._totals[role] += mine.surplus
+            self._recent[role].append(
                 SeriesResult(
                     negotiation=negotiation.number,
                     scenario_id=scenario.id,
                     item=scenario.item.name,
                     list_price=scenario.list_price,
                     private_value=scenario.private_value(role),
-                    outcome=seat_outcome(outcome, role),
+                    outcome=mine,
                 )
             )
         log.info(
@@ -245,7 +282,7 @@ class Room:
         scope = self._playing.pop(negotiation.number, None)
         if scope is not None:
             scope.cancel()  # the players are done: whatever they were doing no longer counts
-        if self.store is None:
+        if self.writer is None:
             return
         record = NegotiationRecord(
             scenario=negotiation.scenario,
@@ -254,17 +291,14 @@ class Room:
             events=negotiation.referee.events,
             outcome=outcome,
         )
-        self.store.add(
-            self.key(negotiation),
-            record,
-            run=self.id,
-            extra={
-                "room": self.id,
-                "negotiation": negotiation.number,
-                "clock": self.clock,
-                "rules": self.rules.model_dump(mode="json"),
-                "seats": {role: self.name(role) for role in ROLES},
-                "seed": self.seed,
-                **({"errors": dict(negotiation.errors)} if negotiation.errors else {}),
-            },
-        )
+        extra = {
+            "room": self.id,
+            "negotiation": negotiation.number,
+            "clock": self.clock,
+            "rules": self.rules.model_dump(mode="json"),
+            "seats": {role: self.name(role) for role in ROLES},
+            "seed": self.seed,
+            **({"errors": dict(negotiation.errors)} if negotiation.errors else {}),
+        }
+        row = SerializedRecord.of(record)
+        self.writer.put(PendingRow(self.key(negotiation), self.id, row, extra))

@@ -25,7 +25,7 @@ from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room
 from dealroom.server.seat import LocalSeat
-from dealroom.store.results import ResultsStore
+from dealroom.store.writer import ResultWriter
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -48,13 +48,13 @@ class RoomRegistry:
     def __init__(
         self,
         *,
-        store: ResultsStore | None,
+        writer: ResultWriter | None,
         resolve_house: HouseResolver,
         limits: RoomLimits = DEFAULT_LIMITS,
         retain_s: float = 3600.0,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.store = store
+        self.writer = writer
         self.limits = limits
         self.retain_s = retain_s
         self._resolve_house = resolve_house
@@ -86,7 +86,7 @@ class RoomRegistry:
             rules=request.rules,
             clock=request.clock,
             seed=request.seed,
-            store=self.store,
+            writer=self.writer,
             limits=self.limits,
             timer=self._timer,
         )
@@ -113,10 +113,15 @@ class RoomRegistry:
         return LocalSeat(self.rooms[room_id], role)
 
     async def reap(self, interval: float = 1.0) -> None:
-        """Forever: advance wall clocks, end abandoned negotiations, forget old finished rooms."""
-        while True:
-            await anyio.sleep(interval)
-            await self.tick()
+        """Forever: advance wall clocks, end abandoned negotiations, forget old finished rooms;
+        beside it, retry the results that could not be written yet (in its own task, so that
+        a slow store never holds up the rooms' clocks)."""
+        async with anyio.create_task_group() as group:
+            if self.writer is not None:
+                group.start_soon(self.writer.retry_forever, interval)
+            while True:
+                await anyio.sleep(interval)
+                await self.tick()
 
     async def tick(self) -> None:
         """One pass of the reaper."""
@@ -127,8 +132,8 @@ class RoomRegistry:
             except Exception:  # one bad room must not stop the reaper for the others
                 log.exception("reaper failed", room=room_id)
                 continue
-            if room.current.is_open:
-                continue
+            if room.current.is_open or room.has_pending():
+                continue  # a room whose results are not all stored is never forgotten
             ended = self._ended_at.setdefault(room_id, now)
             if now - ended >= self.retain_s:
                 self._forget(room_id)

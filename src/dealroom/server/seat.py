@@ -15,6 +15,7 @@ from dealroom.protocol import (
     Role,
     RuleViolation,
     SeatState,
+    SessionErrorCode,
     ToolErrorPayload,
     WaitResult,
 )
@@ -82,25 +83,43 @@ class LocalSeat:
         return {"room": self.room.id, "seat": self.role}
 
     async def act(self, action: Action) -> ActionResult:
-        """One action on the current negotiation."""
+        """One action on the current negotiation.
+
+        An action that took effect and ended the negotiation, whose result could not be saved
+        yet, raises SeatError ``result_pending``: it says that the action counted.
+        """
+        negotiation = self.room.current
         try:
-            return await self.room.current.act(self.role, action)
+            result = await negotiation.act(self.role, action)
         except RuleViolation as violation:
             raise SeatError(texts.error_payload(violation.code, violation.message)) from None
+        finally:
+            await self.room.save()
+        if result.ok and result.outcome is not None and not self.room.saved(negotiation):
+            message = texts.result_pending(action, result.outcome, negotiation.scenario.currency)
+            raise SeatError(texts.error_payload(SessionErrorCode.RESULT_PENDING, message))
+        return result
 
     async def wait(self, timeout_s: float) -> WaitResult:
         """Long-poll on the current negotiation."""
-        return await self.room.current.wait(self.role, timeout_s)
+        try:
+            return await self.room.current.wait(self.role, timeout_s)
+        finally:
+            await self.room.save()
 
     async def state(self) -> SeatState:
         """Observation plus series results."""
         room, role = self.room, self.role
         negotiation = room.current
-        observation = await negotiation.observe(role, deliver=True)
+        try:
+            observation = await negotiation.observe(role, deliver=True)
+        finally:
+            await room.save()
         return SeatState(
             observation=observation,
             negotiation=negotiation.number,
             results=room.results(role),
+            finished=room.finished,
             total_surplus=room.total_surplus(role),
             can_start_next=room.can_start_next(),
             clock=room.clock,

@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dealroom.protocol import (
+    Action,
     ErrorCode,
     Observation,
     Role,
     Rules,
+    SeatOutcome,
     SeatView,
     SessionErrorCode,
     ToolErrorPayload,
@@ -38,6 +40,7 @@ ERROR_HINTS: dict[str, str] = {
     SessionErrorCode.SERIES_UNAVAILABLE: "Call get_state to see your results.",
     SessionErrorCode.SERIES_OVER: "Call get_state to see your results.",
     SessionErrorCode.UPSTREAM_UNAVAILABLE: "Try again in a moment.",
+    SessionErrorCode.RESULT_PENDING: "Call get_state to see the outcome; do not repeat the action.",
 }
 
 
@@ -45,6 +48,28 @@ def error_payload(code: str, message: str) -> ToolErrorPayload:
     """The referee's (or room's) refusal with a one-sentence hint appended."""
     hint = ERROR_HINTS.get(code, "")
     return ToolErrorPayload(code=code, message=f"{message} {hint}".strip())
+
+
+_ACTION_NAMES = {
+    "make_offer": "offer",
+    "accept": "accept",
+    "reject": "rejection",
+    "send_message": "message",
+    "walk_away": "walk-away",
+}
+
+
+def result_pending(action: Action, outcome: SeatOutcome, currency: str) -> str:
+    """``result_pending``: the action counted and the negotiation ended, but the server could
+    not save the result yet (it keeps it and saves it when the store is writable again)."""
+    if outcome.price is not None:
+        ended = f"the deal closed at {money(outcome.price, currency)}"
+    else:
+        ended = f"the negotiation ended without a deal ({outcome.end_reason})"
+    return (
+        f"Your {_ACTION_NAMES[action.type]} took effect and {ended}; the result will be saved "
+        "when the store is writable again."
+    )
 
 
 def result_hint(negotiation: Negotiation, role: Role, sight: Sight, *, series: bool) -> str:

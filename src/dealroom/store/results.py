@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,21 +92,32 @@ class SerializedRecord:
 
 
 class ResultsStore:
-    """A SQLite results store. Use as a context manager, or call ``close()``."""
+    """A SQLite results store. Use as a context manager, or call ``close()``.
 
-    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+    One connection, usable from any thread (a server writes from worker threads, so that a slow
+    or locked file never blocks its event loop); calls are serialised by a lock.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True, busy_s: float = 30.0) -> None:
         """Open (and with ``create``, create) a store. ``create=False`` only reads: it never
-        writes to a file that is not already a dealroom results store."""
+        writes to a file that is not already a dealroom results store. ``busy_s``: how long a
+        call waits for another process's lock on the file before it fails."""
         self.path = Path(path)
+        self._lock = threading.RLock()
+        options: dict[str, Any] = {
+            "timeout": busy_s,
+            "isolation_level": None,
+            "check_same_thread": False,
+        }
         try:
             if create:
-                self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                self._db = sqlite3.connect(self.path, **options)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.executescript(SCHEMA)
             else:
                 uri = f"{self.path.resolve().as_uri()}?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+                self._db = sqlite3.connect(uri, uri=True, **options)
                 tables = {
                     name
                     for (name,) in self._db.execute(
@@ -126,7 +138,8 @@ class ResultsStore:
 
     def close(self) -> None:
         """Close the connection."""
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
     def add(
         self,
@@ -148,6 +161,12 @@ class ResultsStore:
         extra: Mapping[str, Any] | None = None,
     ) -> bool:
         """``add`` for a record serialised elsewhere (e.g. in the worker process that played it)."""
+        with self._lock:
+            return self._insert(key, row, run, extra)
+
+    def _insert(
+        self, key: str, row: SerializedRecord, run: str, extra: Mapping[str, Any] | None
+    ) -> bool:
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO negotiations (key, run, buyer, seller, scenario_id, tier, "
             "status, end_reason, price, record, extra, finished_at) "
@@ -173,7 +192,8 @@ class ResultsStore:
     def _reading(self) -> Iterator[None]:
         """Reading errors (a corrupted file, a row that is not a valid record) as StoreError."""
         try:
-            yield
+            with self._lock:
+                yield
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot read the results store ({exc})") from None
         except ValueError as exc:  # a record or JSON column that does not parse
@@ -222,10 +242,11 @@ class ResultsStore:
     def set_run_config(self, run: str, config: Mapping[str, Any], *, replace: bool = False) -> None:
         """Remember how a run was configured (first write wins, unless ``replace``)."""
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
-        self._db.execute(
-            f"{verb} INTO runs (run, config) VALUES (?, ?)",
-            (run, json.dumps(dict(config), sort_keys=True)),
-        )
+        with self._lock:
+            self._db.execute(
+                f"{verb} INTO runs (run, config) VALUES (?, ?)",
+                (run, json.dumps(dict(config), sort_keys=True)),
+            )
 
     def runs(self) -> dict[str, int]:
         """Every run with stored negotiations or a recorded configuration, and its row count."""
