@@ -25,13 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
+
+import engine
 import mcp_latency
 import memory
 import negmas_compare
 import orchestration
 import tournament
-
-import engine
 from dealroom._logging import configure_logging
 
 

@@ -73,7 +73,12 @@ class _Estimator:
 def _ranked_agents(rows: Sequence[m.Seat]) -> list[str]:
     by_agent = m.group(rows, lambda s: s.agent)
     share = {a: m.surplus_share(seats) for a, seats in by_agent.items()}
-    return sorted(by_agent, key=lambda a: (-(share[a] if share[a] is not None else -1.0), a))
+
+    def rank(agent: str) -> tuple[float, str]:
+        value = share[agent]
+        return (-(value if value is not None else -1.0), agent)
+
+    return sorted(by_agent, key=rank)
 
 
 def _views(rows: Sequence[m.Seat], agent: str) -> dict[str, list[m.Seat]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any, Protocol
 
 from dealroom.agents import AgentSpecError, resolve
 from dealroom.protocol import TIERS, AgentFactory, Scenario, Tier
@@ -25,8 +26,14 @@ def agent(spec: str) -> AgentFactory:
         raise usage_error(str(exc)) from None
 
 
-def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
-    """--tier, --seed, --scenario."""
+class _Flags(Protocol):
+    """Where flags go: a parser or one of its argument groups."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action: ...
+
+
+def add_scenario_flags(parser: _Flags) -> None:
+    """--tier, --seed, --scenario (on a parser or an argument group)."""
     parser.add_argument("--tier", choices=TIERS, default="mid", help="price tier (default: mid)")
     parser.add_argument("--seed", type=int, default=0, help="scenario and agent seed (default: 0)")
     parser.add_argument(

@@ -32,7 +32,7 @@ import httpx2
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, ListToolsResult
+from mcp.types import CallToolResult, ListToolsResult, TextContent
 from pydantic import BaseModel
 
 from dealroom.protocol import (
@@ -214,7 +214,7 @@ class Seat:
         """The server's ``briefing`` prompt for this seat, as plain text."""
         result = await self.client.get_prompt("briefing")
         return "\n\n".join(
-            m.content.text for m in result.messages if getattr(m.content, "type", "") == "text"
+            m.content.text for m in result.messages if isinstance(m.content, TextContent)
         )
 
     async def _typed(self, name: str, arguments: dict[str, Any], model: type[M]) -> M:

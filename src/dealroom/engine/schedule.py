@@ -73,7 +73,7 @@ class Scheduler:
     ) -> None:
         self.referee = referee
         self.rules: Rules = referee.rules
-        self.clock = clock
+        self.clock: ClockKind = clock
         self.deadline = referee.scenario.deadline
         costs = action_costs(self.rules.costs)
         self.seats: dict[Role, Seat] = {

@@ -103,8 +103,8 @@ async def play_remote_match(
     """Open a room on ``server``, play both seats to the end, return the record."""
     players: dict[Role, Player] = {"buyer": buyer, "seller": seller}
     request = request or RoomRequest()
-    house = next(
-        (role for role in ("seller", "buyer") if isinstance(players[role], ScriptedPlayer)), None
+    house: Role | None = next(
+        (r for r in ("seller", "buyer") if isinstance(players[r], ScriptedPlayer)), None
     )
     if house is not None:
         request = request.model_copy(update={f"house_{house}": players[house].name})

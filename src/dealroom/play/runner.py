@@ -95,7 +95,7 @@ async def play_match(
 ) -> MatchResult:
     """Play one negotiation to its end and return (and optionally store) its record."""
     players: dict[Role, Player] = {"buyer": buyer, "seller": seller}
-    houses = {
+    houses: dict[Role, House] = {
         role: House(spec=p.name, factory=p.factory)
         for role, p in players.items()
         if scripted_as_house and isinstance(p, ScriptedPlayer)

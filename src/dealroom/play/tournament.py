@@ -33,6 +33,7 @@ import functools
 import itertools
 import logging
 import multiprocessing
+import multiprocessing.context
 import signal
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from decimal import Decimal
 from typing import Annotated, Any, TypeVar
 
 import structlog
@@ -132,7 +133,9 @@ def _tool_functions(seat: SeatProvider, series: bool) -> list[tuple[Callable[...
         annotations=ToolAnnotations(title="Make a binding offer", destructive_hint=False),
     )
     async def make_offer(price: Price, message: Message = None) -> ActionResult:
-        return await call("make_offer", lambda s: s.act(MakeOffer(price=price, message=message)))
+        return await call(
+            "make_offer", lambda s: s.act(MakeOffer(price=Decimal(str(price)), message=message))
+        )
 
     @tool(
         description="Accept the other side's live offer: the deal closes at once at its price "

@@ -24,7 +24,7 @@ import uvicorn
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import ValidationError
+from pydantic import AnyHttpUrl, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -57,7 +57,9 @@ def build_http_mcp(registry: RoomRegistry, *, host: str, port: int) -> MCPServer
         seat_of_request(registry),
         token_verifier=SeatTokens(registry),
         auth=AuthSettings(
-            issuer_url=f"http://{host if host not in ('::1', '::') else 'localhost'}:{port}",
+            issuer_url=AnyHttpUrl(
+                f"http://{host if host not in ('::1', '::') else 'localhost'}:{port}"
+            ),
             resource_server_url=None,
             required_scopes=[SEAT_SCOPE],
         ),

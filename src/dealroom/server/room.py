@@ -29,6 +29,7 @@ from dealroom.engine.match import seat_rng
 from dealroom.protocol import (
     DEFAULT_RULES,
     ROLES,
+    Agent,
     AgentFactory,
     Role,
     Rules,
@@ -227,7 +228,7 @@ class Room:
                 SessionErrorCode.SERIES_OVER,
                 f"The series is over: all {number - 1} scenarios have been played.",
             )
-        agents = {
+        agents: dict[Role, Agent] = {
             role: house.factory(seat_view(scenario, role), seat_rng(self.seed, scenario.id, role))
             for role, house in self.houses.items()
         }

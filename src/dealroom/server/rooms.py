@@ -20,7 +20,7 @@ import structlog
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
-from dealroom.protocol import AgentFactory, Role, RoomCreated, RoomRequest, Scenario
+from dealroom.protocol import ROLES, AgentFactory, Role, RoomCreated, RoomRequest, Scenario
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room
@@ -66,7 +66,7 @@ class RoomRegistry:
     def create(self, request: RoomRequest) -> RoomCreated:
         """Open a room; raises ValueError for a bad house agent spec."""
         houses: dict[Role, House] = {}
-        for role, spec in (("buyer", request.house_buyer), ("seller", request.house_seller)):
+        for role, spec in zip(ROLES, (request.house_buyer, request.house_seller), strict=True):
             if spec is not None:
                 houses[role] = House(spec, self._resolve_house(spec))
         if len(houses) == 2:

@@ -69,7 +69,7 @@ class SeatMatch:
         rules: Rules = DEFAULT_RULES,
     ) -> None:
         self.scenario = scenario
-        self.role = role
+        self.role: Role = role
         house = opponent(seat_view(scenario, other(role)), rng)
         self.room = VirtualRoom(scenario, rules, agents={other(role): house})
         self._now = 0.0

@@ -69,7 +69,7 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unsupported render_mode {render_mode!r}")
         self.role: Role = role
-        self.tier = tier
+        self.tier: Tier | None = tier
         self.scenario_seed = scenario_seed
         self.reward_spec = reward or RewardSpec()
         self.wait = wait

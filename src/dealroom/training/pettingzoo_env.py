@@ -30,7 +30,7 @@ from dealroom.training._seat import draw_scenario
 from dealroom.training.rewards import RewardSpec
 
 
-class BargainAECEnv(AECEnv[str, np.ndarray, np.ndarray]):
+class BargainAECEnv(AECEnv[str, np.ndarray, np.ndarray | None]):
     """Buyer and seller, both learners, on one scenario per episode.
 
     Args (keyword-only): tier (None draws one per episode), scenario_seed, reward, wait
@@ -55,7 +55,7 @@ class BargainAECEnv(AECEnv[str, np.ndarray, np.ndarray]):
         render_mode: str | None = None,
     ) -> None:
         super().__init__()
-        self.tier = tier
+        self.tier: Tier | None = tier
         self.scenario_seed = scenario_seed
         self.reward_spec = reward or RewardSpec()
         self.wait = wait
