@@ -2,6 +2,10 @@
 
 import pytest
 
+from coverage_support import measure_stdio_servers
+
+measure_stdio_servers()
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -15,6 +15,7 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
+from coverage_support import coverage_env
 from fake_openai import Reply, Text, ToolCalls, negotiator, serve
 from room_server import ADMIN, room_server_thread
 
@@ -40,6 +41,7 @@ def env(fake_url: str) -> dict[str, str]:
         "XDG_DATA_HOME": os.environ.get("XDG_DATA_HOME", ""),
         # The Agents SDK uploads traces to OpenAI by default: never from a test.
         "OPENAI_AGENTS_DISABLE_TRACING": "1",
+        **coverage_env(),
     }
 
 
