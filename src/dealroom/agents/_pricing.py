@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+import math
+from decimal import ROUND_HALF_UP, Decimal
 
-from dealroom.protocol import Observation, Role, SeatView, to_cents
+from dealroom.protocol import Observation, Role, SeatView
+from dealroom.protocol._base import CENT
 
 
 def clamp(x: float, low: float, high: float) -> float:
@@ -13,14 +15,23 @@ def clamp(x: float, low: float, high: float) -> float:
 
 
 def as_money(fraction_of_list: float, list_price: Decimal) -> Decimal:
-    """A fraction of the list price, in cents."""
-    return to_cents(Decimal(repr(round(fraction_of_list, 9))) * list_price)
+    """A fraction of the list price, in cents (half up, as ``to_cents``)."""
+    if not math.isfinite(fraction_of_list):
+        raise ValueError(f"not a finite number: {fraction_of_list!r}")
+    # The product of two finite Decimals: quantised directly (``to_cents`` without its checks;
+    # this runs on every wake of every scripted agent).
+    return (Decimal(repr(round(fraction_of_list, 9))) * list_price).quantize(
+        CENT, rounding=ROUND_HALF_UP
+    )
 
 
 def safe_price(role: Role, price: Decimal, reservation: Decimal) -> Decimal:
     """The price moved back to the reservation value if it would lose money (never below a cent)."""
-    bounded = max(price, reservation) if role == "seller" else min(price, reservation)
-    return max(bounded, Decimal("0.01"))
+    if role == "seller":
+        bounded = price if price > reservation else reservation
+    else:
+        bounded = price if price < reservation else reservation
+    return bounded if bounded > CENT else CENT
 
 
 def better_or_equal(role: Role, price: Decimal, than: Decimal) -> bool:

@@ -13,6 +13,7 @@ from decimal import Decimal
 
 from dealroom.agents._pricing import acceptable, better_or_equal, clamp
 from dealroom.protocol import Accept, Decision, Event, MakeOffer, Observation, OfferMade, Role
+from dealroom.protocol._base import trusted
 
 
 @dataclass(slots=True)
@@ -66,7 +67,12 @@ def reply(
     """
     role = observation.role
     list_price = observation.scenario.list_price
-    theirs = observation.their_offer
+    theirs = current = None
+    for live in observation.live_offers:  # one pass instead of their_offer and my_offer
+        if live.by == role:
+            current = live
+        else:
+            theirs = live
     if (
         theirs is not None
         and (
@@ -75,13 +81,15 @@ def reply(
         )
         and acceptable(role, theirs.price, reservation)
     ):
-        return Decision(actions=(Accept(offer_id=theirs.offer_id),))
-    current = observation.my_offer
+        # Both actions are built from values already typed (an offer id the referee issued, a
+        # Decimal price): constructed without validating again; the referee validates them.
+        return Decision(actions=(trusted(Accept, type="accept", offer_id=theirs.offer_id),))
     if current is not None and (
         current.price == mine or abs(current.price - mine) < list_price * min_move
     ):
         return Decision(wait=wait)
-    return Decision(actions=(MakeOffer(price=mine),), wait=wait)
+    offer = trusted(MakeOffer, type="make_offer", price=mine, message=None)
+    return Decision(actions=(offer,), wait=wait)
 
 
 def progress_until(observation: Observation, margin: float) -> float:

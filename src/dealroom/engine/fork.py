@@ -43,6 +43,7 @@ from dealroom.protocol import (
     WalkedAway,
     seat_view,
 )
+from dealroom.protocol._base import trusted
 from dealroom.protocol.record import NegotiationRecord
 
 _EPS = 1e-6
@@ -166,7 +167,9 @@ def fork(
     room.run()
     outcome = room.referee.outcome
     assert outcome is not None
-    return NegotiationRecord(
+    # Built from the validated scenario and the referee's own events and outcome.
+    return trusted(
+        NegotiationRecord,
         scenario=scenario,
         buyer=names[0],
         seller=names[1],

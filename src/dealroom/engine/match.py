@@ -14,6 +14,7 @@ from dealroom.protocol import (
     Scenario,
     seat_view,
 )
+from dealroom.protocol._base import trusted
 from dealroom.protocol.record import NegotiationRecord
 
 
@@ -40,7 +41,9 @@ def play(
     room.run()
     outcome = room.referee.outcome
     assert outcome is not None
-    return NegotiationRecord(
+    # Built from the validated scenario and the referee's own events and outcome.
+    return trusted(
+        NegotiationRecord,
         scenario=scenario,
         buyer=names[0],
         seller=names[1],

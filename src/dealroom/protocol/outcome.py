@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Literal
 
-from dealroom.protocol._base import Model, Money, Role
+from dealroom.protocol._base import Model, Money, Role, trusted
 from dealroom.protocol.events import EndReason
 from dealroom.protocol.scenario import Scenario
 
@@ -83,7 +83,9 @@ def score(
     buyer_surplus = scenario.buyer_value - price if price is not None else Decimal("0.00")
     seller_surplus = price - scenario.seller_cost if price is not None else Decimal("0.00")
     share_defined = deal and gains > 0
-    return Outcome(
+    # Every value comes from the validated scenario and the referee's validated state.
+    return trusted(
+        Outcome,
         status="deal" if deal else "no_deal",
         end_reason=end_reason,
         ended_by=ended_by,
@@ -105,7 +107,8 @@ def score(
 
 def seat_outcome(outcome: Outcome, role: Role) -> SeatOutcome:
     """The part of an outcome one seat may see."""
-    return SeatOutcome(
+    return trusted(
+        SeatOutcome,
         status=outcome.status,
         end_reason=outcome.end_reason,
         price=outcome.price,

@@ -72,10 +72,16 @@ class Referee:
         self.scenario = scenario
         self.rules = rules
         self._public = scenario.public()
+        self._deadline = scenario.deadline
+        self._values: dict[Role, Decimal] = {r: scenario.private_value(r) for r in ROLES}
         self._max_price = to_cents(scenario.list_price * Decimal(repr(rules.max_price_multiple)))
         self._events: list[Event] = []
+        self._frozen: tuple[Event, ...] = ()
+        """The events as a tuple, rebuilt only once new ones came (observations share it)."""
         self._offers: dict[str, _Offer] = {}
         self._live: dict[Role, _Offer | None] = {"buyer": None, "seller": None}
+        self._live_offers: tuple[LiveOffer, ...] | None = ()
+        """``live_offers()``, cached until the live offers change (None: changed)."""
         self._actions = {"buyer": 0, "seller": 0}
         self._offers_made = {"buyer": 0, "seller": 0}
         self._messages = {"buyer": 0, "seller": 0}
@@ -87,7 +93,9 @@ class Referee:
     @property
     def events(self) -> tuple[Event, ...]:
         """Every event so far."""
-        return tuple(self._events)
+        if len(self._frozen) != len(self._events):
+            self._frozen = tuple(self._events)
+        return self._frozen
 
     @property
     def event_count(self) -> int:
@@ -114,25 +122,30 @@ class Referee:
 
     def live_offers(self) -> tuple[LiveOffer, ...]:
         """Live offers, seller's first."""
-        return tuple(
-            o.public for role in ("seller", "buyer") if (o := self._live[role]) is not None
-        )
+        offers = self._live_offers
+        if offers is None:
+            live = self._live
+            offers = self._live_offers = tuple(
+                o.public for role in ("seller", "buyer") if (o := live[role]) is not None
+            )
+        return offers
 
     def observe(self, role: Role, now: float) -> Observation:
         """What ``role`` knows at ``now``. Never includes the other side's value."""
         end = self._outcome
-        clock = end.time if end is not None else min(now, self.scenario.deadline)
-        # Every field comes from validated state: construct without validating it again (the hot
+        deadline = self._deadline
+        clock = end.time if end is not None else (now if now < deadline else deadline)
+        # Every field comes from validated state: construct without validating again (the hot
         # path of every simulation).
         return trusted(
             Observation,
             role=role,
             scenario=self._public,
-            private_value=self.scenario.private_value(role),
+            private_value=self._values[role],
             now=clock,
-            time_left=round(self.scenario.deadline - clock, 3),
+            time_left=round(deadline - clock, 3),
             live_offers=self.live_offers(),
-            events=tuple(self._events),
+            events=self.events,
             outcome=seat_outcome(end, role) if end is not None else None,
         )
 
@@ -151,18 +164,18 @@ class Referee:
         """
         if self._outcome is not None:
             raise RuleViolation(ErrorCode.NEGOTIATION_CLOSED, "The negotiation has ended.")
-        if now >= self.scenario.deadline:
+        if now >= self._deadline:
             self.expire(now)
             raise RuleViolation(
                 ErrorCode.DEADLINE_PASSED,
                 "The deadline has passed; the negotiation ended without a deal.",
             )
         try:
-            self._validate(role, action)
+            cents = self._validate(role, action)
         except RuleViolation as violation:
             raise self._count_invalid(role, violation, now) from None
         start = len(self._events)
-        self._do(role, action, now)
+        self._do(role, action, now, cents)
         self._actions[role] += 1
         if self._outcome is None and self._actions[role] >= self.rules.max_actions:
             self._end("action_limit", role, None, now)
@@ -170,11 +183,13 @@ class Referee:
 
     # -- validation (no mutation) ----------------------------------------------------------
 
-    def _validate(self, role: Role, action: Action) -> None:
+    def _validate(self, role: Role, action: Action) -> Decimal | None:
+        """Raise RuleViolation if ``action`` breaks a rule; an offer's price in cents."""
         match action:
             case MakeOffer(price=price, message=message):
-                self._check_price(price)
+                cents = self._check_price(price)
                 self._check_message(message)
+                return cents
             case Accept(offer_id=offer_id):
                 self._check_their_live_offer(role, offer_id)
             case Reject(offer_id=offer_id, message=message):
@@ -188,8 +203,9 @@ class Referee:
                 self._check_message(message)
             case _:
                 assert_never(action)
+        return None
 
-    def _check_price(self, price: Decimal) -> None:
+    def _check_price(self, price: Decimal) -> Decimal:
         if not is_finite_number(price):
             raise RuleViolation(ErrorCode.PRICE_NOT_FINITE, "The price must be a finite number.")
         try:
@@ -202,6 +218,7 @@ class Referee:
                 f"The price must be above 0 and at most {self._max_price} "
                 f"({self.rules.max_price_multiple:g} times the list price).",
             )
+        return cents
 
     def _check_message(self, message: str | None) -> None:
         if message is not None and len(message) > self.rules.max_message_chars:
@@ -237,10 +254,11 @@ class Referee:
 
     # -- mutation (only after validation) -----------------------------------------------------
 
-    def _do(self, role: Role, action: Action, now: float) -> None:
+    def _do(self, role: Role, action: Action, now: float, cents: Decimal | None) -> None:
         match action:
-            case MakeOffer(price=price, message=message):
-                self._make_offer(role, to_cents(price), _attached(message), now)
+            case MakeOffer(message=message):
+                assert cents is not None
+                self._make_offer(role, cents, _attached(message), now)
             case Accept(offer_id=offer_id):
                 offer = self._offers[offer_id]
                 offer.live = False
@@ -249,6 +267,7 @@ class Referee:
             case Reject(offer_id=offer_id, message=message):
                 self._offers[offer_id].live = False
                 self._live[other(role)] = None
+                self._live_offers = None
                 message = _attached(message)
                 self._count_message(role, message)
                 self._emit(OfferRejected, now, role, offer_id=offer_id, message=message)
@@ -274,6 +293,7 @@ class Referee:
         offer = _Offer(trusted(LiveOffer, offer_id=offer_id, by=role, price=price, t=now))
         self._offers[offer.offer_id] = offer
         self._live[role] = offer
+        self._live_offers = None
         self._offers_made[role] += 1
         self._count_message(role, message)
         self._emit_trusted(
@@ -305,6 +325,7 @@ class Referee:
             if (live := self._live[role]) is not None:
                 live.live = False
             self._live[role] = None
+        self._live_offers = None
         event = self._emit(NegotiationEnded, now, by, reason=reason, price=price)
         self._outcome = score(
             self.scenario,
@@ -312,8 +333,8 @@ class Referee:
             ended_by=by,
             price=price,
             time=now,
-            offers=PerRole(**self._offers_made),
-            messages=PerRole(**self._messages),
-            invalid_actions=PerRole(**self._invalid),
+            offers=trusted(PerRole, **self._offers_made),
+            messages=trusted(PerRole, **self._messages),
+            invalid_actions=trusted(PerRole, **self._invalid),
         )
         return event

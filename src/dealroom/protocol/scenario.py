@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from dealroom.protocol._base import Model, Money, Role
+from dealroom.protocol._base import Model, Money, Role, trusted
 
 _MAX_AMOUNT = Decimal(10) ** 12
 """Scenario amounts stay below a trillion: offers of a few times the list price then keep
@@ -54,8 +54,16 @@ class Scenario(PublicScenario):
 
     def public(self) -> PublicScenario:
         """The part of the scenario both seats may see."""
-        return PublicScenario.model_validate(
-            self.model_dump(exclude={"buyer_value", "seller_cost"})
+        # Every field is already validated: construct without validating again (once per seat
+        # per negotiation, on the simulation's hot path).
+        return trusted(
+            PublicScenario,
+            id=self.id,
+            item=self.item,
+            list_price=self.list_price,
+            tier=self.tier,
+            currency=self.currency,
+            deadline=self.deadline,
         )
 
     def private_value(self, role: Role) -> Money:
@@ -91,6 +99,6 @@ class SeatView(Model):
 
 def seat_view(scenario: Scenario, role: Role) -> SeatView:
     """The private view of one seat."""
-    return SeatView(
-        role=role, scenario=scenario.public(), private_value=scenario.private_value(role)
+    return trusted(
+        SeatView, role=role, scenario=scenario.public(), private_value=scenario.private_value(role)
     )
