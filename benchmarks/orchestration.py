@@ -22,11 +22,9 @@ import argparse
 import heapq
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -39,23 +37,11 @@ from dealroom.protocol.record import NegotiationRecord
 from dealroom.store.results import ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from fake_openai import Brain, Reply, negotiator, serve
+from fake_openai import negotiator, serve, with_latency
 
 LLM = "llm:fake"
 HOUSE = "hardliner"
 TARGET = 0.9
-
-
-def with_latency(brain: Brain, seconds: float) -> Brain:
-    """Every reply exactly ``seconds`` after the request (the endpoint serves each in a thread)."""
-
-    def slow(request: dict[str, Any]) -> Reply:
-        start = time.perf_counter()
-        reply = brain(request)
-        threading.Event().wait(max(0.0, seconds - (time.perf_counter() - start)))
-        return reply
-
-    return slow
 
 
 def ideal_makespan(durations: list[float], slots: int) -> float:

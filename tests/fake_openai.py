@@ -3,7 +3,8 @@
 Runs a stdlib HTTP server on 127.0.0.1 (a free port) in a thread. Each POST to
 ``/v1/chat/completions`` is answered by a *brain*: a function from the request body to a reply
 (tool calls, text, an HTTP error status, a hang, or a malformed body). Every request is kept in
-``requests``. Nothing here touches the network beyond loopback.
+``requests``; ``GET /v1/models`` (the cheap check a roster makes of each endpoint) answers a
+model list and is kept in ``probes``. Nothing here touches the network beyond loopback.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,6 +67,7 @@ class FakeOpenAI:
 
     base_url: str
     requests: list[dict[str, Any]] = field(default_factory=list)
+    probes: list[str] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -135,6 +138,14 @@ def serve(brain: Brain) -> Iterator[FakeOpenAI]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up first (a scripted hang)
 
+        def do_GET(self) -> None:
+            with lock:
+                state.probes.append(self.path)
+            if not self.path.endswith("/models"):
+                self._send(404, b'{"error": {"message": "not found"}}')
+                return
+            self._send(200, b'{"object": "list", "data": [{"id": "fake", "object": "model"}]}')
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             request = json.loads(self.rfile.read(length) or b"{}")
@@ -168,6 +179,33 @@ def serve(brain: Brain) -> Iterator[FakeOpenAI]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def with_latency(brain: Brain, seconds: float) -> Brain:
+    """Every reply exactly ``seconds`` after the request (the endpoint serves each in a thread)."""
+
+    def slow(request: dict[str, Any]) -> Reply:
+        start = time.perf_counter()
+        reply = brain(request)
+        threading.Event().wait(max(0.0, seconds - (time.perf_counter() - start)))
+        return reply
+
+    return slow
+
+
+def flaky(brain: Brain, every: int, reply: Reply | None = None) -> Brain:
+    """Every ``every``-th request fails (default: HTTP 500), the others go to ``brain``."""
+    count = 0
+    lock = threading.Lock()
+
+    def answer(request: dict[str, Any]) -> Reply:
+        nonlocal count
+        with lock:
+            count += 1
+            fail = count % every == 0
+        return (reply or Status(500)) if fail else brain(request)
+
+    return answer
 
 
 def tool_names_by_call_id(messages: list[dict[str, Any]]) -> dict[str, str]:

@@ -6,14 +6,24 @@ the machine.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from dealroom.cli import main
 from dealroom.play.tournament import TournamentConfig
-from dealroom.store.results import ResultsStore
-from fake_openai import negotiator, serve
+from dealroom.store.results import ResultsStore, StoredNegotiation
+from fake_openai import FakeOpenAI, flaky, negotiator, serve, with_latency
 from room_server import share_schema_validators
 
 
@@ -55,3 +65,235 @@ def test_an_llm_entry_without_a_key_or_endpoint_is_a_usage_error_before_anything
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "OPENAI_API_KEY" in err
     assert not (tmp_path / "t").exists()
+
+
+# -- a roster of three endpoints: usage, kill -9 and resume, budget stop and resume -------------
+
+ENTRIES = ("fast", "slow", "flaky")
+SCRIPTED = ("boulware", "conceder")
+FAST_RETRY = ["--model-timeout", "5", "--model-attempts", "4", "--model-backoff", "0.01"]
+
+
+@contextmanager
+def three_endpoints() -> Iterator[dict[str, FakeOpenAI]]:
+    """Three loopback endpoints with different latencies; the third fails every 5th request."""
+    brain = negotiator(accept_from_wake=3)
+    with (
+        serve(with_latency(brain, 0.01)) as fast,
+        serve(with_latency(brain, 0.04)) as slow,
+        serve(flaky(with_latency(brain, 0.02), every=5)) as bad,
+    ):
+        yield {"fast": fast, "slow": slow, "flaky": bad}
+
+
+def write_roster(path: Path, endpoints: dict[str, FakeOpenAI], **extra: str) -> Path:
+    lines = []
+    for i, (name, fake) in enumerate(endpoints.items()):
+        lines += [
+            f"[models.{name}]",
+            f'model = "model-{name}"',
+            f'endpoint = "{fake.base_url}"',
+            'key_env = "FAKE_KEY"',
+            "temperature = 0.5",
+            f"concurrency = {2 + i}",
+            f"input_price = {1.0 + i}",
+            "output_price = 10.0",
+            *(f"{key} = {value}" for key, value in extra.items()),
+            "",
+        ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+CLI = ("-c", "import sys; from dealroom.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def cli(*argv: str) -> subprocess.Popen[bytes]:
+    """``dealroom ARGV`` in its own process group (so it can be killed with -9)."""
+    return subprocess.Popen(
+        [sys.executable, *CLI, *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def stored(path: Path) -> dict[str, StoredNegotiation]:
+    with ResultsStore(path) as store:
+        return {row.key: row for row in store.iter()}
+
+
+def usage_by_seat(rows: list[StoredNegotiation]) -> Counter[tuple[str, str]]:
+    """Requests each LLM seat made, by (model, the seat's system message)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for row in rows:
+        for data in row.extra.get("players", {}).values():
+            if "model_calls" not in data:
+                continue
+            system = data["conversation"]["messages"][0]["content"]
+            counts[(f"model-{data['name']}", system)] += requests_of(data)
+    return counts
+
+
+def request_log(
+    endpoints: dict[str, FakeOpenAI], since: dict[str, int]
+) -> Counter[tuple[str, str]]:
+    """Requests the endpoints served (after ``since``), by (model, system message)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for name, fake in endpoints.items():
+        for request in fake.requests[since.get(name, 0) :]:
+            if "messages" not in request:  # cut off by the kill before its body arrived
+                continue
+            counts[(request["model"], request["messages"][0]["content"])] += 1
+    return counts
+
+
+def count_rows(path: Path) -> int:
+    try:
+        with sqlite3.connect(path, timeout=5) as db:
+            return int(db.execute("SELECT COUNT(*) FROM negotiations").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_an_llm_round_robin_stores_exact_usage_survives_kill_9_and_a_budget_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_KEY", "sk-test")
+    out = tmp_path / "llm.db"
+    with three_endpoints() as endpoints:
+        roster = write_roster(tmp_path / "models.toml", endpoints)
+        argv = [
+            "tournament",
+            *("--models", str(roster), "--agents", ",".join(SCRIPTED)),
+            *("--tiers", "mid", "--per-pair", "1", "--out", str(out)),
+            *("--concurrency", "1", "--llm-concurrency", "3", *FAST_RETRY),
+        ]
+        config = TournamentConfig(agents=(*ENTRIES, *SCRIPTED), tiers=("mid",), per_pair=1)
+        expected = {job.key for job in config.jobs()}
+
+        # 1. kill -9 mid-run
+        child = cli(*argv)
+        try:
+            deadline = time.monotonic() + 120
+            while count_rows(out) < 6 and time.monotonic() < deadline and child.poll() is None:
+                time.sleep(0.02)
+        finally:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait(timeout=30)
+        assert child.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+        before = stored(out)
+        at_kill = {name: len(fake.requests) for name, fake in endpoints.items()}
+        assert 6 <= len(before) < len(expected)
+        # every stored negotiation's requests were served (the lost in-flight ones add more)
+        served = request_log(endpoints, {})
+        assert all(served[seat] >= n for seat, n in usage_by_seat(list(before.values())).items())
+
+        # 2. resume under a budget: it stops cleanly (status 3), having started nothing past it
+        resumed = subprocess.run(
+            [sys.executable, *CLI, *argv, "--resume", "--max-calls", "10"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert resumed.returncode == 3, resumed.stderr
+        assert "stopped: the limit of 10 model calls was reached" in resumed.stderr
+        middle = stored(out)
+        assert set(before) < set(middle) < expected
+
+        # 3. resume to the end
+        assert main([*argv, "--resume"]) == 0
+        after = stored(out)
+
+    assert set(after) == expected  # exactly the expected negotiations, each once
+    for key, row in before.items():
+        assert after[key].extra == row.extra  # never replayed
+    new_rows = [row for key, row in after.items() if key not in before]
+    # every request made after the kill belongs to a negotiation stored after it: no finished
+    # negotiation's model calls were made again, and the stored usage is exact
+    assert request_log(endpoints, at_kill) == usage_by_seat(new_rows)
+    prices = {"fast": 1.0, "slow": 2.0, "flaky": 3.0}
+    for row in after.values():
+        for data in row.extra.get("players", {}).values():
+            cost = (prices[data["name"]] * data["input_tokens"] + 10 * data["output_tokens"]) / 1e6
+            assert data["cost_usd"] == pytest.approx(cost)
+    assert sum(len(fake.probes) for fake in endpoints.values()) == 3 * 3  # once per run each
+    assert any(fake.requests for fake in endpoints.values())
+    assert any(
+        data["failed_attempts"]
+        for row in after.values()
+        for data in row.extra.get("players", {}).values()
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "unset", "fragment"),
+    [
+        ({"colour": '"red"'}, False, "colour: unknown key"),
+        ({}, True, "$FAKE_KEY is not set"),
+        ({"max_tokens": "0"}, False, "max_tokens"),
+    ],
+    ids=["unknown-key", "missing-key-variable", "bad-value"],
+)
+def test_a_bad_roster_is_one_line_before_anything_starts(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    extra: dict[str, str],
+    unset: bool,
+    fragment: str,
+) -> None:
+    if not unset:
+        monkeypatch.setenv("FAKE_KEY", "k")
+    with serve(negotiator()) as fake:
+        roster = write_roster(tmp_path / "m.toml", {"one": fake}, **extra)
+        argv = ["tournament", "--models", str(roster), "--agents", "boulware"]
+        assert main([*argv, "--out", str(tmp_path / "t.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err, err
+    assert not fake.requests and not (tmp_path / "t.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "fragment"),
+    [("ftp://x/v1", "neither an http(s) base URL"), ("http://127.0.0.1:9/v1", "unreachable")],
+)
+def test_a_bad_or_unreachable_endpoint_is_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    endpoint: str,
+    fragment: str,
+) -> None:
+    monkeypatch.setenv("FAKE_KEY", "k")
+    roster = tmp_path / "m.toml"
+    roster.write_text(f'[models.a]\nmodel = "m"\nendpoint = "{endpoint}"\nkey_env = "FAKE_KEY"\n')
+    argv = ["tournament", "--models", str(roster), "--agents", "boulware"]
+    assert main([*argv, "--out", str(tmp_path / "t.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err, err
+    assert not (tmp_path / "t.db").exists()
+
+
+def test_export_sft_exports_what_the_model_really_read_and_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_KEY", "k")
+    out = tmp_path / "t.db"
+    with serve(negotiator()) as fake:
+        roster = write_roster(tmp_path / "m.toml", {"solo": fake})
+        argv = ["tournament", "--models", str(roster), "--agents", "boulware", "--tiers", "low"]
+        assert main([*argv, "--per-pair", "1", "--out", str(out)]) == 0
+    assert (
+        main(["export-sft", str(out), "--agent", "solo", "--out", str(tmp_path / "s.jsonl")]) == 0
+    )
+    examples = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert len(examples) == 2
+    for example in examples:
+        messages = example["messages"]
+        # the last request of that seat is a prefix of what was exported, byte for byte
+        last = [r for r in fake.requests if r["messages"][0] == messages[0]][-1]
+        assert messages[: len(last["messages"])] == last["messages"]
+        assert example["tools"] == last["tools"]
+        assert example["metadata"]["source"] == "conversation"

@@ -25,14 +25,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agents.items import TResponseInputItem
+from agents.models.chatcmpl_converter import Converter
 from agents.models.interface import Model
 from agents.run_config import ToolErrorFormatterArgs
 from agents.run_error_handlers import RunErrorHandlerInput, RunErrorHandlerResult
 from mcp.types import CallToolResult
 from openai.types.responses import ResponseFunctionToolCall
+from openai.types.shared import Reasoning
 
 from agents import (
     Agent,
@@ -55,7 +57,7 @@ from dealroom.agents._llm_model import (
 )
 from dealroom.agents._llm_tools import CallOrder, ToolStats, seat_tools
 from dealroom.client.seat import Seat
-from dealroom.play.players import PlayerFailed, SeatContext
+from dealroom.play.players import Endpoint, PlayerFailed, SeatContext
 from dealroom.protocol import Rules, SeatView, WaitResult
 from dealroom.protocol.briefing import briefing
 
@@ -64,16 +66,33 @@ __all__ = [
     "LLMError",
     "LLMPlayer",
     "LLMSettings",
+    "Prices",
     "RetryPolicy",
     "is_llm_spec",
 ]
 
 TURN_LIMIT_OUTPUT = "(turn limit reached: the turn ended)"
 
+ReasoningEffort = Literal["minimal", "low", "medium", "high"]
+
 
 def is_llm_spec(spec: str) -> bool:
     """True for ``llm:MODEL`` specs."""
     return spec.strip().startswith("llm:")
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """What a model's tokens cost, in USD per million."""
+
+    input_per_million: float
+    output_per_million: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """USD for that many tokens."""
+        return (
+            input_tokens * self.input_per_million + output_tokens * self.output_per_million
+        ) / 1e6
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +108,10 @@ class LLMSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     temperature: float | None = None
     max_tokens: int | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    """Passed as the API's reasoning effort, where it has one."""
+    prices: Prices | None = None
+    """Prices of the model's tokens (None: its cost is not known, stored as null)."""
     tracing: bool = False
     """Send traces to the Agents SDK's trace processors (off: nothing leaves the machine)."""
 
@@ -100,6 +123,8 @@ class LLMPlayer:
         self.model = model
         self.name = name
         self.settings = settings or LLMSettings()
+        self.endpoint: Endpoint | None = None
+        """Set by a roster: tournaments limit the negotiations in flight on it."""
 
     @classmethod
     def from_spec(
@@ -151,19 +176,39 @@ class _Game:
         self.thinking_s = 0.0
         self.over = False
         self.last_wait: WaitResult | None = None
+        self.agent: Agent[Any] | None = None
+        self.history: list[TResponseInputItem] = []
 
     def extra(self, error: str | None = None) -> dict[str, Any]:
-        """What is stored beside the negotiation for this seat."""
+        """What is stored beside the negotiation for this seat: usage, counts, cost, and the
+        model's own conversation (what it read and wrote, as chat messages, with its tools)."""
+        usage = self.model.usage
+        prices = self.settings.prices
         data: dict[str, Any] = {
             "wakes": self.wakes,
             "turn_limit_hits": self.turn_limit_hits,
             "thinking_s": round(self.thinking_s, 3),
-            **self.model.usage.as_dict(),
+            **usage.as_dict(),
+            "cost_usd": None
+            if prices is None
+            else round(prices.cost(usage.input_tokens, usage.output_tokens), 8),
             **self.stats.as_dict(),
+            "conversation": self.conversation(),
         }
         if error is not None:
             data["error"] = error
         return data
+
+    def conversation(self) -> dict[str, Any]:
+        """The model's conversation as OpenAI chat messages (system message first) and tools."""
+        if self.agent is None:
+            return {"messages": [], "tools": []}
+        instructions = self.agent.instructions
+        assert isinstance(instructions, str)
+        messages = [{"role": "system", "content": instructions}]
+        messages.extend(Converter.items_to_messages(self.history))  # type: ignore[arg-type]
+        tools = [Converter.tool_to_openai(tool) for tool in self.agent.tools]
+        return {"messages": messages, "tools": tools}
 
     async def run(self) -> None:
         state = await self.seat.get_state()
@@ -181,29 +226,34 @@ class _Game:
             tools=list(await seat_tools(self.seat, self.stats, self.order, self._on_result)),
             tool_use_behavior=self._turn_over,
             model_settings=ModelSettings(
-                temperature=self.settings.temperature, max_tokens=self.settings.max_tokens
+                temperature=self.settings.temperature,
+                max_tokens=self.settings.max_tokens,
+                reasoning=None
+                if self.settings.reasoning_effort is None
+                else Reasoning(effort=self.settings.reasoning_effort),
             ),
         )
+        self.agent = agent
         run_config = RunConfig(
             tracing_disabled=not self.settings.tracing,
             tool_not_found_behavior="return_error_to_model",
             tool_error_formatter=self._tool_error,
         )
-        history: list[TResponseInputItem] = []
         message = "The negotiation has started. get_state returned:\n" + _json(state)
         while not self.over:
             self.wakes += 1
             if self.wakes > self.settings.max_wakes:
                 raise LLMError(f"more than {self.settings.max_wakes} wakes")
             self.last_wait = None
+            self.history = [*self.history, {"role": "user", "content": message}]
             result = await Runner.run(
                 agent,
-                [*history, {"role": "user", "content": message}],
+                self.history,
                 max_turns=self.settings.max_turns,
                 run_config=run_config,
                 error_handlers={"max_turns": self._turn_limit},
             )
-            history = result.to_input_list()
+            self.history = result.to_input_list()
             if self.over:
                 break
             if self._malformed():

@@ -151,6 +151,7 @@ class SpecResolver:
 
     options: PlayerOptions
     roster: Mapping[str, Callable[[], Player]] = field(default_factory=dict[str, Any])
+    """Roster entries' player builders (``dealroom.agents.roster.RosterPlayer``), by name."""
 
     def __call__(self, spec: str) -> Player:
         build = self.roster.get(spec.strip())
@@ -172,3 +173,69 @@ def player(spec: str, args: argparse.Namespace) -> Player:
         return resolve_player(spec, options)
     except AgentSpecError as exc:
         raise usage_error(str(exc)) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Lineup:
+    """The agents of a tournament, how to build each, and what is recorded about the LLM
+    entries (so a resume with other models or sampling settings is refused)."""
+
+    agents: tuple[str, ...]
+    resolver: SpecResolver
+    entries: dict[str, Any]
+
+
+def lineup(specs: list[str], args: argparse.Namespace) -> Lineup:
+    """Roster entries (``--models``) then ``specs``; every player is built once and every
+    endpoint probed once, so a bad roster, a missing key or an unreachable endpoint is a usage
+    error before anything starts."""
+    from dealroom.agents.roster import RosterError
+
+    try:
+        return _lineup(specs, args)
+    except RosterError as exc:
+        raise usage_error(str(exc)) from None
+
+
+def _lineup(specs: list[str], args: argparse.Namespace) -> Lineup:
+    roster: dict[str, Any] = {}
+    entries: dict[str, Any] = {}
+    probes: dict[str, str | None] = {}
+    if args.models is not None:
+        from dealroom.agents import roster as rosters
+
+        loaded = rosters.load(args.models)
+        roster = rosters.players(loaded, llm_settings(args))
+        for entry in loaded:
+            if _registered(entry.name):
+                raise usage_error(f"{args.models}: [models.{entry.name}] is a registered agent")
+            entries[entry.name] = entry.describe()
+            probes.setdefault(entry.endpoint, roster[entry.name].api_key)
+    agents = [*roster, *(spec for spec in specs if spec not in roster)]
+    seats = [spec for spec in agents if spec not in roster and not scripted(spec)]
+    chosen = SpecResolver(player_options(args) if seats else PlayerOptions(), roster)
+    for spec in agents:
+        try:
+            chosen(spec)
+        except AgentSpecError as exc:
+            raise usage_error(str(exc)) from None
+    if any(spec.startswith("llm:") for spec in seats):
+        import os
+
+        from dealroom.agents._llm_model import API_KEY_ENV, DEFAULT_BASE_URL_ENV
+
+        url = args.base_url or os.environ.get(DEFAULT_BASE_URL_ENV) or "https://api.openai.com/v1"
+        probes.setdefault(url, os.environ.get(API_KEY_ENV))
+    if probes:
+        from dealroom.agents.roster import probe_all
+
+        probe_all(probes)
+    return Lineup(tuple(agents), chosen, entries)
+
+
+def _registered(name: str) -> bool:
+    try:
+        is_scripted(name)
+    except AgentSpecError:
+        return False
+    return True

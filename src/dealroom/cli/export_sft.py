@@ -11,7 +11,7 @@ from pathlib import Path
 from dealroom.cli._common import usage_error
 from dealroom.protocol import ROLES, Role
 from dealroom.store.results import ResultsStore, StoredNegotiation, StoreError
-from dealroom.training.sft import sft_example
+from dealroom.training.sft import conversation_example, sft_example
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,7 +21,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="write stored negotiations as chat transcripts (OpenAI messages, JSONL)",
         description="One line per seat and negotiation: the seat's briefing, observations, "
         "its tool calls and their results. The seat's private value appears only in its own "
-        "briefing.",
+        "briefing. An LLM seat whose conversation was stored exports that conversation as the "
+        "model read and wrote it.",
     )
     parser.add_argument("db", type=Path, metavar="FILE.db", help="results store to read")
     parser.add_argument("--out", type=Path, required=True, help="JSONL file to write")
@@ -64,6 +65,15 @@ def _keep(row: StoredNegotiation, role: Role, args: argparse.Namespace) -> bool:
     return True
 
 
+def _example(row: StoredNegotiation, role: Role) -> dict[str, object] | None:
+    """The model's stored conversation where there is one, else the rebuilt transcript."""
+    metadata = {"key": row.key, "run": row.run}
+    conversation = row.extra.get("players", {}).get(role, {}).get("conversation")
+    if conversation:
+        return conversation_example(row.record, role, conversation, metadata=metadata)
+    return sft_example(row.record, role, metadata=metadata)
+
+
 def run(args: argparse.Namespace) -> int:
     """Read the store, filter, write one transcript per line."""
     if not args.db.is_file():
@@ -80,9 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 for role in roles:
                     if not _keep(row, role, args):
                         continue
-                    example = sft_example(
-                        row.record, role, metadata={"key": row.key, "run": row.run}
-                    )
+                    example = _example(row, role)
                     if example is not None:
                         out.write(json.dumps(example, ensure_ascii=False) + "\n")
                         written += 1

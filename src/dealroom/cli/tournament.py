@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -10,11 +11,11 @@ from pathlib import Path
 from typing import TextIO
 
 from dealroom.cli._common import positive_int, usage_error
-from dealroom.cli._players import SpecResolver, add_llm_flags, player_options, scripted
-from dealroom.play.registry import AgentSpecError, PlayerOptions
+from dealroom.cli._players import Lineup, add_llm_flags, lineup, scripted
 from dealroom.play.tournament import (
     DEFAULT_RUN,
     Backend,
+    Budget,
     ConfigMismatchError,
     ProcessBackend,
     Progress,
@@ -37,8 +38,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument(
         "--agents",
-        required=True,
         type=agent_list,
+        default=[],
         help="comma-separated agent specs, e.g. boulware,conceder,micro or llm:MODEL "
         "(parameters attach to the spec before them: boulware:e=0.1,k=0.2,linear)",
     )
@@ -73,8 +74,39 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--self-play", action="store_true", help="also play each agent itself")
     parser.add_argument("--backend", choices=["local", "ray"], default="local")
     parser.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
+    llm = parser.add_argument_group("LLM benchmarks")
+    llm.add_argument(
+        "--models",
+        type=Path,
+        metavar="FILE.toml",
+        help="roster of LLM entries (name, model, endpoint, key variable, sampling, concurrency, "
+        "prices); every entry joins --agents under its name",
+    )
+    llm.add_argument(
+        "--max-cost",
+        type=_usd,
+        metavar="USD",
+        help="start no new negotiation once this session's model cost reaches USD (needs "
+        "prices in the roster); the ones in flight finish; --resume continues",
+    )
+    llm.add_argument(
+        "--max-calls",
+        type=positive_int,
+        metavar="N",
+        help="the same for model calls (failed attempts included)",
+    )
     add_llm_flags(parser)
     parser.set_defaults(handler=run)
+
+
+def _usd(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive amount: {text!r}")
+    return value
 
 
 def agent_list(text: str) -> list[str]:
@@ -113,29 +145,40 @@ def _backend(args: argparse.Namespace) -> Backend:
     return SerialBackend() if args.concurrency == 1 else ProcessBackend(args.concurrency)
 
 
-def resolver(args: argparse.Namespace) -> SpecResolver:
-    """The players of the run; every spec is built once here, so a bad one (an unknown agent,
-    an LLM without a key) is a usage error before anything starts."""
-    seats = [spec for spec in args.agents if not scripted(spec)]
-    chosen = SpecResolver(player_options(args) if seats else PlayerOptions())
-    for spec in args.agents:
-        try:
-            chosen(spec)
-        except AgentSpecError as exc:
-            raise usage_error(str(exc)) from None
-    return chosen
+BUDGET_STOP = 3
+"""Exit status of a run stopped by --max-cost or --max-calls (resume it to go on)."""
+
+
+def _budget(args: argparse.Namespace, players: Lineup) -> Budget:
+    if args.max_cost is not None:
+        entries = players.entries
+        unpriced = [
+            name
+            for name in players.agents
+            if (entries[name]["input_price"] is None if name in entries else not scripted(name))
+        ]
+        if unpriced:
+            raise usage_error(
+                f"--max-cost needs a price for every LLM entry; {unpriced[0]!r} has none "
+                "(give input_price and output_price in the --models roster)"
+            )
+    return Budget(max_cost_usd=args.max_cost, max_requests=args.max_calls)
 
 
 def run(args: argparse.Namespace) -> int:
     """Play the round robin, then print one summary line on stderr."""
-    players = resolver(args)
+    if not args.agents and args.models is None:
+        raise usage_error("give --agents, --models or both")
+    players = lineup(args.agents, args)
+    budget = _budget(args, players)
     try:
         config = TournamentConfig(
-            agents=tuple(args.agents),
+            agents=players.agents,
             tiers=tuple(args.tiers),
             per_pair=args.per_pair,
             seed=args.seed,
             self_play=args.self_play,
+            entries=players.entries,
         )
     except TournamentError as exc:
         raise usage_error(str(exc)) from None
@@ -152,11 +195,12 @@ def run(args: argparse.Namespace) -> int:
             raise usage_error(str(exc)) from None
         try:
             progress = tournament.run(
-                players,
+                players.resolver,
                 backend=backend,
                 resume=args.resume,
                 on_progress=bar.update,
                 concurrency=args.llm_concurrency,
+                budget=budget,
             )
         except RunExistsError as exc:
             raise usage_error(
@@ -177,6 +221,12 @@ def run(args: argparse.Namespace) -> int:
             raise
         bar.close()
     sys.stderr.write(summary_line(progress, bar.elapsed(), args.out, args.run) + "\n")
+    if progress.stopped is not None:
+        sys.stderr.write(
+            f"dealroom: stopped: {progress.stopped}; {progress.remaining:,} negotiations left: "
+            "rerun with --resume to continue\n"
+        )
+        return BUDGET_STOP
     return 0
 
 
@@ -187,20 +237,24 @@ def summary_line(progress: Progress, seconds: float, out: Path, run: str) -> str
     skipped = f", {progress.skipped:,} already stored" if progress.skipped else ""
     return (
         f"dealroom: {progress.done:,} negotiations in {seconds:.1f} s ({rate:,.0f}/s), "
-        f"{progress.deals:,} deals ({deals}){skipped}; run {run!r} in {out} "
-        f"(dealroom report {out})"
+        f"{progress.deals:,} deals ({deals}){skipped}{usage_text(progress)}; run {run!r} in "
+        f"{out} (dealroom report {out})"
     )
 
 
 class ProgressBar:
-    """A one-line progress bar: count, rate, ETA and deals so far. Silent unless ``stream`` is a
-    terminal; redraws at most ``every`` seconds."""
+    """Progress on stderr: count, rate, ETA, deals, and for LLM runs model calls, tokens, cost
+    and failures so far. On a terminal one line redrawn at most every ``every`` seconds; else
+    a plain line at most every ``plain_every`` seconds (a short run prints none)."""
 
-    def __init__(self, stream: TextIO, *, every: float = 0.1, width: int = 28) -> None:
+    def __init__(
+        self, stream: TextIO, *, every: float = 0.1, plain_every: float = 10.0, width: int = 28
+    ) -> None:
         self.stream, self.every, self.width = stream, every, width
+        self.plain_every = plain_every
         self.enabled = stream.isatty()
         self.start = time.monotonic()
-        self._drawn_at = -1.0
+        self._drawn_at = self.start if not self.enabled else -1.0
         self._shown = False
 
     def elapsed(self) -> float:
@@ -208,9 +262,15 @@ class ProgressBar:
         return time.monotonic() - self.start
 
     def update(self, progress: Progress) -> None:
-        """Redraw, if enough time has passed (always for the last negotiation)."""
+        """Redraw, if enough time has passed (on a terminal, always for the last negotiation)."""
         now = time.monotonic()
-        if not self.enabled or (now - self._drawn_at < self.every and progress.remaining):
+        if not self.enabled:
+            if now - self._drawn_at >= self.plain_every and progress.remaining:
+                self._drawn_at = now
+                self.stream.write("dealroom: " + self.render(progress, now - self.start) + "\n")
+                self.stream.flush()
+            return
+        if now - self._drawn_at < self.every and progress.remaining:
             return
         self._drawn_at, self._shown = now, True
         self.stream.write("\r" + self.render(progress, now - self.start) + "\x1b[K")
@@ -224,9 +284,11 @@ class ProgressBar:
         rate = progress.done / seconds if seconds > 0 else 0.0
         eta = _clock(progress.remaining / rate) if rate > 0 else "--:--"
         deals = f"{progress.deals / progress.done:.0%}" if progress.done else "-"
+        bar = "[" + "#" * filled + "." * (self.width - filled) + "] " if self.enabled else ""
         return (
-            f"[{'#' * filled}{'.' * (self.width - filled)}] {finished:,}/{progress.total:,} "
-            f"{fraction:4.0%}  {rate:,.0f}/s  ETA {eta}  deals {progress.deals:,} ({deals})"
+            f"{bar}{finished:,}/{progress.total:,} "
+            f"{fraction:4.0%}  {rate:,.{0 if rate >= 10 else 1}f}/s  ETA {eta}  "
+            f"deals {progress.deals:,} ({deals})" + usage_text(progress)
         )
 
     def close(self) -> None:
@@ -235,6 +297,23 @@ class ProgressBar:
             self.stream.write("\n")
             self.stream.flush()
             self._shown = False
+
+
+def usage_text(progress: Progress) -> str:
+    """Model calls, tokens, cost and failures so far (empty for a run without models)."""
+    if not progress.requests and not progress.failures:
+        return ""
+    return (
+        f"  calls {progress.requests:,}  tokens {_count(progress.input_tokens)} in / "
+        f"{_count(progress.output_tokens)} out  ${progress.cost_usd:,.4f}  "
+        f"failures {progress.failures:,}"
+    )
+
+
+def _count(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1e6:.1f}M"
+    return f"{n / 1e3:.1f}k" if n >= 1000 else str(n)
 
 
 def _clock(seconds: float) -> str:

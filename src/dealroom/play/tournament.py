@@ -96,6 +96,8 @@ class TournamentConfig:
     seed: int = 0
     self_play: bool = False
     rules: Rules = DEFAULT_RULES
+    entries: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """What defines each named LLM entry (model, sampling, prices), recorded with the run."""
 
     def __post_init__(self) -> None:
         if len(set(self.agents)) != len(self.agents):
@@ -129,6 +131,7 @@ class TournamentConfig:
             "seed": self.seed,
             "self_play": self.self_play,
             "rules": self.rules.model_dump(mode="json"),
+            **({"entries": dict(self.entries)} if self.entries else {}),
         }
 
     def jobs(self, run: str = DEFAULT_RUN) -> list[Job]:

@@ -201,15 +201,37 @@ def sft_example(
             results.append({"role": "tool", "tool_call_id": call_id, "content": "\n".join(lines)})
         messages.append({"role": "assistant", "content": "", "tool_calls": calls})
         messages.extend(results)
-    seat_agent = record.buyer if role == "buyer" else record.seller
-    meta = {
+    return {"messages": messages, "tools": TOOLS, "metadata": _metadata(record, role, metadata)}
+
+
+def conversation_example(
+    record: NegotiationRecord,
+    role: Role,
+    conversation: dict[str, Any],
+    *,
+    metadata: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """A seat whose model's own conversation was stored with the negotiation (LLM seats):
+    exactly the messages it read and wrote and the tools it was given, instead of a
+    transcript rebuilt from the events. None if the model never got a message."""
+    messages = list(conversation.get("messages") or [])
+    if len(messages) < 2:
+        return None
+    tools = list(conversation.get("tools") or TOOLS)
+    meta = _metadata(record, role, {"source": "conversation", **(metadata or {})})
+    return {"messages": messages, "tools": tools, "metadata": meta}
+
+
+def _metadata(
+    record: NegotiationRecord, role: Role, metadata: dict[str, Any] | None
+) -> dict[str, Any]:
+    return {
         "role": role,
-        "agent": seat_agent,
+        "agent": record.buyer if role == "buyer" else record.seller,
         "opponent": record.seller if role == "buyer" else record.buyer,
-        "scenario_id": scenario.id,
-        "tier": scenario.tier,
+        "scenario_id": record.scenario.id,
+        "tier": record.scenario.tier,
         "status": record.outcome.status,
         "end_reason": record.outcome.end_reason,
         **(metadata or {}),
     }
-    return {"messages": messages, "tools": TOOLS, "metadata": meta}
