@@ -199,11 +199,16 @@ async def over_http(calls: int, sessions: int, seconds: float, rates: list[float
         for rate in [*rates, None]:
             samples: list[float] = []
             duration = 5.0 if rate is None else seconds
-            await concurrent(url, tokens[:sessions], factory, samples, duration, rate or 0.0)
+            errors = await concurrent(
+                url, tokens[:sessions], factory, samples, duration, rate or 0.0
+            )
             mode = "closed loop" if rate is None else f"{rate:g} call/s each"
             label = f"loopback HTTP, {sessions} sessions, {mode}"
             rate_seen = len(samples) / duration
-            print(f"  {label:<46} {percentiles(samples)}   {rate_seen:,.0f} calls/s")
+            print(
+                f"  {label:<46} {percentiles(samples)}   {rate_seen:,.0f} calls/s   "
+                f"{errors} connection errors"
+            )
             figures[label] = samples
     return figures
 
@@ -252,10 +257,12 @@ async def concurrent(
     samples: list[float],
     duration: float,
     rate: float,
-) -> None:
-    """Every session calls at Poisson times at ``rate`` per second (0: back to back)."""
+) -> int:
+    """Every session calls at Poisson times at ``rate`` per second (0: back to back); the
+    number of calls that failed with a connection error (counted, then the session goes on)."""
     ready = anyio.Event()
     connected = [0]
+    errors = [0]
 
     async def run(index: int, token: str) -> None:
         rng = random.Random(index)
@@ -273,7 +280,11 @@ async def concurrent(
                     await anyio.sleep(rng.expovariate(rate))
                 tool, args = pick(rng, price)
                 start = time.perf_counter()
-                result = await seat.call(tool, args)
+                try:
+                    result = await seat.call(tool, args)
+                except httpx2.TransportError:
+                    errors[0] += 1
+                    continue
                 samples.append(time.perf_counter() - start)
                 structured = result.get("structuredContent") or {}
                 observation = structured.get("observation") or {}
@@ -284,6 +295,7 @@ async def concurrent(
     async with anyio.create_task_group() as group:
         for index, token in enumerate(tokens):
             group.start_soon(run, index, token)
+    return errors[0]
 
 
 async def main(args: argparse.Namespace) -> Figures:

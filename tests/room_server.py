@@ -18,7 +18,7 @@ import uvicorn
 from mcp import ClientSession
 
 from dealroom.agents import resolve
-from dealroom.server.mcp_http import build_http_app
+from dealroom.server.mcp_http import build_http_app, uvicorn_config
 from dealroom.server.rooms import RoomRegistry
 from dealroom.store.results import ResultsStore
 from dealroom.store.writer import ResultWriter
@@ -68,15 +68,7 @@ async def room_server(tmp_path: Path) -> AsyncIterator[RoomServer]:
     with ResultsStore(tmp_path / "server.db") as store:
         registry = RoomRegistry(writer=ResultWriter(store), resolve_house=resolve)
         app = build_http_app(registry, admin_token=ADMIN, host="127.0.0.1", port=port)
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=port,
-            log_config=None,
-            access_log=False,
-            ws="none",
-            timeout_graceful_shutdown=2,
-        )
+        config = uvicorn_config(app, host="127.0.0.1", port=port, timeout_graceful_shutdown=2)
         server = uvicorn.Server(config)
         async with anyio.create_task_group() as group:
             group.start_soon(server.serve)
@@ -105,9 +97,7 @@ def room_server_thread(tmp_path: Path) -> Iterator[RoomServer]:
         with ResultsStore(path) as store:
             registry = RoomRegistry(writer=ResultWriter(store), resolve_house=resolve)
             app = build_http_app(registry, admin_token=ADMIN, host="127.0.0.1", port=port)
-            config = uvicorn.Config(
-                app, host="127.0.0.1", port=port, log_config=None, access_log=False, ws="none"
-            )
+            config = uvicorn_config(app, host="127.0.0.1", port=port)
             box["server"] = server = uvicorn.Server(config)
             box["registry"] = registry
             started.set()

@@ -23,8 +23,9 @@ from dealroom.agents import resolve
 from dealroom.protocol import DEFAULT_RULES, Action, AgentFactory, Decision, Role, Rules, Scenario
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.protocol.wire import ClockKind
+from dealroom.server.http_limits import DEFAULT_HTTP_LIMITS, HttpLimits
 from dealroom.server.mcp_app import build_app
-from dealroom.server.mcp_http import build_http_app
+from dealroom.server.mcp_http import build_http_app, uvicorn_config
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room
 from dealroom.server.rooms import RoomRegistry
@@ -217,6 +218,7 @@ async def http_server(
     *,
     admin_token: str | None = ADMIN,
     limits: RoomLimits = DEFAULT_LIMITS,
+    http_limits: HttpLimits = DEFAULT_HTTP_LIMITS,
 ) -> AsyncIterator[HttpServer]:
     """uvicorn on a free loopback port, in a task group, with a results store under tmp_path."""
     port = free_port()
@@ -225,15 +227,11 @@ async def http_server(
         registry = RoomRegistry(
             writer=ResultWriter(store), resolve_house=house_resolver, limits=limits
         )
-        app = build_http_app(registry, admin_token=admin_token, host="127.0.0.1", port=port)
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=port,
-            log_config=None,
-            access_log=False,
-            ws="none",
-            timeout_graceful_shutdown=2,
+        app = build_http_app(
+            registry, admin_token=admin_token, host="127.0.0.1", port=port, limits=http_limits
+        )
+        config = uvicorn_config(
+            app, host="127.0.0.1", port=port, limits=http_limits, timeout_graceful_shutdown=2
         )
         server = uvicorn.Server(config)
         async with anyio.create_task_group() as group:

@@ -3,7 +3,9 @@
 ``/mcp`` requires a seat token (``Authorization: Bearer``), verified by the MCP SDK's auth
 middleware: no token or a wrong one gets 401. The admin routes are not covered by that
 middleware, so they check ``Authorization: Bearer <admin token>`` themselves, in constant time;
-without a configured admin token they answer 403.
+without a configured admin token they answer 403. Every route, admin and health check included,
+refuses a foreign ``Host`` (421) or ``Origin`` (403) header, as ``/mcp`` does (DNS rebinding).
+Connection, request and session limits: ``dealroom.server.http_limits``.
 
     POST /admin/rooms          RoomRequest JSON -> RoomCreated JSON (201)
     GET  /admin/rooms/{room}   the room's current negotiation, with its full outcome, and how
@@ -23,13 +25,22 @@ import structlog
 import uvicorn
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from pydantic import AnyHttpUrl, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dealroom.protocol import RoomRequest
+from dealroom.server.http_limits import (
+    DEFAULT_HTTP_LIMITS,
+    GuardedHttpProtocol,
+    HttpLimits,
+    cap_sessions_per_seat,
+    connection_cap,
+    raise_open_file_limit,
+)
 from dealroom.server.mcp_app import build_app
 from dealroom.server.rooms import SEAT_SCOPE, RoomRegistry, SeatTokens, seat_of_request
 
@@ -73,6 +84,7 @@ def build_http_app(
     host: str = "127.0.0.1",
     port: int = 8765,
     allowed_hosts: Sequence[str] = (),
+    limits: HttpLimits = DEFAULT_HTTP_LIMITS,
 ) -> Starlette:
     """The ASGI app: MCP at /mcp, the admin API and a health check."""
     app = build_http_mcp(registry, host=host, port=port)
@@ -80,10 +92,58 @@ def build_http_app(
     app.custom_route("/admin/rooms", methods=["POST"])(admin.create)
     app.custom_route("/admin/rooms/{room}", methods=["GET"])(admin.show)
     app.custom_route("/healthz", methods=["GET"])(_health)
-    return app.streamable_http_app(
+    security = transport_security(host, allowed_hosts)
+    starlette = app.streamable_http_app(
         streamable_http_path="/mcp",
-        transport_security=transport_security(host, allowed_hosts),
+        transport_security=security,
         host=host,
+        session_idle_timeout=limits.session_idle_s,
+        max_sessions=limits.max_sessions,
+    )
+    cap_sessions_per_seat(app.session_manager, limits.sessions_per_seat)
+    starlette.add_middleware(_HostCheck, security=security)
+    return starlette
+
+
+class _HostCheck:
+    """The Host and Origin checks of ``/mcp`` for every route (the SDK applies them to /mcp)."""
+
+    def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
+        self.app = app
+        self.check = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = await self.check.validate_request(Request(scope, receive))
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def uvicorn_config(
+    app: ASGIApp,
+    *,
+    host: str,
+    port: int,
+    limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+    open_files: int = 1024,
+    **kwargs: Any,
+) -> uvicorn.Config:
+    """How uvicorn serves ``app``: the guarded protocol, keep-alive and limits of ``limits``."""
+    protocol = GuardedHttpProtocol.configured(
+        limits.request_timeout_s, connection_cap(limits, open_files)
+    )
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=protocol,
+        ws="none",
+        timeout_keep_alive=int(limits.keep_alive_s),
+        log_config=None,
+        access_log=False,
+        **kwargs,
     )
 
 
@@ -171,13 +231,20 @@ async def serve_http(
     admin_token: str | None,
     allowed_hosts: Sequence[str] = (),
     reap_interval: float = 1.0,
+    limits: HttpLimits = DEFAULT_HTTP_LIMITS,
 ) -> None:
     """Run uvicorn and the rooms' reaper until interrupted."""
     app = build_http_app(
-        registry, admin_token=admin_token, host=host, port=port, allowed_hosts=allowed_hosts
+        registry,
+        admin_token=admin_token,
+        host=host,
+        port=port,
+        allowed_hosts=allowed_hosts,
+        limits=limits,
     )
-    config = uvicorn.Config(
-        app, host=host, port=port, log_config=None, access_log=False, lifespan="on"
+    open_files = raise_open_file_limit()
+    config = uvicorn_config(
+        app, host=host, port=port, limits=limits, open_files=open_files, lifespan="on"
     )
     server = uvicorn.Server(config)
     # Everything imported and built so far lives as long as the server: keep it out of the
