@@ -42,17 +42,17 @@ class HttpLimits(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    request_timeout_s: float = Field(10.0, gt=0)
+    request_timeout_s: float = Field(default=10.0, gt=0)
     """Most seconds to send one request, headers and body, from its first byte."""
-    keep_alive_s: float = Field(30.0, gt=0)
+    keep_alive_s: float = Field(default=30.0, gt=0)
     """Seconds an idle connection is kept open (more than clients' pool expiry)."""
-    max_connections: int | None = Field(None, gt=0)
+    max_connections: int | None = Field(default=None, gt=0)
     """Most open connections; None: the open-file limit minus ``FD_RESERVE``."""
-    sessions_per_seat: int = Field(8, gt=0)
+    sessions_per_seat: int = Field(default=8, gt=0)
     """Most MCP sessions one seat token holds; opening one more closes its oldest."""
-    session_idle_s: float = Field(300.0, gt=0)
+    session_idle_s: float = Field(default=300.0, gt=0)
     """An MCP session with no request in flight for this long is closed."""
-    max_sessions: int = Field(10_000, gt=0)
+    max_sessions: int = Field(default=10_000, gt=0)
     """Most MCP sessions on the whole server."""
 
 
