@@ -50,7 +50,9 @@ def test_the_report_is_one_strict_json_object(report: dict[str, Any]) -> None:
         "per_tier",
         "features",
         "samples",
+        "usage",
     }
+    assert report["usage"] is None  # no LLM seat
     assert report["negotiations"] == len(CONFIG.jobs()) == 72
     assert report["tiers"] == ["low", "mid", "high"]
 

@@ -297,3 +297,35 @@ def test_export_sft_exports_what_the_model_really_read_and_wrote(
         assert messages[: len(last["messages"])] == last["messages"]
         assert example["tools"] == last["tools"]
         assert example["metadata"]["source"] == "conversation"
+
+
+def test_the_report_shows_each_models_usage_and_cost_in_every_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FAKE_KEY", "k")
+    out = tmp_path / "t.db"
+    with serve(negotiator()) as one, serve(flaky(negotiator(), every=4)) as two:
+        roster = write_roster(tmp_path / "m.toml", {"one": one, "two": two})
+        argv = ["tournament", "--models", str(roster), "--agents", "boulware", "--tiers", "low"]
+        assert main([*argv, *FAST_RETRY, "--per-pair", "1", "--out", str(out)]) == 0
+    capsys.readouterr()
+    html = tmp_path / "r.html"
+    assert main(["report", str(out), "--json", "--resamples", "20", "--html", str(html)]) == 0
+    usage = json.loads(capsys.readouterr().out)["usage"]
+    rows = {row["agent"]: row for row in usage["models"]}
+    assert set(rows) == {"one", "two"}
+    for name, fake in (("one", one), ("two", two)):
+        assert rows[name]["model_calls"] + rows[name]["failed_attempts"] == len(fake.requests)
+        assert rows[name]["seats"] == 4  # against each other and boulware, both seats
+        assert rows[name]["input_tokens"] == 11 * rows[name]["model_calls"]
+    assert rows["two"]["failed_attempts"] > 0 and rows["one"]["failed_attempts"] == 0
+    totals = usage["totals"]
+    assert totals["model_calls"] == rows["one"]["model_calls"] + rows["two"]["model_calls"]
+    assert totals["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in rows.values()), abs=1e-6)
+    assert main(["report", str(out), "--resamples", "20"]) == 0
+    text = capsys.readouterr().out
+    assert "Models: usage per negotiation seat" in text and "Run: " in text
+    model_lines = [line for line in text.splitlines() if line.startswith(("one ", "two "))]
+    assert any("$" in line and " s " in line for line in model_lines)
+    page = html.read_text()
+    assert "<h2>Models</h2>" in page and "<td>two</td>" in page

@@ -13,15 +13,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dealroom.analysis import metrics as m
+from dealroom.analysis.usage import UsageCollector
 from dealroom.protocol import TIERS, OfferMade
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.store.results import StoredNegotiation
 
 ROLE_VIEWS = ("both", "buyer", "seller")
 """Leaderboard rows per agent: both seats pooled, then each seat."""
 
 
 def build_report(
-    records: Iterable[NegotiationRecord],
+    records: Iterable[NegotiationRecord | StoredNegotiation],
     *,
     run: str | None = None,
     config: Mapping[str, Any] | None = None,
@@ -29,10 +31,15 @@ def build_report(
     seed: int = 0,
     samples: int = 6,
 ) -> dict[str, Any]:
-    """The whole report as one JSON-ready object."""
+    """The whole report as one JSON-ready object. Stored negotiations (not bare records) also
+    give the per-model usage of LLM seats (``usage``: ``dealroom.analysis.usage``)."""
     rows: list[m.Seat] = []
     picked: list[NegotiationRecord] = []
-    for record in records:
+    usage = UsageCollector()
+    for item in records:
+        record = item.record if isinstance(item, StoredNegotiation) else item
+        if isinstance(item, StoredNegotiation):
+            usage.add(record, item.extra)
         rows.extend(m.seats_of(record))
         _maybe_sample(picked, record, samples)
     est = _Estimator(resamples=resamples, seed=seed)
@@ -57,6 +64,7 @@ def build_report(
         "per_tier": _per_tier(rows, agents, tiers, est),
         "features": _features(rows, agents),
         "samples": [_trajectory(r) for r in _diverse(picked, samples)],
+        "usage": None if (used := usage.report()) is None else used.model_dump(mode="json"),
     }
 
 
@@ -280,7 +288,66 @@ def format_report(report: Mapping[str, Any]) -> str:
     lines += _tier_lines(report)
     lines += ["", "Strategy features (means per seat; see dealroom.analysis.metrics)"]
     lines += _feature_lines(report)
+    if report.get("usage"):
+        lines += ["", *usage_lines(report["usage"])]
     return "\n".join(lines)
+
+
+USAGE_COLUMNS = (
+    "calls",
+    "failed",
+    "tokens/neg",
+    "cost/neg",
+    "latency",
+    "invalid",
+    "refused",
+    "turn limits",
+    "failures",
+    "messages",
+    "leakage",
+    "n",
+)
+
+
+def usage_cells(row: Mapping[str, Any]) -> list[str]:
+    """One model's usage as the report's cells, in ``USAGE_COLUMNS`` order."""
+    cost = row["cost_per_negotiation"]
+    latency = row["latency_mean_s"]
+    return [
+        f"{row['model_calls']:,}",
+        f"{row['failed_attempts']:,}",
+        f"{row['tokens_per_negotiation']:,.0f}",
+        "-" if cost is None else f"${cost:.4f}",
+        "-" if latency is None else f"{latency:.2f} s",
+        _pct(row["invalid_rate"]),
+        _pct(row["refused_rate"]),
+        f"{row['turn_limit_hits']:,}",
+        f"{row['failures']:,}",
+        _num(row["messages_per_negotiation"], 2),
+        _pct(row["leakage"]),
+        f"{row['seats']:,}",
+    ]
+
+
+def usage_totals(usage: Mapping[str, Any]) -> str:
+    """The run's totals in one sentence."""
+    t = usage["totals"]
+    cost = "unknown (no prices)" if t["cost_usd"] is None else f"${t['cost_usd']:,.4f}"
+    return (
+        f"{t['model_calls']:,} model calls ({t['failed_attempts']:,} failed attempts), "
+        f"{t['input_tokens']:,} input and {t['output_tokens']:,} output tokens, cost {cost}, "
+        f"{t['failures']:,} failed seats"
+    )
+
+
+def usage_lines(usage: Mapping[str, Any]) -> list[str]:
+    """The per-model usage table (per negotiation seat; latency per model call)."""
+    body = [[row["agent"], "", *usage_cells(row)] for row in usage["models"]]
+    return [
+        "Models: usage per negotiation seat, latency per model call, tool-call rates",
+        *_table(["agent", "", *USAGE_COLUMNS], body),
+        "Run: " + usage_totals(usage),
+    ]
 
 
 def _matrix(report: Mapping[str, Any]) -> list[str]:

@@ -15,7 +15,13 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from dealroom.analysis.report import FEATURE_LABELS, ROLE_VIEWS
+from dealroom.analysis.report import (
+    FEATURE_LABELS,
+    ROLE_VIEWS,
+    USAGE_COLUMNS,
+    usage_cells,
+    usage_totals,
+)
 
 PALETTE = (
     "#4e79a7",
@@ -303,6 +309,24 @@ def _legend(agents: Sequence[str]) -> str:
     return f'<p class="legend">{spans} (circle: buyer, square: seller)</p>'
 
 
+def _usage_section(report: Mapping[str, Any]) -> str:
+    usage = report.get("usage")
+    if not usage:
+        return ""
+    head = "<tr><th>agent</th>" + "".join(f"<th>{h}</th>" for h in USAGE_COLUMNS) + "</tr>"
+    rows = [
+        f"<tr><td>{escape(r['agent'])}</td>"
+        + "".join(f"<td>{escape(c)}</td>" for c in usage_cells(r))
+        + "</tr>"
+        for r in usage["models"]
+    ]
+    return (
+        "<h2>Models</h2><p>Usage per negotiation seat, latency per model call, tool-call "
+        f"rates. Run: {escape(usage_totals(usage))}.</p>"
+        f"<table>{head}{''.join(rows)}</table>"
+    )
+
+
 def render_html(report: Mapping[str, Any]) -> str:
     """The whole report as one HTML page."""
     overall = report["overall"]
@@ -339,6 +363,7 @@ without a deal; on deals: deals only. Brackets: 95% bootstrap intervals.</p>
 <h2>Offer trajectories</h2><p>{sample_note}</p><div class="plots">{plots_traj}</div>
 <h2>Strategy features against surplus share</h2>{_legend(report["agents"])}
 <div class="plots">{plots_feat}</div>{_feature_table(report)}
+{_usage_section(report)}
 </body></html>
 """
 

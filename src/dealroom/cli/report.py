@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args.store) as store:
         name = choose_run(store, args.run)
         report = build_report(
-            (row.record for row in store.iter(name)),
+            store.iter(name),
             run=name,
             config=store.run_config(name),
             resamples=args.resamples,

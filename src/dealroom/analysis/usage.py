@@ -1,0 +1,181 @@
+"""What each model cost and how it behaved: the per-model columns of an LLM tournament's report.
+
+Read from what every LLM seat stored beside its negotiation (``extra["players"][role]``: model
+calls, failed attempts, tokens, latency, cost, tool-call counts, turn-limit hits, its error).
+One row per agent with at least one such seat, plus the run's totals; typed, frozen models (the
+report's JSON is their dump). Rates are pooled over all the seats' tool calls; latency is the
+mean over successful model calls; a cost is None when a seat's model has no prices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from dealroom.analysis import metrics as m
+from dealroom.protocol.record import NegotiationRecord
+
+
+class ModelUsage(BaseModel):
+    """One model's (agent's) usage over the run, both seats pooled."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    seats: int
+    """Negotiation seats it played (a self-play negotiation counts twice)."""
+    model_calls: int
+    failed_attempts: int
+    input_tokens: int
+    output_tokens: int
+    tokens_per_negotiation: float
+    cost_usd: float | None
+    cost_per_negotiation: float | None
+    latency_mean_s: float | None
+    latency_max_s: float | None
+    tool_calls: int
+    invalid_rate: float | None
+    """Tool calls that never reached the referee (bad JSON, unknown tools) / tool calls."""
+    refused_rate: float | None
+    """Tool calls the server refused / tool calls."""
+    turn_limit_hits: int
+    failures: int
+    """Seats whose player failed (the error is stored with the negotiation)."""
+    messages_per_negotiation: float | None
+    leakage: float | None
+    """See ``dealroom.analysis.metrics.leakage``."""
+
+
+class UsageTotals(BaseModel):
+    """The run's totals over every LLM seat."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model_calls: int
+    failed_attempts: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    """None if no seat had prices; otherwise the sum over the seats that had."""
+    failures: int
+
+
+class UsageReport(BaseModel):
+    """Per-model usage and the run's totals."""
+
+    model_config = ConfigDict(frozen=True)
+
+    models: tuple[ModelUsage, ...]
+    totals: UsageTotals
+
+
+@dataclass(slots=True)
+class _Sum:
+    seats: int = 0
+    calls: int = 0
+    failed: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    priced: bool = False
+    latency: float = 0.0
+    latency_max: float | None = None
+    tool_calls: int = 0
+    invalid: int = 0
+    refused: int = 0
+    turn_limits: int = 0
+    failures: int = 0
+    rows: list[m.Seat] = field(default_factory=list[m.Seat])
+
+    def add(self, data: Mapping[str, Any], error: bool, seat: m.Seat) -> None:
+        self.seats += 1
+        self.calls += int(data.get("model_calls", 0))
+        self.failed += int(data.get("failed_attempts", 0))
+        self.tokens_in += int(data.get("input_tokens", 0))
+        self.tokens_out += int(data.get("output_tokens", 0))
+        if data.get("cost_usd") is not None:
+            self.cost += float(data["cost_usd"])
+            self.priced = True
+        self.latency += float(data.get("latency_s", 0.0))
+        if (top := data.get("latency_max_s")) is not None:
+            self.latency_max = max(self.latency_max or 0.0, float(top))
+        self.tool_calls += sum(int(n) for n in dict(data.get("tool_calls", {})).values())
+        self.invalid += int(data.get("invalid_tool_calls", 0))
+        self.refused += int(data.get("refused_tool_calls", 0))
+        self.turn_limits += int(data.get("turn_limit_hits", 0))
+        self.failures += error
+        self.rows.append(seat)
+
+
+class UsageCollector:
+    """Streams negotiations in; ``report()`` gives the typed usage (None without LLM seats)."""
+
+    def __init__(self) -> None:
+        self._by_agent: dict[str, _Sum] = {}
+
+    def add(self, record: NegotiationRecord, extra: Mapping[str, Any]) -> None:
+        """Count every seat of one negotiation whose player reported model usage."""
+        players = extra.get("players", {})
+        errors = extra.get("errors", {})
+        seats = {seat.role: seat for seat in m.seats_of(record)}
+        for role, data in players.items():
+            if "model_calls" not in data or role not in seats:
+                continue
+            agent = record.buyer if role == "buyer" else record.seller
+            self._by_agent.setdefault(agent, _Sum()).add(data, role in errors, seats[role])
+
+    def report(self) -> UsageReport | None:
+        """The per-model rows (by agent name) and the totals."""
+        if not self._by_agent:
+            return None
+        rows = tuple(_row(agent, s) for agent, s in sorted(self._by_agent.items()))
+        sums = list(self._by_agent.values())
+        priced = [s for s in sums if s.priced]
+        totals = UsageTotals(
+            model_calls=sum(s.calls for s in sums),
+            failed_attempts=sum(s.failed for s in sums),
+            input_tokens=sum(s.tokens_in for s in sums),
+            output_tokens=sum(s.tokens_out for s in sums),
+            cost_usd=round(sum(s.cost for s in priced), 6) if priced else None,
+            failures=sum(s.failures for s in sums),
+        )
+        return UsageReport(models=rows, totals=totals)
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def _row(agent: str, s: _Sum) -> ModelUsage:
+    cost = round(s.cost, 6) if s.priced else None
+    return ModelUsage(
+        agent=agent,
+        seats=s.seats,
+        model_calls=s.calls,
+        failed_attempts=s.failed,
+        input_tokens=s.tokens_in,
+        output_tokens=s.tokens_out,
+        tokens_per_negotiation=(s.tokens_in + s.tokens_out) / s.seats,
+        cost_usd=cost,
+        cost_per_negotiation=None if cost is None else cost / s.seats,
+        latency_mean_s=_ratio(s.latency, s.calls),
+        latency_max_s=s.latency_max,
+        tool_calls=s.tool_calls,
+        invalid_rate=_ratio(s.invalid, s.tool_calls),
+        refused_rate=_ratio(s.refused, s.tool_calls),
+        turn_limit_hits=s.turn_limits,
+        failures=s.failures,
+        messages_per_negotiation=m.messages_per_negotiation(s.rows),
+        leakage=m.leakage(s.rows),
+    )
+
+
+def usage_of(items: Iterable[tuple[NegotiationRecord, Mapping[str, Any]]]) -> UsageReport | None:
+    """The usage report of some stored negotiations."""
+    collector = UsageCollector()
+    for record, extra in items:
+        collector.add(record, extra)
+    return collector.report()
