@@ -7,7 +7,8 @@ Negotiations are deterministic for a seed, so the same configuration gives the s
 whatever the backend, the concurrency or the order in which jobs finish.
 
 Only the driver writes the store, one committed row as each negotiation arrives; killing the
-driver at any moment loses at most the negotiations in flight, never a stored one.
+driver at any moment loses at most the negotiations in flight, never a stored one. Its worker
+processes, and a local Ray cluster it started, end with it however it ends (``_orphans``).
 
 Agents are specs of any kind the registry names (``dealroom.play.registry``): a job whose two
 seats are scripted plays in the engine, with no MCP session and no event loop; a job with a seat
@@ -34,6 +35,7 @@ import itertools
 import logging
 import multiprocessing
 import multiprocessing.context
+import os
 import signal
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -44,6 +46,7 @@ from typing import Any, Protocol
 import anyio
 
 from dealroom.engine.match import play
+from dealroom.play._orphans import end_with_driver, fate_shared
 from dealroom.play.players import Player, ScriptedPlayer
 from dealroom.play.registry import resolve_player
 from dealroom.protocol import DEFAULT_RULES, TIERS, AgentFactory, Rules, Scenario, Tier
@@ -287,9 +290,10 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
-def _ignore_sigint() -> None:
+def _start_worker(driver: int) -> None:
     # Ctrl-C reaches the whole process group: only the driver handles it (and stops the pool).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_with_driver(driver)  # and a killed driver leaves no worker behind
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +308,12 @@ class ProcessBackend:
     def run(self, jobs: Sequence[Job], player: ChunkPlayer) -> Iterator[tuple[Job, Played]]:
         """Play every job; results arrive a chunk at a time."""
         chunks = iter(chunked(jobs, self.workers, self.chunk_size))
-        pool = ProcessPoolExecutor(self.workers, mp_context=_context(), initializer=_ignore_sigint)
+        pool = ProcessPoolExecutor(
+            self.workers,
+            mp_context=_context(),
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
+        )
         running: dict[Future[list[Played]], list[Job]] = {}
         try:
             while True:
@@ -339,26 +348,30 @@ class RayBackend:
         """Play every job; results arrive a chunk at a time."""
         import ray  # optional dependency: imported only when this backend runs
 
-        started = not ray.is_initialized()
-        if started:
-            ray.init(
-                address=self.address,
-                num_cpus=self.num_cpus,
-                include_dashboard=False,
-                log_to_driver=False,
-                logging_level=logging.ERROR,  # no start-up chatter on the driver's stderr
-            )
-        workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        remote = ray.remote(_play_chunk)
-        player_ref = ray.put(player)
-        scripted = [job for job in jobs if player.is_scripted(job)]
-        seated = [job for job in jobs if not player.is_scripted(job)]
-        chunks = itertools.chain(
-            chunked(scripted, workers, self.chunk_size),
-            chunked(seated, workers, self.chunk_size or player.concurrency),
-        )
+        cluster = contextlib.ExitStack()
+        if not ray.is_initialized():  # a Ray started here ends here, or with this process
+
+            def start() -> None:
+                ray.init(
+                    address=self.address,
+                    num_cpus=self.num_cpus,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level=logging.ERROR,  # no start-up chatter on the driver's stderr
+                )
+
+            cluster.enter_context(fate_shared(start, ray.shutdown))
         running: dict[Any, list[Job]] = {}
         try:
+            workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            remote = ray.remote(_play_chunk)
+            player_ref = ray.put(player)
+            scripted = [job for job in jobs if player.is_scripted(job)]
+            seated = [job for job in jobs if not player.is_scripted(job)]
+            chunks = itertools.chain(
+                chunked(scripted, workers, self.chunk_size),
+                chunked(seated, workers, self.chunk_size or player.concurrency),
+            )
             while True:
                 while len(running) < 3 * workers and (chunk := next(chunks, None)):
                     running[remote.remote(player_ref, chunk)] = chunk
@@ -370,8 +383,7 @@ class RayBackend:
         finally:
             for ref in running:
                 ray.cancel(ref)
-            if started:
-                ray.shutdown()
+            cluster.close()
 
 
 @dataclass(slots=True)
