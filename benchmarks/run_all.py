@@ -3,7 +3,8 @@
     bash benchmarks/setup_negmas.sh      # once, for the side-by-side with NegMAS
     python benchmarks/run_all.py [--quick]
 
-Runs: engine throughput side by side with NegMAS (``negmas_compare.py``), the 15,000-negotiation
+Runs: engine throughput side by side with NegMAS (``negmas_compare.py``), Gymnasium
+``dealroom/Bargain-v0`` steps per second (``gym_steps.py``), the 15,000-negotiation
 tournament (``tournament.py``), MCP tool-call latency in memory and over loopback HTTP with 200
 sessions (``mcp_latency.py``), memory per idle room (``memory.py``) and orchestration efficiency
 of LLM seats against a fake endpoint (``orchestration.py``). Each script also runs alone, with
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 import anyio
 
 import engine
+import gym_steps
 import mcp_latency
 import memory
 import negmas_compare
@@ -78,6 +80,16 @@ def engine_vs_negmas(quick: bool) -> list[Figure]:
     return [Figure("engine vs NegMAS (per CPU second)", ratio, f">= {target:g}x", met, "x", note)]
 
 
+def gymnasium_steps(quick: bool) -> list[Figure]:
+    figures = gym_steps.measure(seconds=3.0 if quick else 6.0)
+    gym_steps.report(figures)
+    note = f"{figures.steps_per_episode:.1f} steps/episode, {figures.wall_rate:,.0f}/wall s"
+    target = gym_steps.TARGET
+    met = figures.cpu_rate >= target
+    name = "Gymnasium steps per CPU second (one core)"
+    return [Figure(name, figures.cpu_rate, f">= {target:,.0f}", met, "/s", note)]
+
+
 def tournament_throughput(quick: bool) -> list[Figure]:
     options = tournament.parser().parse_args(["--total", "3000" if quick else "15000"])
     played = tournament.run(options)
@@ -126,6 +138,7 @@ def orchestration_efficiency(quick: bool) -> list[Figure]:
 
 SECTIONS: list[tuple[str, str, Callable[[bool], list[Figure]]]] = [
     ("engine throughput, side by side with NegMAS", "engine vs NegMAS", engine_vs_negmas),
+    ("Gymnasium steps, linear policy vs linear", "Gymnasium steps/s", gymnasium_steps),
     ("tournament throughput", "tournament negotiations/s", tournament_throughput),
     ("MCP tool-call latency", "MCP tool-call latency", mcp_latencies),
     ("memory per idle room", "memory per idle room", room_memory),
