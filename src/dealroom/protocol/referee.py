@@ -283,27 +283,41 @@ class Referee:
                 assert_never(action)
 
     def _make_offer(self, role: Role, price: Decimal, message: str | None, now: float) -> None:
+        # The simulation's hot path: both events and the live offer are built from validated
+        # values without validating again (``trusted`` needs every field).
+        events = self._events
         previous = self._live[role]
         if previous is not None:
             previous.live = False
-            self._emit_trusted(
-                OfferWithdrawn, now, role, type="offer_withdrawn", offer_id=previous.offer_id
+            events.append(
+                trusted(
+                    OfferWithdrawn,
+                    seq=len(events) + 1,
+                    t=now,
+                    by=role,
+                    type="offer_withdrawn",
+                    offer_id=previous.public.offer_id,
+                )
             )
         offer_id = f"o{len(self._offers) + 1}"
         offer = _Offer(trusted(LiveOffer, offer_id=offer_id, by=role, price=price, t=now))
-        self._offers[offer.offer_id] = offer
+        self._offers[offer_id] = offer
         self._live[role] = offer
         self._live_offers = None
         self._offers_made[role] += 1
-        self._count_message(role, message)
-        self._emit_trusted(
-            OfferMade,
-            now,
-            role,
-            type="offer_made",
-            offer_id=offer.offer_id,
-            price=price,
-            message=message,
+        if message is not None:
+            self._messages[role] += 1
+        events.append(
+            trusted(
+                OfferMade,
+                seq=len(events) + 1,
+                t=now,
+                by=role,
+                type="offer_made",
+                offer_id=offer_id,
+                price=price,
+                message=message,
+            )
         )
 
     def _count_message(self, role: Role, text: str | None) -> None:
@@ -314,11 +328,6 @@ class Referee:
         event = kind(seq=len(self._events) + 1, t=now, by=by, **fields)
         self._events.append(event)
         return event
-
-    def _emit_trusted(self, kind: type[_AnyEvent], now: float, by: Role, **fields: Any) -> None:
-        # Offer events are the simulation's hot path and every field comes from validated
-        # values, so they skip validation; ``fields`` must name every field but seq, t and by.
-        self._events.append(trusted(kind, seq=len(self._events) + 1, t=now, by=by, **fields))
 
     def _end(self, reason: EndReason, by: Role | None, price: Decimal | None, now: float) -> Event:
         for role in ROLES:
