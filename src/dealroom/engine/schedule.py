@@ -83,7 +83,7 @@ class Scheduler:
             for role in ("buyer", "seller")
         }
         self.order: tuple[Role, Role] = (self.rules.first_mover, other(self.rules.first_mover))
-        self._first, self._second = (self.seats[role] for role in self.order)
+        self._first, self._second = self.seats[self.order[0]], self.seats[self.order[1]]
         self._per_wake = self.rules.thinking.per_wake
         self._min_cost = min(costs.values())
         self._awake: HouseSeat | None = None

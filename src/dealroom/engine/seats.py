@@ -16,11 +16,13 @@ import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from types import MappingProxyType
+from typing import Literal, get_args
 
 from dealroom.protocol import (
     Action,
     ActionCosts,
+    ActionType,
     Agent,
     Decision,
     Event,
@@ -35,9 +37,19 @@ MIN_STEP = 0.001
 RemoteState = Literal["thinking", "acting", "waiting"]
 
 
-def action_costs(costs: ActionCosts) -> dict[str, float]:
-    """Each action type's cost, looked up once per negotiation instead of once per action."""
-    return {name: costs.of(name) for name in ActionCosts.model_fields}  # type: ignore[arg-type]
+_COST_TABLES: dict[ActionCosts, Mapping[str, float]] = {}
+
+
+def action_costs(costs: ActionCosts) -> Mapping[str, float]:
+    """Each action type's cost, looked up once per set of rules instead of once per action
+    (read-only: shared by every negotiation under equal costs; frozen models hash by value)."""
+    table = _COST_TABLES.get(costs)
+    if table is None:
+        if len(_COST_TABLES) >= 64:
+            _COST_TABLES.clear()
+        table = MappingProxyType({name: costs.of(name) for name in get_args(ActionType)})
+        _COST_TABLES[costs] = table
+    return table
 
 
 @dataclass(frozen=True, slots=True)
