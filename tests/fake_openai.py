@@ -229,35 +229,46 @@ def last_tool_result(request: dict[str, Any]) -> tuple[str, str] | None:
     return tool_names_by_call_id(messages).get(last["tool_call_id"], "?"), str(content)
 
 
-def _latest_state(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The newest seat update (a JSON object with live_offers) in a conversation."""
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content)
+    return content if isinstance(content, str) else ""
+
+
+_OFFER = re.compile(r"(seller|buyer|you) (o\d+) at \$")
+
+
+def _latest_state(messages: list[dict[str, Any]], role: str) -> dict[str, Any] | None:
+    """The live offers of the newest seat update (the model-facing text's ``live offers:``
+    line) in a conversation."""
     for message in reversed(messages):
-        content = message.get("content")
-        if isinstance(content, list):
-            content = "".join(part.get("text", "") for part in content)
-        if not isinstance(content, str) or "live_offers" not in content:
+        line = next((x for x in _text(message).splitlines() if x.startswith("live offers: ")), None)
+        if line is None:
             continue
-        start = content.find("{")
-        try:
-            data = json.loads(content[start:])
-        except ValueError:
-            continue
-        return data.get("observation", data)
+        offers = [
+            {"by": role if by == "you" else by, "offer_id": offer_id}
+            for by, offer_id in _OFFER.findall(line)
+        ]
+        return {"live_offers": offers}
     return None
 
 
 def _list_price(messages: list[dict[str, Any]]) -> float:
     for message in messages:
-        found = re.search(r'"list_price":\s*([0-9.]+)', str(message.get("content")))
+        found = re.search(r"[Ll]ist price:? \$([0-9,.]+)", _text(message))
         if found:
-            return float(found.group(1))
+            return float(found.group(1).replace(",", "").rstrip("."))
     return 100.0
 
 
 def seat_role(request: dict[str, Any]) -> str:
-    """The seat an LLM plays, read from its instructions (the briefing)."""
-    system = next((m for m in request.get("messages", []) if m.get("role") == "system"), {})
-    return "seller" if "You are the seller" in str(system.get("content")) else "buyer"
+    """The seat an LLM plays, read from its briefing (the first user message, or the
+    instructions)."""
+    for message in request.get("messages", []):
+        if message.get("role") in ("system", "user") and "You are the seller" in _text(message):
+            return "seller"
+    return "buyer"
 
 
 def negotiator(*, price: float | None = None, accept_from_wake: int = 2) -> Brain:
@@ -274,7 +285,7 @@ def negotiator(*, price: float | None = None, accept_from_wake: int = 2) -> Brai
             return ToolCalls((("wait_for_opponent", {}),))
         role = seat_role(request)
         wake = sum(1 for m in messages if m.get("role") == "user")
-        state = _latest_state(messages) or {}
+        state = _latest_state(messages, role) or {}
         theirs = [o for o in state.get("live_offers", []) if o.get("by") != role]
         if theirs and wake >= accept_from_wake:
             return ToolCalls((("accept", {"offer_id": theirs[0]["offer_id"]}),))

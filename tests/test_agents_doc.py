@@ -66,10 +66,14 @@ def agent_loop(request: dict[str, Any]) -> Reply:
     outputs = [m for m in messages if m.get("role") == "tool"]
     if not outputs:
         return ToolCalls((("get_state", {}),))
-    last = str(outputs[-1].get("content"))
-    if '"outcome":{' in last.replace(" ", ""):
+    content = outputs[-1].get("content")
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content)
+    last = str(content)
+    if re.search(r"^outcome: ", last, re.MULTILINE):
         return Text("The negotiation is over.")
-    theirs = re.findall(r'"offer_id":\s*"(o\d+)",\s*"by":\s*"seller"', last)
+    live = next((x for x in last.splitlines() if x.startswith("live offers: ")), "")
+    theirs = re.findall(r"seller (o\d+) at", live)
     if theirs and len(outputs) > 2:
         return ToolCalls((("accept", {"offer_id": theirs[-1]}),))
     if len(outputs) == 1:
@@ -97,7 +101,7 @@ def test_the_agents_sdk_snippet_runs(tmp_path: Path) -> None:
     assert any(
         "You are the buyer" in str(m.get("content"))
         for m in fake.requests[0]["messages"]
-        if m["role"] == "system"
+        if m["role"] == "user"
     )
 
 

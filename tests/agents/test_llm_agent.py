@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
-import json
+import re
 from decimal import Decimal
 from typing import Any
 
+import anyio
 import pytest
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 from agents.tracing import TracingProcessor
@@ -115,7 +116,7 @@ async def test_invalid_calls_produce_model_visible_errors_and_are_counted() -> N
     assert "offer_not_found" in outputs[1]
     assert "not valid JSON" in outputs[2]
     assert "no tool 'teleport'" in outputs[3]
-    assert outputs[4].startswith("Error") and "price" in outputs[4]
+    assert outputs[4].startswith("invalid_arguments: price must be above 0"), outputs[4]
     data = result.extra["players"]["buyer"]
     assert data["refused_tool_calls"] == 3  # two by the referee, one by the tool's schema
     assert data["invalid_tool_calls"] == 2  # never reached the server
@@ -224,13 +225,28 @@ async def test_malformed_calls_in_a_row_end_the_run_as_an_error() -> None:
     assert result.extra["players"]["buyer"]["invalid_tool_calls"] == 10
 
 
+@pytest.mark.parametrize("price", [True, "1e3"])
+async def test_a_model_repeating_a_refused_argument_is_stopped_at_the_limit(price: Any) -> None:
+    model = ScriptedModel([[call("make_offer", {"price": price})] for _ in range(40)])
+    with anyio.fail_after(30):
+        result = await llm_match(model, max_turns=4)
+    assert "10 malformed tool calls in a row" in result.errors["buyer"]
+    data = result.extra["players"]["buyer"]
+    assert data["tool_calls"] == {"make_offer": 10} and data["refused_tool_calls"] == 10
+    assert all(e.startswith("invalid_arguments: price") for e in data["tool_errors"])
+    assert result.record.outcome.end_reason == "walk_away"
+
+
 async def test_the_model_reads_the_briefing_and_the_servers_own_tool_schemas() -> None:
     model = ScriptedModel([[call("walk_away")]])
     await llm_match(model)
     first = model.first_call
     assert first is not None
     assert first.system_instructions is not None
-    assert first.system_instructions.startswith(briefing(seat_view(SCENARIO, "buyer")))
+    assert first.system_instructions.startswith("How your turns work:")
+    # The briefing is the first user message, as on every surface.
+    assert first.input[0]["role"] == "user"  # type: ignore[index]
+    assert first.input[0]["content"] == briefing(seat_view(SCENARIO, "buyer"))  # type: ignore[index]
     room = Room(
         "r", scenarios=lambda n: SCENARIO, houses={"seller": House("x", resolve("boulware"))}
     )
@@ -243,7 +259,6 @@ async def test_the_model_reads_the_briefing_and_the_servers_own_tool_schemas() -
         schema = tool.params_json_schema  # type: ignore[attr-defined]
         assert schema["properties"] == listed[name].input_schema.get("properties", {})
     opening = first.input[0]["content"]
-    assert "get_state returned" in opening
     assert f"{SCENARIO.seller_cost}" not in opening
 
 
@@ -259,12 +274,16 @@ async def test_each_wake_brings_the_new_events() -> None:
     wake = model.calls[2].input[-1]
     assert wake["role"] == "user"
     text = str(wake["content"])
-    update = json.loads(text[text.index("{") :])
-    assert update["woke"] == "news"
-    assert [e["seq"] for e in update["events"]] == [
-        e.seq for e in result.record.events if e.t > 7.0 and e.t <= update["now"]
-    ]
-    assert all(e["by"] == "seller" for e in update["events"])
+    update = text.split("wait_for_opponent returned:\n", 1)[1]
+    lines = update.splitlines()
+    assert lines[0] == "woke: news"
+    now = float(re.search(r"^clock: ([0-9.]+) s", update, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    shown = [x for x in lines if x.startswith("[")]
+    expected = [e for e in result.record.events if e.t > 7.0 and e.t <= now]
+    assert len(shown) == len(expected) and expected
+    assert all(e.by == "seller" for e in expected)
+    assert all("] seller " in x for x in shown)
+    assert "{" not in update
 
 
 class Collector(TracingProcessor):

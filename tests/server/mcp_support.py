@@ -138,13 +138,14 @@ async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
 
 
 async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    """Call a tool that must be refused; the error text without the SDK's prefix."""
+    """Call a tool that must be refused; its error text, ``code: sentence. hint.``"""
     result = await client.call_tool(tool, arguments)
     assert result.is_error, f"{tool} was not refused: {text_of(result)[:200]}"
     text = text_of(result)
-    prefix = f"Error executing tool {tool}: "
-    assert text.startswith(prefix), text
-    return text.removeprefix(prefix)
+    code = text.partition(": ")[0]
+    assert code and code.replace("_", "").isalnum() and code.islower(), text
+    assert "Error executing tool" not in text and "\n" not in text, text
+    return text
 
 
 def free_port() -> int:

@@ -150,14 +150,14 @@ def check_call(arena: Arena, tool: str, args: dict[str, Any]) -> None:
     if not result.is_error:
         assert result.structured_content is not None, f"{where}: no structured result"
         RESULTS.get(tool, ActionResult).model_validate(result.structured_content)
-    elif "validation error" in text:  # refused by the tool's input schema: nothing happened
+    elif text.startswith("invalid_arguments: "):  # refused by the tool's schema: nothing happened
         assert _referee(room) == referee_before, f"{where} changed the negotiation"
         after = arena.call("get_state", {})
         assert not after.is_error, text_of(after)
         assert after.structured_content is not None and before.structured_content is not None
         assert _view(after.structured_content) == _view(before.structured_content)
     else:  # refused by the referee when it took effect: one sentence after a stable code
-        reason = text.removeprefix(f"Error executing tool {tool}: ")
+        reason = text
         code = reason.split(":", 1)[0]
         assert code in CODES, f"{where}: not a clear error: {text[:300]!r}"
         assert len(reason) > len(code) + 10, f"{where}: {text!r}"

@@ -62,8 +62,8 @@ def stub_server() -> MCPServer:
         return Offered(seat=token.subject or "", price=price, message=message)
 
     @app.tool(description="Wait for the other side.")
-    async def wait_for_opponent(seconds: float = 5.0) -> str:
-        return f"waited {seconds:g} s"
+    async def wait_for_opponent(timeout_s: float = 5.0) -> str:
+        return f"waited {timeout_s:g} s"
 
     return app
 
@@ -94,7 +94,7 @@ def test_a_seat_calls_tools_and_reads_structured_results(url: str) -> None:
         result = seat.make_offer(12.5, "Cash today.")
         assert not result.is_error and result.error_code is None
         assert result.structured == {"seat": "buyer", "price": 12.5, "message": "Cash today."}
-        assert seat.wait_for_opponent(seconds=2).text == "waited 2 s"
+        assert seat.wait_for_opponent(timeout_s=2).text == "waited 2 s"
 
 
 def test_a_refused_call_is_a_result_with_its_code(url: str) -> None:

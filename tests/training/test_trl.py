@@ -1,4 +1,5 @@
-"""BargainToolEnv follows TRL's environment_factory contract (tested without TRL)."""
+"""BargainToolEnv follows TRL's environment_factory contract (tested without TRL; the schema
+TRL reads is checked against transformers' own get_json_schema in test_tool_surface.py)."""
 
 import inspect
 import re
@@ -7,10 +8,13 @@ from decimal import Decimal
 
 import pytest
 
-from dealroom.protocol import Decision, MakeOffer, Observation, SeatView
+from dealroom.protocol import Decision, MakeOffer, Observation, Rules, SeatView
 from dealroom.protocol.generator import scenario_at
+from dealroom.protocol.rules import ActionCosts
+from dealroom.protocol.tools import seat_tools
 from dealroom.training import BargainToolEnv, RewardSpec
 from dealroom.training.sft import TOOLS
+from dealroom.training.trl import with_rules
 
 TOOL_NAMES = {
     "make_offer",
@@ -32,7 +36,7 @@ def public_methods(env: BargainToolEnv) -> dict[str, typing.Any]:
 
 
 def their_offer_id(text: str) -> str:
-    found = re.findall(r"The (?:seller|buyer)'s live offer (o\d+)", text)
+    found = re.findall(r"(?:seller|buyer) (o\d+) at", text)
     assert found, text
     return found[-1]
 
@@ -66,19 +70,61 @@ def test_sft_tool_schemas_match_the_environment_tools() -> None:
         sig = inspect.signature(getattr(BargainToolEnv, fn["name"]))
         params = {p for p in sig.parameters if p != "self"}
         required = {p for p, v in sig.parameters.items() if p != "self" and v.default is v.empty}
+        assert list(fn["parameters"]["properties"]) == [p for p in sig.parameters if p != "self"]
+        assert set(fn["parameters"].get("required", [])) == required
         assert set(fn["parameters"]["properties"]) == params
-        assert set(fn["parameters"]["required"]) == required
     assert {tool["function"]["name"] for tool in TOOLS} == TOOL_NAMES
 
 
-def test_reset_returns_the_briefing_and_the_first_observation() -> None:
+def test_reset_returns_the_briefing_only() -> None:
     env = BargainToolEnv()
-    text = env.reset(index=3, prompt=[{"role": "user", "content": "ignored"}])
+    text = env.reset(index=3, prompt=[{"role": "user", "content": ""}])
     view_value = scenario_at(0, 3, "mid").buyer_value
     assert text.startswith("You are the buyer in a one-item negotiation.")
     assert f"${view_value:,.2f}" in text
-    assert "The negotiation has started." in text
-    assert "Clock: 0.0 s of 120 s" in text
+    assert env.get_state().splitlines()[1:3] == ["no events yet.", "clock: 0 s, 120 s left."]
+
+
+def test_reset_puts_a_blank_line_after_a_prompt_with_text() -> None:
+    env = BargainToolEnv()
+    assert env.reset(prompt=[{"role": "user", "content": "Negotiate."}]).startswith("\n\nYou")
+    assert env.reset(prompt=[{"role": "user", "content": "Negotiate.\n"}]).startswith("You")
+    assert env.reset().startswith("You")
+
+
+def test_an_action_returns_once_it_took_effect_as_over_mcp() -> None:
+    env = BargainToolEnv()
+    env.reset(index=3)
+    text = env.make_offer(1000)
+    # 1 s of thinking and 5 s for the offer: the result stops there, not at the next turn.
+    assert "clock: 6 s, 114 s left." in text, text
+    waited = env.wait_for_opponent(timeout_s=5)
+    assert waited.startswith("woke: "), waited
+
+
+def test_tool_docstrings_follow_the_environments_rules() -> None:
+    rules = Rules(costs=ActionCosts(make_offer=7.5))
+    env = BargainToolEnv(rules=rules)
+    assert isinstance(env, BargainToolEnv) and type(env) is with_rules(rules)
+    assert "Takes 7.5 s of clock time" in (type(env).make_offer.__doc__ or "")
+    assert "Takes 5 s of clock time" in (BargainToolEnv.make_offer.__doc__ or "")
+    env.reset(index=3)
+    assert "clock: 8.5 s" in env.make_offer(1000)
+
+
+@pytest.mark.parametrize("tool", seat_tools(series=False), ids=lambda t: t.name)
+def test_method_signatures_are_the_tool_specs(tool: typing.Any) -> None:
+    sig = inspect.signature(getattr(BargainToolEnv, tool.name))
+    params = [p for p in sig.parameters.values() if p.name != "self"]
+    hints = typing.get_type_hints(getattr(BargainToolEnv, tool.name))
+    fields = tool.args.model_fields
+    assert [p.name for p in params] == list(fields)
+    for p in params:
+        info = fields[p.name]
+        assert hints[p.name] == info.annotation
+        assert (p.default is p.empty) == info.is_required()
+        if not info.is_required():
+            assert p.default == info.default
 
 
 def test_reset_row_chooses_seed_tier_index_role_and_opponent() -> None:
@@ -98,17 +144,17 @@ def test_make_offer_returns_the_offer_and_the_reply() -> None:
     env = BargainToolEnv()
     env.reset(index=3)
     text = env.make_offer(1000, message="Cash today.")
-    assert 'You offered $1,000.00 (offer o2), saying: "Cash today."' in text
-    assert "The seller offered" in text
-    assert "Your live offer o2 is $1,000.00." in text
+    assert '] you offered $1,000.00 (o2): "Cash today."' in text
+    assert "seller offered" in text
+    assert "you o2 at $1,000.00" in text
 
 
 def test_accept_closes_the_deal_and_get_reward_scores_it() -> None:
     env = BargainToolEnv(reward=RewardSpec(share=0.0, deal=1.0, ir_violation=0.0))
     offer = their_offer_id(env.reset(index=3) + env.wait_for_opponent())
     text = env.accept(offer)
-    assert f"You accepted offer {offer}" in text
-    assert "The negotiation is over: deal at" in text
+    assert f"you accepted {offer}" in text
+    assert "outcome: deal at" in text
     assert env.get_reward() == 1.0
 
 
@@ -123,46 +169,51 @@ def test_reject_send_message_and_get_state() -> None:
     env = BargainToolEnv()
     offer = their_offer_id(env.reset(index=3) + env.wait_for_opponent())
     rejected = env.reject(offer, message="Too high.")
-    assert f'You rejected offer {offer}, saying: "Too high."' in rejected
+    assert f'you rejected {offer}: "Too high."' in rejected
     said = env.send_message("Can you do better?")
-    assert 'You said: "Can you do better?"' in said
+    assert 'you said: "Can you do better?"' in said
     state = env.get_state()
-    assert state.startswith("Clock: ") and state == env.get_state()  # no time passes
+    assert state.startswith("you: the buyer") and state == env.get_state()  # no time passes
 
 
 def test_walk_away_ends_without_a_deal_and_scores_zero() -> None:
     env = BargainToolEnv()
     env.reset(index=3)
     text = env.walk_away("Not for me.")
-    assert 'You walked away, saying: "Not for me."' in text
-    assert "over without a deal (walk_away)" in text
+    assert 'you walked away: "Not for me."' in text
+    assert "outcome: no deal (walk_away)" in text
     assert env.get_reward() == 0.0
 
 
 def test_refused_actions_come_back_as_text_with_their_code() -> None:
     env = BargainToolEnv()
     env.reset(index=3)
-    assert env.accept("o99").startswith("Error [offer_not_found]: There is no offer 'o99'.")
-    assert env.make_offer(-5).startswith("Error [price_out_of_range]:")
-    assert env.send_message("   ").startswith("Error [message_empty]:")
+    assert env.accept("o99").startswith("offer_not_found: There is no offer 'o99'.")
+    assert env.make_offer(1e9).startswith("price_out_of_range: ")
+    assert env.send_message("   ").startswith("message_empty: ")
     bad_type = env.make_offer("lots")  # type: ignore[arg-type]
-    assert bad_type.startswith("Error [invalid_action]: price:")
+    assert bad_type.startswith("invalid_arguments: price must be a JSON number"), bad_type
+    assert env.make_offer(True).startswith("invalid_arguments: ")
+    assert env.make_offer(-5).startswith("invalid_arguments: price must be above 0")
 
 
 def test_too_many_invalid_actions_forfeit_and_say_so() -> None:
     env = BargainToolEnv()
     env.reset(index=3)
     texts = [env.accept("o99") for _ in range(10)]
-    assert "forfeited" in texts[-1] and "(forfeit)" in texts[-1]
-    assert env.accept("o99").startswith("Error [negotiation_closed]:")
+    assert texts[-1].startswith("offer_not_found: ") and "you forfeited" in texts[-1]
+    assert "forfeit" not in texts[-2]
+    assert "outcome: no deal (forfeit)" in env.get_state()
+    assert env.accept("o99").startswith("negotiation_closed: ")
 
 
 def test_tools_after_the_end_say_the_negotiation_is_closed() -> None:
     env = BargainToolEnv()
     env.reset(index=3)
     env.walk_away()
-    for text in (env.make_offer(100), env.wait_for_opponent(), env.reject("o1")):
-        assert text.startswith("Error [negotiation_closed]: The negotiation has ended.")
+    for text in (env.make_offer(100), env.reject("o1")):
+        assert text.startswith("negotiation_closed: The negotiation has ended."), text
+    assert env.wait_for_opponent().startswith("woke: ended")
 
 
 def test_get_reward_plays_an_unfinished_negotiation_out() -> None:
@@ -170,7 +221,7 @@ def test_get_reward_plays_an_unfinished_negotiation_out() -> None:
     env.reset(index=3)
     env.make_offer(float(scenario_at(0, 3, "mid").list_price) / 100)
     assert env.get_reward() == 0.0  # no seller comes down to 1% of the list price
-    assert "deadline" in env.get_state()
+    assert "outcome: no deal (deadline)" in env.get_state()
 
 
 def test_a_factory_can_be_the_opponent() -> None:

@@ -21,6 +21,7 @@ from agents.tool_context import ToolContext
 from mcp.types import CallToolResult, ListToolsResult
 
 from agents import FunctionTool
+from dealroom.protocol import SessionErrorCode
 
 # The series tool is for humans in one chat; the seat loop plays one negotiation at a time.
 HIDDEN_TOOLS = frozenset({"new_negotiation"})
@@ -41,11 +42,12 @@ class ToolStats:
 
     calls: Counter[str] = field(default_factory=Counter[str])
     invalid: int = 0
-    """Calls that never reached the server (malformed arguments, unknown tool)."""
+    """Calls that never reached the server (arguments that are not a JSON object, unknown
+    tools)."""
     refused: int = 0
     """Calls the server answered with an error."""
     malformed_in_a_row: int = 0
-    """Invalid calls since the last call that reached the server."""
+    """Calls in a row that never reached the referee (invalid, or arguments refused)."""
     errors: list[str] = field(default_factory=list[str])
     """The first error messages, as the model saw them."""
 
@@ -98,11 +100,19 @@ class CallOrder:
 
 
 def render_result(result: CallToolResult) -> str:
-    """A tool result as the model reads it: the structured JSON, else the text."""
-    if result.structured_content is not None and not result.is_error:
-        return json.dumps(result.structured_content, separators=(",", ":"))
+    """A tool result as the model reads it: the server's text content, the one model-facing
+    text every surface shows (``dealroom.protocol.seat_text``); never the structured JSON,
+    which is for programs. (openai-agents' own MCP integration does the same unless
+    ``use_structured_content`` is set.)"""
     texts = [item.text for item in result.content if item.type == "text"]
     return "\n".join(texts) or ("error" if result.is_error else "ok")
+
+
+def _bad_arguments(result: CallToolResult) -> bool:
+    """The server refused the call's arguments: it never reached the referee."""
+    return result.is_error and render_result(result).startswith(
+        f"{SessionErrorCode.INVALID_ARGUMENTS}: "
+    )
 
 
 ResultHook = Callable[[str, CallToolResult], None]
@@ -157,17 +167,22 @@ async def _call(
         arguments = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:
         return stats.invalid_call(
-            f"Error: the arguments of {name} are not valid JSON ({exc.msg}); "
-            "call it again with a JSON object."
+            f"{SessionErrorCode.INVALID_ARGUMENTS}: the arguments of {name} are not valid JSON "
+            f"({exc.msg}). Call it again with a JSON object."
         )
     if not isinstance(arguments, dict):
-        return stats.invalid_call(f"Error: the arguments of {name} must be a JSON object.")
-    stats.malformed_in_a_row = 0
+        return stats.invalid_call(
+            f"{SessionErrorCode.INVALID_ARGUMENTS}: the arguments of {name} must be a JSON "
+            "object. Call it again with one."
+        )
     result = await session.call_tool(name, arguments)
     if on_result is not None:
         on_result(name, result)
     text = render_result(result)
+    # Arguments the server refused count as malformed too: a model that keeps sending the
+    # same bad argument (which the referee never sees, so it cannot forfeit) is stopped.
+    stats.malformed_in_a_row = stats.malformed_in_a_row + 1 if _bad_arguments(result) else 0
     if result.is_error:
         stats.refused += 1
-        return stats.error(text if text.startswith("Error") else f"Error: {text}")
+        return stats.error(text)
     return text

@@ -1,10 +1,12 @@
 """An LLM in a seat, on the OpenAI Agents SDK: ``llm:MODEL`` against any OpenAI-compatible API.
 
-The model's tools are the seat's own MCP tools (listed from the server, schemas and all) and its
-instructions are the seat's briefing (``dealroom.protocol.briefing``) plus how its turns work.
-Each wake is one ``Runner.run``: the model gets the new events (the JSON a tool returned), acts
-through tool calls, and ends its turn by calling ``wait_for_opponent`` or by replying in text;
-at most ``max_turns`` model calls per wake. The conversation carries over between wakes.
+The model's tools are the seat's own MCP tools (listed from the server, schemas and all); its
+first user message is the seat's briefing (the server's ``briefing`` prompt, the same text in the
+same role as on every surface) and its instructions say how its turns work. Each wake is one
+``Runner.run``: the model gets the news (the text a tool returned: the one model-facing text of
+``dealroom.protocol.seat_text``), acts through tool calls, and ends its turn by calling
+``wait_for_opponent`` or by replying in text; at most ``max_turns`` model calls per wake. The
+conversation carries over between wakes.
 
 Clock: where the room runs in this process on the virtual clock, each model call is charged
 ``rules.thinking.per_model_call`` seconds plus ``per_output_token`` per generated token, before
@@ -14,7 +16,8 @@ per-wake cost.
 Errors: tool errors (refusals, bad arguments, unknown tools) go back to the model as the tool's
 output and are counted; ``rules.max_invalid_actions`` malformed calls in a row (arguments that
 are not a JSON object, tools that do not exist: calls the referee never sees, so they cannot
-forfeit) end the seat's run as an error, as a model that keeps failing would. Transient API
+forfeit, and arguments a tool refused: a model that keeps sending ``{"price": true}``) end the
+seat's run as an error, as a model that keeps failing would. Transient API
 errors are retried with bounded backoff, and each attempt is bounded in time (``RetryPolicy``).
 A model call that still fails raises ``PlayerFailed``: the match runner then walks away for the
 seat and records the error beside the negotiation.
@@ -22,7 +25,6 @@ seat and records the error beside the negotiation.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -55,11 +57,10 @@ from dealroom.agents._llm_model import (
     build_model,
     parse_llm_spec,
 )
-from dealroom.agents._llm_tools import CallOrder, ToolStats, seat_tools
+from dealroom.agents._llm_tools import CallOrder, ToolStats, render_result, seat_tools
 from dealroom.client.seat import Seat
 from dealroom.play.players import Endpoint, PlayerFailed, SeatContext
-from dealroom.protocol import Rules, SeatView, WaitResult
-from dealroom.protocol.briefing import briefing
+from dealroom.protocol import Rules, WaitResult
 
 __all__ = [
     "LLMConfigError",
@@ -211,17 +212,9 @@ class _Game:
         return {"messages": messages, "tools": tools}
 
     async def run(self) -> None:
-        state = await self.seat.get_state()
-        observation = state.observation
-        self.over = observation.outcome is not None
-        view = SeatView(
-            role=observation.role,
-            scenario=observation.scenario,
-            private_value=observation.private_value,
-        )
         agent = Agent(
-            name=f"dealroom-{view.role}",
-            instructions=instructions(view, self.context.rules, self.settings, self.charged),
+            name=f"dealroom-{self.context.role}",
+            instructions=instructions(self.context.rules, self.settings, self.charged),
             model=self.model,
             tools=list(await seat_tools(self.seat, self.stats, self.order, self._on_result)),
             tool_use_behavior=self._turn_over,
@@ -239,7 +232,9 @@ class _Game:
             tool_not_found_behavior="return_error_to_model",
             tool_error_formatter=self._tool_error,
         )
-        message = "The negotiation has started. get_state returned:\n" + _json(state)
+        # The briefing is the first user message, as on every surface (MCP hosts, the TRL
+        # environment, the SFT export); the model then acts through the tools.
+        message = await self.seat.briefing()
         while not self.over:
             self.wakes += 1
             if self.wakes > self.settings.max_wakes:
@@ -259,7 +254,8 @@ class _Game:
             if self._malformed():
                 raise LLMError(
                     f"{self.stats.malformed_in_a_row} malformed tool calls in a row "
-                    "(arguments that are not JSON objects, or tools that do not exist)"
+                    "(arguments that are not JSON objects or that the tools refused, or tools "
+                    "that do not exist)"
                 )
             message = await self._next_message()
 
@@ -269,12 +265,16 @@ class _Game:
 
     async def _next_message(self) -> str:
         """Sleep until the next wake; the user message that starts it."""
-        wait, fresh = self.last_wait, False
+        wait, text = self.last_wait, ""
         while wait is None or wait.woke == "pending":
-            wait, fresh = await self.seat.wait_for_opponent(self.settings.wait_timeout_s), True
+            arguments = {"timeout_s": self.settings.wait_timeout_s}
+            result = await self.seat.call_tool("wait_for_opponent", arguments)
+            if result.is_error or result.structured_content is None:
+                raise LLMError(f"wait_for_opponent failed: {render_result(result)}")
+            wait, text = WaitResult.model_validate(result.structured_content), render_result(result)
         self.over = wait.outcome is not None
-        if fresh:
-            return "Your turn. wait_for_opponent returned:\n" + _json(wait)
+        if text:
+            return "Your turn. wait_for_opponent returned:\n" + text
         return "Your turn (the wait_for_opponent result above has the news)."
 
     # -- hooks ------------------------------------------------------------------------------
@@ -326,8 +326,8 @@ class _Game:
         return RunErrorHandlerResult(final_output=TURN_LIMIT_OUTPUT, include_in_history=False)
 
 
-def instructions(view: SeatView, rules: Rules, settings: LLMSettings, charged: bool) -> str:
-    """The seat's briefing plus how an LLM seat's turns work."""
+def instructions(rules: Rules, settings: LLMSettings, charged: bool) -> str:
+    """How an LLM seat's turns work (the briefing itself is the first user message)."""
     thinking = rules.thinking
     if charged:
         cost = (
@@ -336,16 +336,11 @@ def instructions(view: SeatView, rules: Rules, settings: LLMSettings, charged: b
         )
     else:
         cost = f"Each turn costs {thinking.per_wake:g} s of thinking on the clock."
-    return f"""{briefing(view, rules)}
-How your turns work:
+    return f"""How your turns work:
 - You are woken when the other side acts or when the time you asked to wait has passed; the \
-message that wakes you holds the new events as JSON (prices in the scenario's currency).
+message that wakes you holds the news as the wait_for_opponent result.
 - On your turn, act with the tools, then call wait_for_opponent to end your turn. You have at \
 most {settings.max_turns} model calls per turn.
 - {cost}
 - A tool error means nothing happened; read it and try again or do something else.
 """
-
-
-def _json(model: Any) -> str:
-    return json.dumps(model.model_dump(mode="json"), separators=(",", ":"))

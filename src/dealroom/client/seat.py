@@ -48,6 +48,7 @@ from dealroom.protocol import (
     WaitResult,
     WalkAway,
 )
+from dealroom.protocol.tools import arguments_of
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -254,8 +255,7 @@ class Seat:
 
     async def act(self, action: Action) -> ActionResult:
         """Any action, as the tool of the same name."""
-        arguments = action.model_dump(mode="json", exclude={"type"}, exclude_none=True)
-        return await self._typed(action.type, arguments, ActionResult)
+        return await self._typed(action.type, arguments_of(action), ActionResult)
 
     async def wait_for_opponent(self, timeout_s: float | None = None) -> WaitResult:
         """Wait for the other side's next move, the timeout, or the end."""

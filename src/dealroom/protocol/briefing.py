@@ -6,13 +6,21 @@ exports), so that an LLM sees exactly what a scripted agent knows and nothing mo
 
 from __future__ import annotations
 
+from typing import Literal
+
 from dealroom.protocol.rules import DEFAULT_RULES, Rules
 from dealroom.protocol.scenario import SeatView
 from dealroom.protocol.text import money
 
 
-def briefing(view: SeatView, rules: Rules = DEFAULT_RULES) -> str:
-    """The briefing for one seat. Mentions only that seat's own private value."""
+def briefing(
+    view: SeatView, rules: Rules = DEFAULT_RULES, clock: Literal["virtual", "wall"] = "virtual"
+) -> str:
+    """The briefing for one seat: the first user message of every conversation.
+
+    Mentions only that seat's own private value. ``clock`` says how time passes (the MCP server
+    of a wall-clock room; every other surface plays on the virtual clock).
+    """
     s = view.scenario
     cur = s.currency
     value = money(view.private_value, cur)
@@ -53,4 +61,27 @@ reject {costs.reject:g} s, accept {costs.accept:g} s), and so does thinking.
 offers, events and time left.
 - Invalid actions are refused with an error and change nothing, but after \
 {rules.max_invalid_actions} of them you forfeit.
+
+How to play through the tools:
+- {_timing(rules, clock)}
+- Every tool result starts with ok (or woke: ... after a wait, or an error as code: reason), \
+then lists the events you have not seen yet as [time] lines, the clock, the live offers and what \
+you can do next.
+- A good loop: make an offer (optionally with a message), then call wait_for_opponent until the \
+other side answers (woke: news), and respond. woke: pending means the other side is still \
+deciding: call wait_for_opponent again.
+- Accept an offer only if the price gives you a positive surplus.
+
+Success is the largest surplus you can get: as buyer your value minus the price, as seller the \
+price minus your cost. A deal at a loss counts against you; no deal scores zero.
 """
+
+
+def _timing(rules: Rules, clock: Literal["virtual", "wall"]) -> str:
+    if clock == "wall":
+        return "The clock is real time: it runs while you think."
+    return (
+        "The clock is virtual: time passes only as seats act and wait, so how fast you think in "
+        "real time does not matter, but every action and every wake-up costs clock time "
+        f"({rules.thinking.per_wake:g} s of thinking on your first action after each wait)."
+    )

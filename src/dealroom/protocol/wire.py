@@ -31,6 +31,8 @@ class SessionErrorCode(StrEnum):
     UPSTREAM_UNAVAILABLE = "upstream_unavailable"
     RESULT_PENDING = "result_pending"
     """The action took effect and ended the negotiation, but its result is not saved yet."""
+    INVALID_ARGUMENTS = "invalid_arguments"
+    """A tool call whose arguments do not fit the tool's schema; it never reached the referee."""
 
 
 class ToolErrorPayload(Model):

@@ -8,7 +8,7 @@ and relays each call with ``Authorization: Bearer <token>``. Refusals keep their
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, assert_never
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
@@ -20,19 +20,17 @@ from mcp.types import TextContent
 from pydantic import BaseModel, ValidationError
 
 from dealroom.protocol import (
-    Accept,
     Action,
     ActionResult,
-    MakeOffer,
-    Reject,
+    Observation,
+    Role,
     SeatState,
-    SendMessage,
     SessionErrorCode,
     ToolErrorPayload,
     WaitResult,
-    WalkAway,
+    seat_text,
 )
-from dealroom.server import texts
+from dealroom.protocol.tools import arguments_of
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
 from dealroom.server.seat import SeatError
 
@@ -43,38 +41,43 @@ M = TypeVar("M", bound=BaseModel)
 _UPSTREAM_ERRORS = (httpx2.HTTPError, MCPError, OSError, anyio.BrokenResourceError)
 
 
-def _arguments(action: Action) -> tuple[str, dict[str, Any]]:
-    match action:
-        case MakeOffer(price=price, message=message):
-            return "make_offer", {"price": float(price), "message": message}
-        case Accept(offer_id=offer_id):
-            return "accept", {"offer_id": offer_id}
-        case Reject(offer_id=offer_id, message=message):
-            return "reject", {"offer_id": offer_id, "message": message}
-        case SendMessage(text=text):
-            return "send_message", {"text": text}
-        case WalkAway(message=message):
-            return "walk_away", {"message": message}
-        case _:
-            assert_never(action)
-
-
 class RemoteSeat:
     """A SeatBackend that relays to a seat of an HTTP room through an MCP client."""
 
     def __init__(self, client: Client, server: str) -> None:
         self.client = client
         self.server = server
+        self._viewer: tuple[Role, str] | None = None
+        self._descriptions: Mapping[str, str] | None = None
 
     @property
     def log_context(self) -> Mapping[str, str]:
         """The upstream server."""
         return {"upstream": self.server}
 
+    async def viewer(self) -> tuple[Role, str]:
+        """Role and currency, read once from the upstream observation."""
+        if self._viewer is None:
+            try:
+                observation = Observation.model_validate_json(await self._resource(OBSERVATION_URI))
+            except ValidationError:
+                raise _unavailable(ValueError("the server's answer was not understood")) from None
+            self._viewer = (observation.role, observation.scenario.currency)
+        return self._viewer
+
+    async def tool_descriptions(self) -> Mapping[str, str]:
+        """The upstream server's own descriptions (rendered there from the room's rules)."""
+        if self._descriptions is None:
+            try:
+                listed = await self.client.list_tools()
+            except _UPSTREAM_ERRORS as exc:
+                raise _unavailable(exc) from None
+            self._descriptions = {t.name: t.description or "" for t in listed.tools}
+        return self._descriptions
+
     async def act(self, action: Action) -> ActionResult:
         """Relay one action."""
-        name, arguments = _arguments(action)
-        return await self._tool(name, arguments, ActionResult)
+        return await self._tool(action.type, arguments_of(action), ActionResult)
 
     async def wait(self, timeout_s: float) -> WaitResult:
         """Relay a long-poll."""
@@ -131,7 +134,7 @@ class RemoteSeat:
 def _unavailable(exc: BaseException) -> SeatError:
     log.warning("upstream call failed", error=type(exc).__name__)
     return SeatError(
-        texts.error_payload(
+        seat_text.error_payload(
             SessionErrorCode.UPSTREAM_UNAVAILABLE,
             f"The room server did not answer ({type(exc).__name__}).",
         )

@@ -23,31 +23,23 @@ import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 import structlog
 
-from dealroom.engine.schedule import Scheduler, live_offers
+from dealroom.engine.calls import SeatCalls, Sight
+from dealroom.engine.schedule import Scheduler
 from dealroom.protocol import (
     ROLES,
     Action,
     ActionResult,
     Agent,
-    ErrorCode,
-    Event,
-    LiveOffer,
     Observation,
     Referee,
     Role,
     Rules,
-    RuleViolation,
     Scenario,
-    SeatOutcome,
-    ToolErrorPayload,
     WaitResult,
-    WakeReason,
-    seat_outcome,
 )
 from dealroom.protocol.wire import ClockKind
 
@@ -69,19 +61,6 @@ class RoomLimits:
 DEFAULT_LIMITS = RoomLimits()
 
 
-@dataclass(frozen=True, slots=True)
-class Sight:
-    """What one seat may see: events up to ``upto``, the live offers then, its clock."""
-
-    upto: int
-    live_offers: tuple[LiveOffer, ...]
-    now: float
-    outcome: SeatOutcome | None
-
-
-Hint = Callable[["Negotiation", Role, Sight], str]
-
-
 class Negotiation:
     """One negotiation, its referee, schedule and the seats' delivery positions."""
 
@@ -95,16 +74,15 @@ class Negotiation:
         houses: Mapping[Role, Agent],
         players: Collection[Role] = (),
         on_end: Callable[[Negotiation], None],
-        hint: Hint,
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self.scenario = scenario
         self.number = number
         self.referee = Referee(scenario, rules)
-        self._public = scenario.public()
         self.sched = Scheduler(self.referee, dict(houses), clock=clock)
         self.remote_roles: tuple[Role, ...] = tuple(r for r in ROLES if r not in houses)
+        self.calls = SeatCalls(scenario, self.sched, self.remote_roles)
         self.client_roles: tuple[Role, ...] = tuple(
             r for r in self.remote_roles if r not in players
         )
@@ -113,12 +91,10 @@ class Negotiation:
         """Why an in-process player failed (it walked away), stored with the negotiation."""
         self.limits = limits
         self._on_end = on_end
-        self._hint = hint
         self._timer = timer
         self._lock = anyio.Lock()
         self._seat_locks = {role: anyio.Lock() for role in self.remote_roles}
         self._changed = anyio.Event()
-        self._seen = dict.fromkeys(self.remote_roles, 0)
         self._in_call = dict.fromkeys(self.remote_roles, 0)
         self._created = timer()
         self._active_at: dict[Role, float] = {}
@@ -148,12 +124,11 @@ class Negotiation:
 
             async with self._lock:
                 self._advance()
-                if not self.referee.is_open:
-                    return self._too_late(role)
-                self.sched.submit(role, action, self._wall())
+                if not self.calls.submit(role, action):
+                    return self.calls.too_late(role)
                 self._advance()
                 if settled():  # the usual case against a house agent: no waiting at all
-                    return self._acted(role)
+                    return self.calls.acted(role)
             try:
                 await self._until(settled)
             except BaseException:
@@ -163,17 +138,7 @@ class Negotiation:
                         self._advance()
                 raise
             async with self._lock:
-                return self._acted(role)
-
-    def _acted(self, role: Role) -> ActionResult:
-        seat = self.sched.remote(role)
-        if seat.state == "acting":  # the negotiation ended before the action was due
-            self.sched.cancel(role)
-            return self._too_late(role)
-        applied, seat.applied = seat.applied, None
-        if isinstance(applied, RuleViolation):
-            raise applied
-        return ActionResult(ok=True, **self._update(role))
+                return self.calls.acted(role)
 
     async def wait(self, role: Role, timeout_s: float) -> WaitResult:
         """Sleep until news from the other side, ``timeout_s`` on the clock, or the end.
@@ -190,68 +155,24 @@ class Negotiation:
 
             async with self._lock:
                 self._advance()
-                if self.referee.is_open and seat.state == "thinking" and seat.woke is None:
-                    self.sched.sleep(role, timeout_s, self._wall())
-                    self._advance()
+                self.calls.sleep(role, timeout_s)
+                self._advance()
                 if settled():  # the usual case against a house agent: no waiting at all
-                    return self._woken(role)
+                    return self.calls.woken(role)
             limit = min(timeout_s, self.limits.max_wait_s) + 0.05
             await self._until(settled, limit=limit)
             async with self._lock:
-                return self._woken(role)
-
-    def _woken(self, role: Role) -> WaitResult:
-        seat = self.sched.remote(role)
-        reason: WakeReason
-        if not self.referee.is_open:
-            reason = "ended"
-        elif seat.state == "waiting":
-            reason = "pending"
-        else:
-            reason = seat.woke or "timeout"
-        update = self._update(role)
-        if reason == "timeout" and any(e.by not in (role, None) for e in update["events"]):
-            reason = "news"  # the other side moved by the time the seat woke
-        return WaitResult(woke=reason, **update)
+                return self.calls.woken(role)
 
     async def observe(self, role: Role, *, deliver: bool) -> Observation:
         """What the seat sees now; ``deliver`` marks those events as shown to it."""
         async with self._call(role) if deliver else _nothing(), self._lock:
             self._advance()
-            sight = self.sight(role)
-            if deliver:
-                self._deliver(role, sight)
-            # Every field comes from validated state: construct without validating it again.
-            return Observation.model_construct(
-                role=role,
-                scenario=self._public,
-                private_value=self.scenario.private_value(role),
-                now=sight.now,
-                time_left=round(self.scenario.deadline - sight.now, 3),
-                live_offers=sight.live_offers,
-                events=tuple(self.referee.events_since(0)[: sight.upto]),
-                outcome=sight.outcome,
-            )
+            return self.calls.observe(role, deliver=deliver)
 
     def sight(self, role: Role) -> Sight:
-        """What ``role`` may see now.
-
-        On the virtual clock: the events up to the seat's own last action or wake-up, never
-        what the other seats did later (even if it already ran), so that a seat's view, and so
-        its next decision, does not depend on anyone's real-time speed.
-        """
-        referee = self.referee
-        end = referee.outcome
-        if end is not None:
-            return Sight(referee.event_count, (), end.time, seat_outcome(end, role))
-        if self.sched.clock == "wall":
-            now = min(self._wall(), self.scenario.deadline)
-            return Sight(referee.event_count, referee.live_offers(), now, None)
-        seat = self.sched.remote(role)
-        if seat.upto == referee.event_count:
-            return Sight(seat.upto, referee.live_offers(), seat.ready_at, None)
-        events = referee.events_since(0)[: seat.upto]
-        return Sight(seat.upto, live_offers(events), seat.ready_at, None)
+        """What ``role`` may see now (see ``SeatCalls.sight``)."""
+        return self.calls.sight(role)
 
     def think(self, role: Role, seconds: float) -> None:
         """Charge ``seconds`` of thinking to a remote seat's clock (virtual clock only).
@@ -272,7 +193,7 @@ class Negotiation:
 
     def hint(self, role: Role) -> str:
         """What the seat can usefully do next, given what it sees."""
-        return self._hint(self, role, self.sight(role))
+        return self.calls.hint(role)
 
     async def tick(self) -> None:
         """Advance on wall time; run an abandoned negotiation to its end (the server's reaper)."""
@@ -320,13 +241,14 @@ class Negotiation:
 
     def _advance(self) -> None:
         sched = self.sched
+        wall = self._wall()
         if sched.clock == "virtual":
             while (blocker := sched.blocker()) is not None and self._stalls_others(blocker):
                 sched.set_absent(blocker)
                 log.info("seat idle, counted as waiting", seat=blocker, negotiation=self.number)
             sched.advance()
         else:
-            sched.advance(self._wall())
+            sched.advance(wall)
         if sched.version != self._version:
             self._version = sched.version
             self._changed.set()
@@ -373,43 +295,9 @@ class Negotiation:
         )
 
     def _wall(self) -> float:
-        return 0.0 if self._started is None else self._timer() - self._started
-
-    def _deliver(self, role: Role, sight: Sight) -> tuple[Event, ...]:
-        seen = self._seen[role]
-        events = tuple(self.referee.events_since(seen)[: max(0, sight.upto - seen)])
-        self._seen[role] = max(seen, sight.upto)
-        self.sched.delivered(role, self._seen[role])
-        return events
-
-    def _update(self, role: Role) -> dict[str, Any]:
-        sight = self.sight(role)
-        return {
-            "events": self._deliver(role, sight),
-            "live_offers": sight.live_offers,
-            "now": sight.now,
-            "time_left": round(self.scenario.deadline - sight.now, 3),
-            "outcome": sight.outcome,
-            "hint": self._hint(self, role, sight),
-        }
-
-    def _too_late(self, role: Role) -> ActionResult:
-        """The negotiation ended before the action could take effect."""
-        end = self.referee.outcome
-        assert end is not None
-        if self._seen[role] >= self.referee.event_count:  # the seat has already seen the end
-            raise RuleViolation(ErrorCode.NEGOTIATION_CLOSED, "The negotiation has ended.")
-        if end.end_reason == "deadline":
-            error = ToolErrorPayload(
-                code=ErrorCode.DEADLINE_PASSED,
-                message="The deadline came before your action could take effect.",
-            )
-        else:
-            error = ToolErrorPayload(
-                code=ErrorCode.NEGOTIATION_CLOSED,
-                message="The negotiation ended before your action could take effect.",
-            )
-        return ActionResult(ok=False, error=error, **self._update(role))
+        wall = 0.0 if self._started is None else self._timer() - self._started
+        self.calls.wall = wall
+        return wall
 
 
 @asynccontextmanager

@@ -41,7 +41,6 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.wire import ClockKind
-from dealroom.server import texts
 from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
 from dealroom.store.results import SerializedRecord
 from dealroom.store.spool import PendingRow
@@ -240,7 +239,6 @@ class Room:
             houses=agents,
             players=tuple(self.players),
             on_end=self._record,
-            hint=lambda n, role, sight: texts.result_hint(n, role, sight, series=self.series),
             limits=self.limits,
             timer=self._timer,
         )

@@ -7,20 +7,38 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Protocol
 
 from dealroom.protocol import (
     Action,
     ActionResult,
     Role,
+    Rules,
     RuleViolation,
     SeatState,
     SessionErrorCode,
     ToolErrorPayload,
     WaitResult,
+    seat_text,
 )
+from dealroom.protocol.tools import SEAT_TOOLS
 from dealroom.server import texts
 from dealroom.server.room import Room, RoomError
+
+_DESCRIPTIONS: dict[str, Mapping[str, str]] = {}
+
+
+def descriptions(rules: Rules) -> Mapping[str, str]:
+    """Every tool's description under ``rules`` (rooms share a few rule sets: cached)."""
+    key = rules.model_dump_json()
+    cached = _DESCRIPTIONS.get(key)
+    if cached is None:
+        if len(_DESCRIPTIONS) >= 64:
+            _DESCRIPTIONS.clear()
+        cached = MappingProxyType({tool.name: tool.description(rules) for tool in SEAT_TOOLS})
+        _DESCRIPTIONS[key] = cached
+    return cached
 
 
 class SeatError(Exception):
@@ -41,6 +59,14 @@ class SeatBackend(Protocol):
 
     async def act(self, action: Action) -> ActionResult:
         """One action; raises SeatError if refused."""
+        ...
+
+    async def viewer(self) -> tuple[Role, str]:
+        """The seat's role and the current negotiation's currency (to render results)."""
+        ...
+
+    async def tool_descriptions(self) -> Mapping[str, str]:
+        """Each tool's description under the rules of the seat's room."""
         ...
 
     async def wait(self, timeout_s: float) -> WaitResult:
@@ -82,6 +108,14 @@ class LocalSeat:
         """Room and seat."""
         return {"room": self.room.id, "seat": self.role}
 
+    async def viewer(self) -> tuple[Role, str]:
+        """Role and currency."""
+        return self.role, self.room.current.scenario.currency
+
+    async def tool_descriptions(self) -> Mapping[str, str]:
+        """Rendered from the room's rules."""
+        return descriptions(self.room.rules)
+
     async def act(self, action: Action) -> ActionResult:
         """One action on the current negotiation.
 
@@ -92,12 +126,12 @@ class LocalSeat:
         try:
             result = await negotiation.act(self.role, action)
         except RuleViolation as violation:
-            raise SeatError(texts.error_payload(violation.code, violation.message)) from None
+            raise SeatError(seat_text.error_payload(violation.code, violation.message)) from None
         finally:
             await self.room.save()
         if result.ok and result.outcome is not None and not self.room.saved(negotiation):
             message = texts.result_pending(action, result.outcome, negotiation.scenario.currency)
-            raise SeatError(texts.error_payload(SessionErrorCode.RESULT_PENDING, message))
+            raise SeatError(seat_text.error_payload(SessionErrorCode.RESULT_PENDING, message))
         return result
 
     async def wait(self, timeout_s: float) -> WaitResult:
@@ -131,7 +165,7 @@ class LocalSeat:
         try:
             self.room.new_negotiation()
         except RoomError as error:
-            raise SeatError(texts.error_payload(error.code, error.message)) from None
+            raise SeatError(seat_text.error_payload(error.code, error.message)) from None
         return await self.state()
 
     async def observation_json(self) -> str:
@@ -147,10 +181,4 @@ class LocalSeat:
         """Role, item, own value, rules, clock and how to use the tools."""
         negotiation = self.room.current
         observation = await negotiation.observe(self.role, deliver=False)
-        return texts.briefing(
-            observation,
-            self.room.rules,
-            clock=self.room.clock,
-            series=self.room.series,
-            number=negotiation.number,
-        )
+        return texts.briefing(observation, self.room.rules, clock=self.room.clock)

@@ -252,6 +252,10 @@ class McpHttpClient:
 class RemoteSeat(McpHttpClient):
     """One seat of a negotiation on a dealroom HTTP server, with the seat's tools as methods.
 
+    The methods mirror ``dealroom.protocol.tools`` (names and arguments; a test checks them,
+    since this module imports nothing of dealroom's). ``ToolResult.text`` is the model-facing
+    text of ``dealroom.protocol.seat_text``.
+
     Every method returns a :class:`ToolResult`; ``call(name, **arguments)`` reaches any other
     tool the server offers.
     """
@@ -284,10 +288,14 @@ class RemoteSeat(McpHttpClient):
         """Leave the negotiation without a deal."""
         return self.call("walk_away", message=message)
 
-    def wait_for_opponent(self, **arguments: Any) -> ToolResult:
-        """Wait for the other side's next move (arguments as the server's tool defines them)."""
-        return self.call("wait_for_opponent", **arguments)
+    def wait_for_opponent(self, timeout_s: float | None = None) -> ToolResult:
+        """Wait for the other side's next move, at most ``timeout_s`` on the clock."""
+        return self.call("wait_for_opponent", timeout_s=timeout_s)
 
     def get_state(self) -> ToolResult:
         """The seat's current view."""
         return self.call("get_state")
+
+    def new_negotiation(self) -> ToolResult:
+        """Start the next negotiation of a series."""
+        return self.call("new_negotiation")

@@ -37,61 +37,12 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.tools import function_schemas
 from dealroom.training import _text
 
-
-def _fn(name: str, description: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": props, "required": required},
-        },
-    }
-
-
-_MESSAGE = {"type": "string", "description": "Optional cheap talk (not binding)."}
-_OFFER_ID = {"type": "string", "description": "Id of the other side's live offer, e.g. o3."}
-
-TOOLS: list[dict[str, Any]] = [
-    _fn(
-        "make_offer",
-        "Make a binding offer; if the other side accepts it, the deal closes at this price.",
-        {
-            "price": {"type": "number", "description": "Price in the scenario currency."},
-            "message": _MESSAGE,
-        },
-        ["price"],
-    ),
-    _fn(
-        "accept",
-        "Accept the other side's live offer: the deal closes at its price.",
-        {"offer_id": _OFFER_ID},
-        ["offer_id"],
-    ),
-    _fn(
-        "reject",
-        "Reject the other side's live offer; it stops being live.",
-        {"offer_id": _OFFER_ID, "message": _MESSAGE},
-        ["offer_id"],
-    ),
-    _fn(
-        "send_message",
-        "Send a message to the other side. Cheap talk: nothing in it binds anyone.",
-        {"text": {"type": "string", "description": "The message."}},
-        ["text"],
-    ),
-    _fn(
-        "walk_away",
-        "Leave the negotiation for good: it ends at once without a deal.",
-        {"message": _MESSAGE},
-        [],
-    ),
-    _fn("wait_for_opponent", "Wait for the other side's next move.", {}, []),
-    _fn("get_state", "Show the current offers and the clock without acting.", {}, []),
-]
-"""The seat's tools as OpenAI function schemas (the same as BargainToolEnv's)."""
+TOOLS: list[dict[str, Any]] = function_schemas(DEFAULT_RULES)
+"""The seat's tools as OpenAI function schemas under the default rules: exactly what TRL builds
+from BargainToolEnv's methods (``dealroom.protocol.tools.function_schemas``)."""
 
 
 def _call(event: Event) -> tuple[ActionType, dict[str, Any]] | None:
@@ -201,7 +152,11 @@ def sft_example(
             results.append({"role": "tool", "tool_call_id": call_id, "content": "\n".join(lines)})
         messages.append({"role": "assistant", "content": "", "tool_calls": calls})
         messages.extend(results)
-    return {"messages": messages, "tools": TOOLS, "metadata": _metadata(record, role, metadata)}
+    return {
+        "messages": messages,
+        "tools": function_schemas(rules),
+        "metadata": _metadata(record, role, metadata),
+    }
 
 
 def conversation_example(

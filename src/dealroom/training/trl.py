@@ -1,58 +1,104 @@
 """A tool-calling environment for TRL's ``GRPOTrainer(environment_factory=...)``.
 
 TRL's contract is duck-typed, so TRL is not imported here: the trainer builds one instance per
-rollout, calls ``reset(**row)`` with the dataset row and appends the returned text to the prompt,
-exposes every other public method as a tool (typed arguments, Google-style docstrings), and
-reads ``get_reward()`` at the end. The opponent, any registry agent, runs inside the instance on
-the virtual clock: each tool call is one decision of the learner's seat, and returns what
-happened until the seat's next turn (refused actions come back as ``Error [code]: ...`` lines).
+rollout, calls ``reset(**row)`` with the dataset row and appends the returned text to the last
+prompt message, exposes every other public method as a tool (its schema read from the
+signature and Google-style docstring by ``transformers.utils.get_json_schema``), and, since
+TRL 1.8, adds ``get_reward()`` as a reward itself (do not pass it again).
+
+What the model reads is what it reads when served over MCP, byte for byte:
+
+- the tool methods are generated from ``dealroom.protocol.tools`` (names, arguments, order,
+  descriptions rendered from the environment's rules);
+- ``reset`` returns the briefing (the first user message everywhere), preceded by a blank line
+  only when the row's last prompt message already has text (TRL joins them with no separator);
+- a tool returns the text of ``dealroom.protocol.seat_text``, refusals as ``code: sentence.
+  hint.``;
+- the turn semantics are the MCP seat's: the environment drives the served negotiations'
+  scheduler synchronously (``dealroom.engine.calls.LocalSeat``), so an action returns once it
+  took effect and wait_for_opponent waits for news or its timeout on the clock.
+
+The opponent, any registry agent, is a house agent of that scheduler.
 
 Usage::
 
     trainer = GRPOTrainer(
-        model=..., train_dataset=Dataset.from_list([{"prompt": [...], "index": i} ...]),
+        model=..., train_dataset=Dataset.from_list(
+            [{"prompt": [{"role": "user", "content": ""}], "index": i} ...]),
         environment_factory=functools.partial(BargainToolEnv, opponent="boulware"),
-        reward_funcs=lambda environments, **_: [env.get_reward() for env in environments],
+        reward_funcs=[],  # TRL >= 1.8 adds get_reward itself
     )
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import types
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from pydantic import ValidationError
-
+from dealroom.engine.calls import LocalSeat
 from dealroom.engine.match import seat_rng
 from dealroom.protocol import (
     DEFAULT_RULES,
     TIERS,
-    Accept,
-    Action,
     AgentFactory,
-    Decision,
-    MakeOffer,
-    Reject,
     Role,
     Rules,
-    SendMessage,
+    RuleViolation,
     Tier,
-    WalkAway,
+    other,
+    seat_text,
     seat_view,
 )
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.generator import scenario_at
-from dealroom.training import _text
-from dealroom.training._seat import SeatMatch, opponent_factory
+from dealroom.protocol.tools import (
+    DEFAULT_WAIT_S,
+    TOOLS_BY_NAME,
+    ArgumentError,
+    SeatTool,
+    ToolName,
+    WaitArgs,
+    action_of,
+    docstring,
+    seat_tools,
+    validate_arguments,
+)
+from dealroom.training._seat import opponent_factory
 from dealroom.training.rewards import RewardSpec
+
+TOOLS: tuple[SeatTool, ...] = seat_tools(series=False)
+"""The environment's tools: every seat tool but the series one, in the spec's order."""
+
+
+def separator(row: Mapping[str, Any]) -> str:
+    """What goes between the row's prompt and reset's text: a blank line, unless the last
+    prompt message is empty or already ends in whitespace (TRL adds nothing itself)."""
+    prompt = row.get("prompt")
+    if not isinstance(prompt, list) or not prompt:
+        return ""
+    last = cast(list[Any], prompt)[-1]
+    content = last.get("content") if isinstance(last, dict) else None
+    if not isinstance(content, str) or not content or content[-1].isspace():
+        return ""
+    return "\n\n"
 
 
 class BargainToolEnv:
     """One seat of a negotiation against a house agent, played through tools.
 
     Only ``reset``, the tools and ``get_reward`` are public: TRL turns every other public
-    method into a tool.
+    method into a tool. ``BargainToolEnv(rules=R)`` is an instance of ``with_rules(R)``, a
+    subclass whose tool docstrings are rendered from ``R``.
     """
+
+    rules: Rules = DEFAULT_RULES
+    """The rules the class's tool docstrings describe."""
+
+    def __new__(cls, *, rules: Rules = DEFAULT_RULES, **_: Any) -> BargainToolEnv:
+        chosen = cls if rules == cls.rules else _with_rules(cls, rules.model_dump_json())
+        return object.__new__(chosen)
 
     def __init__(
         self,
@@ -63,7 +109,6 @@ class BargainToolEnv:
         seed: int = 0,
         reward: RewardSpec | None = None,
         rules: Rules = DEFAULT_RULES,
-        max_wait: float = 30.0,
     ) -> None:
         self._defaults: dict[str, Any] = {
             "opponent": opponent,
@@ -74,17 +119,16 @@ class BargainToolEnv:
         }
         self._reward = reward or RewardSpec()
         self._rules = rules
-        self._max_wait = max_wait
-        self._match: SeatMatch | None = None
-        self._seen = 0
+        self._seat: LocalSeat | None = None
+        self._currency = "USD"
 
     # -- the TRL contract ---------------------------------------------------------------
 
     def reset(self, **row: Any) -> str:
         """Start a negotiation; ``row`` may set seed, tier, index, role and opponent.
 
-        Other keys (the dataset's prompt and the like) are ignored. Returns the seat's briefing
-        and what it sees at its first turn.
+        Other keys are ignored, except that the dataset's ``prompt`` decides the separator.
+        Returns the seat's briefing: the first user message, as on every surface.
         """
         config = {**self._defaults, **{k: v for k, v in row.items() if k in self._defaults}}
         role, tier = config["role"], config["tier"]
@@ -94,175 +138,107 @@ class BargainToolEnv:
             raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
         seed, index = int(config["seed"]), int(config["index"])
         scenario = scenario_at(seed, index, cast(Tier, tier))
-        self._match = SeatMatch(
-            scenario,
-            role,
-            opponent_factory(config["opponent"]),
-            rng=seat_rng(seed, scenario.id, "seller" if role == "buyer" else "buyer"),
-            rules=self._rules,
+        them = other(role)
+        house = opponent_factory(config["opponent"])(
+            seat_view(scenario, them), seat_rng(seed, scenario.id, them)
         )
-        self._seen = 0
-        opening = self._advance(start=True)
-        return f"{briefing(seat_view(scenario, role), self._rules)}\n{opening}"
+        self._seat = LocalSeat(scenario, role, house, self._rules)
+        self._currency = scenario.currency
+        return separator(row) + briefing(seat_view(scenario, role), self._rules)
 
     def get_reward(self) -> float:
-        """The reward of the negotiation (played out with the seat idle if still open)."""
-        match = self._require()
-        outcome = match.finish()
-        return self._reward(outcome, match.role, match.scenario.list_price)
+        """The reward of the negotiation (played out with the seat silent if still open)."""
+        seat = self._require()
+        seat.finish()
+        outcome = seat.referee.outcome
+        assert outcome is not None
+        return self._reward(outcome, seat.role, seat.referee.scenario.list_price)
 
-    # -- tools --------------------------------------------------------------------------
+    # -- the tools: signatures as in dealroom.protocol.tools (a test checks them); the
+    # docstrings are rendered from the rules by _install --------------------------------
 
     def make_offer(self, price: float, message: str | None = None) -> str:
-        """Make a binding offer; if the other side accepts it, the deal closes at this price.
-
-        Args:
-            price: Price in the scenario currency; rounded to cents. Replaces your live offer.
-            message: Optional cheap talk sent with the offer (not binding).
-
-        Returns:
-            What happened until your next turn.
-        """
-        return self._act(lambda: MakeOffer.model_validate({"price": price, "message": message}))
+        return self._call("make_offer", {"price": price, "message": message})
 
     def accept(self, offer_id: str) -> str:
-        """Accept the other side's live offer: the deal closes at its price.
-
-        Args:
-            offer_id: Id of the other side's live offer, e.g. "o3".
-
-        Returns:
-            What happened.
-        """
-        return self._act(lambda: Accept.model_validate({"offer_id": offer_id}))
+        return self._call("accept", {"offer_id": offer_id})
 
     def reject(self, offer_id: str, message: str | None = None) -> str:
-        """Reject the other side's live offer; it stops being live.
-
-        Args:
-            offer_id: Id of the other side's live offer.
-            message: Optional cheap talk sent with the rejection.
-
-        Returns:
-            What happened until your next turn.
-        """
-        return self._act(lambda: Reject.model_validate({"offer_id": offer_id, "message": message}))
+        return self._call("reject", {"offer_id": offer_id, "message": message})
 
     def send_message(self, text: str) -> str:
-        """Send a message to the other side. Cheap talk: nothing in it binds anyone.
-
-        Args:
-            text: The message.
-
-        Returns:
-            What happened until your next turn.
-        """
-        return self._act(lambda: SendMessage.model_validate({"text": text}))
+        return self._call("send_message", {"text": text})
 
     def walk_away(self, message: str | None = None) -> str:
-        """Leave the negotiation for good: it ends at once without a deal.
+        return self._call("walk_away", {"message": message})
 
-        Args:
-            message: Optional parting message.
-
-        Returns:
-            How the negotiation ended.
-        """
-        return self._act(lambda: WalkAway.model_validate({"message": message}))
-
-    def wait_for_opponent(self) -> str:
-        """Wait for the other side's next move (the clock runs meanwhile).
-
-        Returns:
-            What happened while you waited.
-        """
-        return self._act(None)
+    def wait_for_opponent(self, timeout_s: float = DEFAULT_WAIT_S) -> str:
+        return self._call("wait_for_opponent", {"timeout_s": timeout_s})
 
     def get_state(self) -> str:
-        """Show the current offers and the clock without acting or letting time pass.
-
-        Returns:
-            The live offers and the time left, or the outcome once over.
-        """
-        match = self._require()
-        observation = match.observe()
-        currency = observation.scenario.currency
-        if observation.outcome is not None:
-            return _text.outcome_text(observation.outcome, currency)
-        return _text.state_text(
-            match.role,
-            observation.now,
-            observation.scenario.deadline,
-            observation.live_offers,
-            currency,
-        )
+        return self._call("get_state", {})
 
     # -- internals ----------------------------------------------------------------------
 
-    def _require(self) -> SeatMatch:
-        if self._match is None:
+    def _require(self) -> LocalSeat:
+        if self._seat is None:
             raise RuntimeError("call reset() before using the environment")
-        return self._match
+        return self._seat
 
-    def _act(self, build: Callable[[], Action] | None) -> str:
-        match = self._require()
-        if match.is_over:
-            observation = match.observe()
-            assert observation.outcome is not None
-            return "\n".join(
-                [
-                    "Error [negotiation_closed]: The negotiation has ended.",
-                    _text.outcome_text(observation.outcome, observation.scenario.currency),
-                ]
-            )
-        actions: tuple[Action, ...] = ()
-        if build is not None:
-            try:
-                actions = (build(),)
-            except ValidationError as exc:
-                detail = exc.errors()[0]
-                where = ".".join(str(p) for p in detail["loc"]) or "arguments"
-                return f"Error [invalid_action]: {where}: {detail['msg']}. Nothing was done."
-        match.decide(Decision(actions=actions, wait=self._max_wait))
-        return self._advance()
-
-    def _advance(self, *, start: bool = False) -> str:
-        """Run to the seat's next turn; the text of everything since it last looked."""
-        match = self._require()
-        wake = match.advance()
-        observation = wake.observation if wake is not None else match.observe()
-        currency = observation.scenario.currency
-        events = match.room.referee.events_since(self._seen)
-        self._seen = match.room.referee.event_count
-        lines = ["The negotiation has started."] if start else []
-        if wake is not None:
-            lines += _text.errors_text(wake.errors)
-        lines += _text.events_text(events, match.role, currency)
-        if observation.outcome is not None:
-            lines.append(_forfeit_note(match) + _text.outcome_text(observation.outcome, currency))
-        else:
-            if not events and not start and wake is not None and not wake.errors:
-                lines.append("Nothing new happened.")
-            lines.append(
-                _text.state_text(
-                    match.role,
-                    observation.now,
-                    observation.scenario.deadline,
-                    observation.live_offers,
-                    currency,
-                )
-            )
-        return "\n".join(lines)
+    def _call(self, name: ToolName, arguments: dict[str, Any]) -> str:
+        """One tool call: what the model reads back."""
+        seat = self._require()
+        tool = TOOLS_BY_NAME[name]
+        try:
+            args = validate_arguments(tool, arguments)
+        except ArgumentError as error:
+            return seat_text.error_text(error.payload)
+        try:
+            match tool.result:
+                case "action":
+                    action = action_of(args)
+                    assert action is not None
+                    result = seat.act(action)
+                case "wait":
+                    assert isinstance(args, WaitArgs)
+                    result = seat.wait(args.timeout_s)
+                case "state":
+                    return seat_text.state_text(seat.state())
+        except RuleViolation as violation:
+            return seat_text.error_payload(violation.code, violation.message).text()
+        return seat_text.update_text(result, seat.role, self._currency)
 
 
-def _forfeit_note(match: SeatMatch) -> str:
-    outcome = match.room.referee.outcome
-    if outcome is not None and outcome.end_reason == "forfeit" and outcome.ended_by == match.role:
-        return (
-            f"You made {match.room.referee.invalid_count(match.role)} invalid actions and "
-            "forfeited. "
-        )
-    return ""
+def _documented(fn: Callable[..., str], rules: Rules) -> Callable[..., str]:
+    """A copy of a tool method whose docstring is rendered from ``rules``."""
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__annotations__ = dict(fn.__annotations__)
+    copy.__qualname__ = fn.__qualname__
+    copy.__doc__ = docstring(TOOLS_BY_NAME[fn.__name__], rules)
+    return copy
 
 
-__all__ = ["BargainToolEnv"]
+def _install(cls: type[BargainToolEnv], rules: Rules) -> None:
+    for tool in TOOLS:
+        setattr(cls, tool.name, _documented(getattr(BargainToolEnv, tool.name), rules))
+
+
+@functools.cache
+def _with_rules(base: type[BargainToolEnv], rules_json: str) -> type[BargainToolEnv]:
+    rules = Rules.model_validate_json(rules_json)
+    cls = type(base.__name__, (base,), {"rules": rules, "__module__": base.__module__})
+    cls.__qualname__ = base.__qualname__
+    _install(cls, rules)
+    return cls
+
+
+_install(BargainToolEnv, DEFAULT_RULES)
+
+
+def with_rules(rules: Rules) -> type[BargainToolEnv]:
+    """The environment class whose tools are described under ``rules``."""
+    return _with_rules(BargainToolEnv, rules.model_dump_json())
+
+
+__all__ = ["TOOLS", "BargainToolEnv", "separator", "with_rules"]

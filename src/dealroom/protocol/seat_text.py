@@ -1,0 +1,191 @@
+"""What a model reads after each tool call: one renderer for every surface. Pure.
+
+The MCP tools send it as their text content (``structuredContent`` keeps the JSON for
+programs), the built-in LLM seat hands it to its model, the TRL environment returns it from its
+tool methods and the SFT export writes it in its tool messages, so a model is trained, played
+and evaluated on the same bytes. It is rendered from the wire models only (``ActionResult``,
+``WaitResult``, ``SeatState``, ``ToolErrorPayload``): nothing here can see the other side's
+value.
+
+The form, for models: a head line (``ok``, ``woke: news``, or an error as ``code: sentence.
+hint.``), then one line per event the seat has not seen yet, oldest first (``[6 s] seller
+offered $2,795.00 (o1)``), then ``clock:``, ``live offers:``, ``outcome:`` once it ended, and
+``next:`` (what the seat can usefully do). No JSON, no pretty-printing, no field names a model
+must decode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import assert_never
+
+from dealroom.protocol._base import Role
+from dealroom.protocol.errors import ErrorCode
+from dealroom.protocol.events import Event
+from dealroom.protocol.observation import LiveOffer
+from dealroom.protocol.outcome import SeatOutcome
+from dealroom.protocol.text import describe_event, money
+from dealroom.protocol.wire import (
+    ActionResult,
+    SeatState,
+    SessionErrorCode,
+    ToolErrorPayload,
+    WaitResult,
+)
+
+ERROR_HINTS: dict[str, str] = {
+    ErrorCode.OFFER_NOT_FOUND: "Use an offer_id from the live offers (get_state lists them).",
+    ErrorCode.OFFER_NOT_LIVE: "Call get_state for the offers that are live now.",
+    ErrorCode.OWN_OFFER: "To change your own offer, call make_offer again with a new price.",
+    ErrorCode.PRICE_NOT_FINITE: "Send the price as a plain number such as 1250.00.",
+    ErrorCode.PRICE_OUT_OF_RANGE: "Offer a positive price within that limit.",
+    ErrorCode.NEGOTIATION_CLOSED: "Call get_state to see the outcome.",
+    ErrorCode.MESSAGE_TOO_LONG: "Send a shorter message.",
+    ErrorCode.MESSAGE_EMPTY: "Write some text, or do not send a message.",
+    ErrorCode.DEADLINE_PASSED: "Call get_state to see the outcome.",
+    ErrorCode.INVALID_ACTION: "Call get_state, then choose one of the tools.",
+    SessionErrorCode.NEGOTIATION_RUNNING: "Call get_state to see where it stands.",
+    SessionErrorCode.SERIES_UNAVAILABLE: "Call get_state to see your results.",
+    SessionErrorCode.SERIES_OVER: "Call get_state to see your results.",
+    SessionErrorCode.UPSTREAM_UNAVAILABLE: "Try again in a moment.",
+    SessionErrorCode.RESULT_PENDING: "Call get_state to see the outcome; do not repeat the action.",
+}
+"""The hint appended to each refusal, by code (argument errors carry their own)."""
+
+
+def error_payload(code: str, message: str) -> ToolErrorPayload:
+    """A refusal (the referee's or the room's) with its one-sentence hint appended."""
+    hint = ERROR_HINTS.get(code, "")
+    return ToolErrorPayload(code=code, message=f"{message} {hint}".strip())
+
+
+def seconds(x: float) -> str:
+    """Clock seconds as the model reads them: at most three decimals, no trailing zeros."""
+    text = f"{round(x, 3):.3f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def hint(
+    role: Role, live_offers: Sequence[LiveOffer], outcome: SeatOutcome | None, currency: str
+) -> str:
+    """What the seat can usefully do next, from what it sees (the ``hint`` of every result)."""
+    if outcome is not None:
+        head = (
+            f"The negotiation is over: deal at {money(outcome.price, currency)}."
+            if outcome.price is not None
+            else f"The negotiation is over without a deal ({outcome.end_reason})."
+        )
+        return f"{head} get_state shows your results."
+    theirs = next((o for o in live_offers if o.by != role), None)
+    if theirs is not None:
+        return (
+            f"Their offer {theirs.offer_id} at {money(theirs.price, currency)} is live: accept "
+            "it, reject it, counter with make_offer, or wait_for_opponent."
+        )
+    return "Call wait_for_opponent to hear from the other side, or make_offer to move."
+
+
+def event_lines(events: Iterable[Event], role: Role, currency: str) -> list[str]:
+    """One line per event: ``[t s] what happened`` (the seat's own moves read "you")."""
+    return [f"[{seconds(e.t)} s] {describe_event(e, currency, viewer=role)}" for e in events]
+
+
+def _offers(live: Sequence[LiveOffer], role: Role, currency: str) -> str:
+    if not live:
+        return "live offers: none."
+    parts = [
+        f"{'you' if o.by == role else o.by} {o.offer_id} at {money(o.price, currency)}"
+        for o in live
+    ]
+    return f"live offers: {'; '.join(parts)}."
+
+
+def _outcome(outcome: SeatOutcome, currency: str) -> str:
+    surplus = money(outcome.surplus, currency)
+    if outcome.price is None:
+        return f"outcome: no deal ({outcome.end_reason}); your surplus {surplus}."
+    return f"outcome: deal at {money(outcome.price, currency)}; your surplus {surplus}."
+
+
+def _body(
+    events: Sequence[Event],
+    now: float,
+    time_left: float,
+    live: Sequence[LiveOffer],
+    outcome: SeatOutcome | None,
+    next_step: str,
+    role: Role,
+    currency: str,
+) -> list[str]:
+    lines = event_lines(events, role, currency)
+    lines.append(f"clock: {seconds(now)} s, {seconds(max(time_left, 0.0))} s left.")
+    lines.append(_offers(live, role, currency))
+    if outcome is not None:
+        lines.append(_outcome(outcome, currency))
+    lines.append(f"next: {next_step}")
+    return lines
+
+
+def _head(result: ActionResult | WaitResult) -> str:
+    match result:
+        case ActionResult():
+            if result.ok or result.error is None:
+                return "ok"
+            return error_text(result.error)
+        case WaitResult():
+            match result.woke:
+                case "news":
+                    return "woke: news"
+                case "timeout":
+                    return "woke: timeout (no news)"
+                case "ended":
+                    return "woke: ended"
+                case "pending":
+                    return "woke: pending (the other side is still deciding: wait again)"
+                case _:
+                    assert_never(result.woke)
+        case _:
+            assert_never(result)
+
+
+def update_text(result: ActionResult | WaitResult, role: Role, currency: str) -> str:
+    """The text of an action's or a wait's result, for the ``role`` seat."""
+    body = _body(
+        result.events,
+        result.now,
+        result.time_left,
+        result.live_offers,
+        result.outcome,
+        result.hint,
+        role,
+        currency,
+    )
+    return "\n".join([_head(result), *body])
+
+
+def state_text(state: SeatState) -> str:
+    """The text of get_state (and new_negotiation): the seat's whole view of the negotiation."""
+    o = state.observation
+    s = o.scenario
+    cur = s.currency
+    head = (
+        f"you: the {o.role}; item: {s.item.name}; list price {money(s.list_price, cur)}; your "
+        f"private value {money(o.private_value, cur)}; deadline {seconds(s.deadline)} s."
+    )
+    lines = [head]
+    earlier = [r for r in state.results if r.negotiation < state.negotiation]
+    if earlier:
+        total = sum((r.outcome.surplus for r in earlier), start=earlier[0].outcome.surplus * 0)
+        lines.append(
+            f"series: negotiation {state.negotiation}; {len(earlier)} finished before it, "
+            f"your total surplus {money(total, cur)}."
+        )
+    if not o.events:
+        lines.append("no events yet.")
+    body = _body(o.events, o.now, o.time_left, o.live_offers, o.outcome, state.hint, o.role, cur)
+    return "\n".join([*lines, *body])
+
+
+def error_text(error: ToolErrorPayload) -> str:
+    """A refusal as every surface writes it: ``code: sentence. hint.``"""
+    return error.text()
