@@ -238,6 +238,7 @@ class LocalSeat:
             observation=observation,
             negotiation=1,
             results=(),
+            finished=0,
             total_surplus=Decimal("0.00"),
             can_start_next=False,
             clock="virtual",

@@ -173,12 +173,10 @@ def state_text(state: SeatState) -> str:
         f"private value {money(o.private_value, cur)}; deadline {seconds(s.deadline)} s."
     )
     lines = [head]
-    earlier = [r for r in state.results if r.negotiation < state.negotiation]
-    if earlier:
-        total = sum((r.outcome.surplus for r in earlier), start=earlier[0].outcome.surplus * 0)
+    if state.negotiation > 1:  # a series past its first negotiation (the MCP house mode)
         lines.append(
-            f"series: negotiation {state.negotiation}; {len(earlier)} finished before it, "
-            f"your total surplus {money(total, cur)}."
+            f"series: negotiation {state.negotiation}; {state.finished} finished, your total "
+            f"surplus {money(state.total_surplus, cur)}."
         )
     if not o.events:
         lines.append("no events yet.")
