@@ -153,7 +153,7 @@ async def create_rooms(http: httpx2.AsyncClient, url: str, count: int) -> list[s
     for i in range(count):
         response = await http.post(
             f"{url}/admin/rooms",
-            json={"seed": i, "house_seller": "hardliner"},
+            json={"index": i, "house_seller": "hardliner"},
             headers={"Authorization": f"Bearer {ADMIN}"},
         )
         response.raise_for_status()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,8 +16,10 @@ from dealroom.agents import entries
 from dealroom.cli import main
 from dealroom.protocol.generator import dumps_jsonl, generate, loads_jsonl, scenario_at
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.secret import Secret
 
 MATCH = ["match", "--buyer", "boulware", "--seller", "conceder"]
+S4, S9, S10 = "04" * 16, "09" * 32, "10" * 16
 
 
 @pytest.fixture(autouse=True)
@@ -39,34 +42,70 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_match_json_prints_exactly_one_json_object(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, *MATCH, "--seed", "4", "--json")
+    code, out, err = run(capsys, *MATCH, "--secret", S4, "--json")
     assert (code, err) == (0, "")
     assert out.endswith("}\n") and out.count("\n") == 1
     data = json.loads(out)
     assert list(data) == ["scenario", "buyer", "seller", "events", "outcome"]
     assert (data["buyer"], data["seller"]) == ("boulware", "conceder")
     record = NegotiationRecord.model_validate_json(out)
-    assert record.scenario == scenario_at(4, 0, "mid")
+    assert record.scenario == scenario_at(Secret.from_hex(S4), 0, "mid")
     assert record.events[-1].type == "negotiation_ended"
 
 
-def test_match_output_is_byte_identical_for_the_same_seed(
+def test_match_output_is_byte_identical_for_the_same_secret(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    first = run(capsys, *MATCH, "--seed", "9", "--tier", "high", "--json")
-    second = run(capsys, *MATCH, "--seed", "9", "--tier", "high", "--json")
+    first = run(capsys, *MATCH, "--secret", S9, "--tier", "high", "--json")
+    second = run(capsys, *MATCH, "--secret", S9, "--tier", "high", "--json")
     assert first == second
-    assert run(capsys, *MATCH, "--seed", "10", "--tier", "high", "--json") != first
+    assert run(capsys, *MATCH, "--secret", S10, "--tier", "high", "--json") != first
+
+
+def test_the_secret_can_come_from_the_environment(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    given = run(capsys, *MATCH, "--secret", S9, "--json")
+    monkeypatch.setenv("DEALROOM_SECRET", S9)
+    assert run(capsys, *MATCH, "--json") == given
+    assert run(capsys, *MATCH, "--secret", S10, "--json")[1] != given[1]  # the flag wins
+
+
+def test_a_weak_secret_in_the_environment_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEALROOM_SECRET", "00" * 15)
+    code, out, err = run(capsys, *MATCH)
+    assert (code, out) == (2, "")
+    assert err == (
+        "dealroom: error: $DEALROOM_SECRET: a secret needs at least 128 bits (32 hex digits); "
+        "this one has 120\n"
+    )
+
+
+def test_without_a_secret_each_match_draws_a_fresh_one_and_reports_it_for_replay(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DEALROOM_SECRET", raising=False)
+    code, first, err = run(capsys, *MATCH, "--json")
+    assert code == 0
+    replay = r" \(pass --secret to replay this run\)\n"
+    found = re.fullmatch(r"dealroom: secret ([0-9a-f]{64})" + replay, err)
+    assert found, err
+    assert run(capsys, *MATCH, "--json")[1] != first  # another fresh secret, another scenario
+    assert run(capsys, *MATCH, "--secret", found[1], "--json") == (0, first, "")
 
 
 def test_match_prints_a_readable_transcript_with_the_outcome(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = run(capsys, *MATCH, "--seed", "4", "--tier", "low")
+    code, out, err = run(capsys, *MATCH, "--secret", S4, "--tier", "low")
     assert (code, err) == (0, "")
-    record = json.loads(run(capsys, *MATCH, "--seed", "4", "--tier", "low", "--json")[1])
+    record = json.loads(run(capsys, *MATCH, "--secret", S4, "--tier", "low", "--json")[1])
     outcome = record["outcome"]
-    assert out.splitlines()[0].startswith(f"Scenario low-4-0: {record['scenario']['item']['name']}")
+    scenario_id, item = record["scenario"]["id"], record["scenario"]["item"]["name"]
+    assert re.fullmatch(r"low-[0-9a-f]{16}", scenario_id)  # opaque: no seed, no index
+    assert out.splitlines()[0].startswith(f"Scenario {scenario_id}: {item}")
     assert "Outcome: " in out
     if outcome["status"] == "deal":
         assert f"Outcome: deal at ${outcome['price']:,.2f}" in out
@@ -106,7 +145,10 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
         (["match", "--buyer", "boulware", "--seller", "conceder:e=-1"], "'e'"),
         (["match", "--buyer", "boulware", "--seller", "conceder:e=inf"], "finite"),
         ([*MATCH, "--tier", "luxury"], "invalid choice: 'luxury'"),
-        ([*MATCH, "--seed", "x"], "invalid int value: 'x'"),
+        ([*MATCH, "--secret", "x"], "a secret must be an even number of hex digits"),
+        ([*MATCH, "--secret", "ab" * 15], "a secret needs at least 128 bits"),
+        (["room", "create", "--server", "x", "--secret", "00"], "at least 128 bits"),
+        (["tournament", "--agents", "a,b", "--out", "x", "--secret", "0"], "hex digits"),
         ([*MATCH, "--scenario", "{tmp}/missing.jsonl"], "missing.jsonl: No such file"),
         ([*MATCH, "--scenario", "{tmp}"], "Is a directory"),
         ([*MATCH, "--scenario", "{malformed}"], "bad.jsonl: line 2: "),
@@ -181,7 +223,7 @@ def test_the_console_script_plays_the_same_match_as_in_process(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     script = Path(sys.executable).with_name("dealroom")
-    argv = [*MATCH, "--seed", "2", "--json"]
+    argv = [*MATCH, "--secret", S4, "--json"]
     done = subprocess.run(
         [str(script), *argv], capture_output=True, text=True, timeout=60, check=False
     )

@@ -21,12 +21,14 @@ from dealroom.agents.llm import LLMSettings, RetryPolicy
 from dealroom.cli import _players, main
 from dealroom.engine.match import play
 from dealroom.protocol.generator import scenario_at
+from dealroom.protocol.secret import Secret
 from dealroom.store.results import ResultsStore
 from fake_openai import Garbage, Hang, Status, ToolCalls, negotiator, scripted, serve
 from room_server import ADMIN, room_server_thread, share_schema_validators
 
 TOOLS = {"make_offer", "accept", "reject", "send_message", "walk_away"}
 TOOLS |= {"wait_for_opponent", "get_state"}
+SECRET = "5e" * 16
 FAST = ["--model-timeout", "1", "--model-attempts", "2", "--model-backoff", "0.01"]
 
 
@@ -80,7 +82,7 @@ def test_an_llm_plays_a_room_of_an_http_server(
     with serve(negotiator()) as fake, room_server_thread(tmp_path) as server:
         status, body = match_json(
             capsys,
-            *("--buyer", "llm:fake", "--seller", "conceder", "--seed", "2"),
+            *("--buyer", "llm:fake", "--seller", "conceder", "--secret", SECRET),
             *("--base-url", fake.base_url, "--server", server.url),
         )
         stored = list(server.store.iter())
@@ -151,19 +153,21 @@ def test_the_text_output_reports_usage_and_errors(capsys: pytest.CaptureFixture[
 def test_scripted_matches_stay_in_process_and_never_load_the_agents_sdk() -> None:
     code = (
         "import sys; from dealroom.cli import main; "
-        "main(['match', '--buyer', 'boulware', '--seller', 'conceder', '--seed', '3', '--json']);"
+        "main(['match', '--buyer', 'boulware', '--seller', 'conceder', '--secret', "
+        f"'{SECRET}', '--json']);"
         "print('agents' in sys.modules or 'openai' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     line, loaded = out.splitlines()
+    secret = Secret.from_hex(SECRET)
     expected = play(
-        scenario_at(3, 0, "mid"),
+        scenario_at(secret, 0, "mid"),
         resolve("boulware"),
         resolve("conceder"),
         names=("boulware", "conceder"),
-        seed=3,
+        seed=secret,
     )
     assert line == expected.model_dump_json()
     assert loaded == "False"
@@ -231,7 +235,7 @@ def test_a_person_who_stops_typing_walks_away(
 def test_a_scripted_match_can_be_stored_and_prints_the_same(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    argv = ["match", "--buyer", "boulware", "--seller", "linear", "--json"]
+    argv = ["match", "--buyer", "boulware", "--seller", "linear", "--json", "--secret", SECRET]
     assert main(argv) == 0
     plain = capsys.readouterr().out
     assert main([*argv, "--results", str(tmp_path / "r.db")]) == 0
@@ -239,6 +243,7 @@ def test_a_scripted_match_can_be_stored_and_prints_the_same(
     with ResultsStore(tmp_path / "r.db") as store:
         (row,) = list(store.iter())
     assert row.record.model_dump_json() + "\n" == plain
+    assert row.extra == {"secret": SECRET}  # stored with the match, so it can be replayed
 
 
 def test_a_wall_clock_needs_a_player_that_is_not_scripted(

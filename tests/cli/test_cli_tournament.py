@@ -16,16 +16,19 @@ import pytest
 
 from dealroom.cli import main
 from dealroom.cli.tournament import ProgressBar, agent_list, summary_line
-from dealroom.play.tournament import ChunkPlayer, Progress, TournamentConfig
+from dealroom.play.tournament import ChunkPlayer, Progress, TournamentConfig, stored_seed
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.secret import Secret
 from dealroom.store.results import ResultsStore
 
 AGENTS = "boulware,conceder,linear"
 KEY = "tournament/mid/00001/boulware/conceder"
+S3, S4 = "03" * 16, "04" * 16
 
 
-def tournament(out: Path, *extra: str) -> int:
-    flags = ["--agents", AGENTS, "--per-pair", "2", "--seed", "3", "--concurrency", "1"]
+def tournament(out: Path, *extra: str, secret: str | None = S3) -> int:
+    flags = ["--agents", AGENTS, "--per-pair", "2", "--concurrency", "1"]
+    flags += [] if secret is None else ["--secret", secret]
     return main(["tournament", *flags, "--out", str(out), *extra])
 
 
@@ -51,6 +54,21 @@ def test_a_tournament_writes_every_negotiation_and_one_summary_line(
     assert captured.err.count("\n") == 1  # not a terminal: no progress bar
     assert captured.err.startswith("dealroom: 36 negotiations in ")
     assert len(rows(out)) == 6 * 3 * 2
+
+
+def test_without_a_secret_each_tournament_draws_a_fresh_one_and_stores_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DEALROOM_SECRET", raising=False)
+    assert tournament(tmp_path / "a.db", secret=None) == 0
+    assert tournament(tmp_path / "b.db", secret=None) == 0
+    with ResultsStore(tmp_path / "a.db") as a, ResultsStore(tmp_path / "b.db") as b:
+        secrets = [a.run_config("tournament")["secret"], b.run_config("tournament")["secret"]]
+    assert len(set(secrets)) == 2 and all(len(s) == 64 for s in secrets)
+    scenarios_a = {r.scenario for r in rows(tmp_path / "a.db").values()}
+    assert scenarios_a.isdisjoint(r.scenario for r in rows(tmp_path / "b.db").values())
+    assert tournament(tmp_path / "c.db", secret=secrets[0]) == 0  # published: reproduced
+    assert rows(tmp_path / "c.db") == rows(tmp_path / "a.db")
 
 
 def test_concurrency_one_and_two_give_the_same_store(tmp_path: Path) -> None:
@@ -87,9 +105,13 @@ def test_an_existing_run_needs_resume_and_resume_needs_the_same_configuration(
     assert "already holds 36 negotiations of run 'tournament': pass --resume" in (
         capsys.readouterr().err
     )
-    assert tournament(store, "--resume", "--seed", "4") == 2  # seed is given twice: last wins
-    assert "seed: stored 3, asked 4" in capsys.readouterr().err
+    assert tournament(store, "--resume", secret=S4) == 2
+    err = capsys.readouterr().err
+    assert "secret: the stored and the asked secret differ" in err
+    assert S3 not in err and S4 not in err  # an error line never shows a secret
     assert tournament(store, "--resume") == 0
+    assert "0 negotiations in" in capsys.readouterr().err
+    assert tournament(store, "--resume", secret=None) == 0  # the stored secret is read back
     assert "0 negotiations in" in capsys.readouterr().err
     assert tournament(store, "--run", "second") == 0
     assert len(rows(store)) == 72
@@ -153,9 +175,12 @@ def test_a_killed_tournament_resumes_without_loss_or_duplicates(tmp_path: Path) 
     assert child.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     killed_at = _count(out)
     assert 100 <= killed_at < 1080
-    assert main([*argv, "--resume", "--concurrency", "2"]) == 0
+    assert main([*argv, "--resume", "--concurrency", "2"]) == 0  # the stored secret, read back
     stored = rows(out)
-    config = TournamentConfig(agents=tuple(AGENTS.split(",")), per_pair=60)
+    with ResultsStore(out) as s:
+        secret = stored_seed(s, "tournament")
+    assert isinstance(secret, Secret)
+    config = TournamentConfig(agents=tuple(AGENTS.split(",")), per_pair=60, seed=secret)
     assert set(stored) == {job.key for job in config.jobs()}
     player = ChunkPlayer()
     for job in config.jobs()[::97]:  # spot-check against a fresh play
@@ -190,7 +215,7 @@ def test_report_json_is_one_object_and_html_is_written(
     assert main(["report", str(store), "--json", "--html", str(page), "--resamples", "50"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["negotiations"] == 36
-    assert report["config"]["seed"] == 3
+    assert report["config"]["secret"] == S3  # the report, read after the run, publishes it
     assert page.read_text(encoding="utf-8").count('class="plot"') > 10
 
 
@@ -220,7 +245,7 @@ def test_replay_reproduces_the_stored_record(
     assert "identical to the stored record" in captured.err
     assert NegotiationRecord.model_validate_json(captured.out) == rows(store)[KEY]
     assert main(["replay", str(store), KEY]) == 0
-    assert capsys.readouterr().out.startswith("Scenario mid-3-1:")
+    assert capsys.readouterr().out.startswith(f"Scenario {rows(store)[KEY].scenario.id}:")
 
 
 def test_a_fork_keeps_the_first_events_and_seats_the_new_agent(

@@ -30,6 +30,7 @@ from dealroom.protocol import (
     WaitResult,
 )
 from dealroom.protocol.generator import scenario_at
+from dealroom.protocol.secret import Secret
 from dealroom.server.room import House, Room
 from dealroom.store.results import ResultsStore
 from dealroom.testing import ScriptedAgent
@@ -245,10 +246,11 @@ async def test_a_seat_over_http_needs_a_token(monkeypatch: pytest.MonkeyPatch) -
 async def test_a_scripted_strategy_over_http_gets_the_same_record_as_in_process_play(
     tmp_path: Path,
 ) -> None:
-    request = RoomRequest(seed=5)
-    scenario = scenario_at(5, 0, "mid")
+    secret = Secret(b"\x05" * 16)
+    request = RoomRequest(secret=secret.hex())
+    scenario = scenario_at(secret, 0, "mid")
     expected = play(
-        scenario, resolve("linear"), resolve("boulware"), names=("linear", "boulware"), seed=5
+        scenario, resolve("linear"), resolve("boulware"), names=("linear", "boulware"), seed=secret
     )
     async with room_server(tmp_path) as server:
         result = await play_remote_match(

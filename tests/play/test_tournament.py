@@ -13,6 +13,7 @@ import pytest
 from dealroom.agents import resolve
 from dealroom.engine.fork import ForkError, fork, rebuild
 from dealroom.play.tournament import (
+    DEFAULT_RUN,
     ChunkPlayer,
     ConfigMismatchError,
     Job,
@@ -26,8 +27,10 @@ from dealroom.play.tournament import (
     TournamentError,
     _context,
     chunked,
+    stored_seed,
 )
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.secret import Secret
 from dealroom.store.results import ResultsStore
 
 CONFIG = TournamentConfig(
@@ -104,7 +107,7 @@ def test_chunks_cover_every_job_once_in_order() -> None:
     assert [len(c) for c in chunked(jobs, workers=2, size=10)] == [10, 10, 10, 6]
 
 
-def test_the_store_holds_one_row_per_job_with_its_seed(
+def test_the_store_holds_one_row_per_job_and_the_run_its_seed(
     tmp_path: Path, serial: dict[str, NegotiationRecord]
 ) -> None:
     assert set(serial) == {job.key for job in CONFIG.jobs()}
@@ -112,8 +115,9 @@ def test_the_store_holds_one_row_per_job_with_its_seed(
         Tournament(CONFIG, store, run_name="r2").run()
         row = store.get("r2/high/00002/hardliner/boulware")
         assert row is not None
-        assert row.extra == {"index": 2, "seed": 11}
+        assert row.extra == {"index": 2}
         assert store.run_config("r2") == CONFIG.as_dict()
+        assert CONFIG.as_dict()["seed"] == 11  # a public int seed, as a test may use
 
 
 def test_same_seed_and_agents_give_the_same_records_serial_and_in_two_processes(
@@ -254,3 +258,27 @@ def test_worker_processes_are_not_forked_from_a_driver_that_runs_threads() -> No
     finally:
         release.set()
         helper.join(timeout=10)
+
+
+def test_by_default_a_tournament_draws_under_a_fresh_secret_stored_with_its_config() -> None:
+    first, second = TournamentConfig(agents=CONFIG.agents), TournamentConfig(agents=CONFIG.agents)
+    assert isinstance(first.seed, Secret) and first.seed != second.seed
+    assert first.as_dict()["secret"] == first.seed.hex()
+    assert "seed" not in first.as_dict()
+    assert first.jobs()[0].scenario() != second.jobs()[0].scenario()
+    # Common random numbers under the secret: both seat orders of a pairing, same scenario.
+    by_key = {(j.tier, j.index, j.buyer, j.seller): j.scenario() for j in first.jobs()}
+    assert by_key["low", 1, "boulware", "conceder"] == by_key["low", 1, "conceder", "boulware"]
+
+
+def test_resuming_with_another_secret_is_refused_without_showing_either(tmp_path: Path) -> None:
+    one, other = Secret(b"\x01" * 16), Secret(b"\x02" * 16)
+    with ResultsStore(tmp_path / "s.db") as store:
+        config = TournamentConfig(agents=CONFIG.agents, per_pair=1, seed=one)
+        Tournament(config, store).run(resolve)
+        assert stored_seed(store, DEFAULT_RUN) == one
+        again = TournamentConfig(agents=CONFIG.agents, per_pair=1, seed=other)
+        with pytest.raises(ConfigMismatchError) as caught:
+            Tournament(again, store).pending(resume=True)
+    assert caught.value.differences == ["secret: the stored and the asked secret differ"]
+    assert one.hex() not in str(caught.value) and other.hex() not in str(caught.value)

@@ -19,6 +19,7 @@ from dealroom.protocol.generator import (
     loads_jsonl,
     scenario_at,
 )
+from dealroom.protocol.secret import Secret, Seed
 
 D = Decimal
 
@@ -36,18 +37,24 @@ def test_another_seed_gives_other_scenarios() -> None:
 @pytest.mark.parametrize(
     ("seed", "index", "tier", "pinned"),
     [
-        (0, 0, "low", ("Houseplant in ceramic pot", "44.00", "38.43", "42.22")),
-        (7, 3, "mid", ("Sofa", "1250.00", "1204.43", "898.93")),
-        (42, 11, "high", ("Sailing yacht", "215000.00", "187203.29", "152826.58")),
+        (0, 0, "low", ("low-f4595b317386ad5f", "Houseplant in ceramic pot", "44.00", "38.43",
+                       "42.22")),
+        (7, 3, "mid", ("mid-7dc785402b72f98e", "Sofa", "1250.00", "1204.43", "898.93")),
+        (42, 11, "high", ("high-bf8a5380a9fc8450", "Sailing yacht", "215000.00", "187203.29",
+                          "152826.58")),
+        # Under a secret: HMAC-SHA256 keyed with it (these bytes stand for a real secret).
+        (Secret(bytes(range(16))), 3, "mid", ("mid-039513337db7f2c5", "Electric scooter",
+                                              "1150.00", "901.78", "973.85")),
     ],
-)
+)  # fmt: skip
 def test_scenarios_are_the_same_on_every_machine(
-    seed: int, index: int, tier: Tier, pinned: tuple[str, str, str, str]
+    seed: Seed, index: int, tier: Tier, pinned: tuple[str, str, str, str, str]
 ) -> None:
     # Pinned values: a change of algorithm, float arithmetic or catalog order shows up here.
+    # Public int seeds keep their values from before ids became opaque; only the ids changed.
     scenario = scenario_at(seed, index, tier)
-    assert scenario.id == f"{tier}-{seed}-{index}"
     assert (
+        scenario.id,
         scenario.item.name,
         str(scenario.list_price),
         str(scenario.buyer_value),
@@ -58,10 +65,12 @@ def test_scenarios_are_the_same_on_every_machine(
 def test_generate_gives_n_scenarios_per_tier_in_tier_order() -> None:
     scenarios = generate(4, seed=5, tiers=["high", "low"])
     assert [s.id for s in scenarios] == [
-        *(f"high-5-{i}" for i in range(4)),
-        *(f"low-5-{i}" for i in range(4)),
+        *(scenario_at(5, i, "high").id for i in range(4)),
+        *(scenario_at(5, i, "low").id for i in range(4)),
     ]
+    assert [s.tier for s in scenarios] == ["high"] * 4 + ["low"] * 4
     assert scenarios[0] == scenario_at(5, 0, "high")
+    assert len({s.id for s in scenarios}) == 8
 
 
 @pytest.mark.parametrize("tier", TIERS)

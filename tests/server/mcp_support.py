@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import ssl
@@ -22,6 +23,7 @@ from mcp.types import CallToolResult, TextContent
 from dealroom.agents import resolve
 from dealroom.protocol import DEFAULT_RULES, Action, AgentFactory, Decision, Role, Rules, Scenario
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
+from dealroom.protocol.secret import Secret, Seed
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.http_limits import DEFAULT_HTTP_LIMITS, HttpLimits
 from dealroom.server.mcp_app import build_app
@@ -67,7 +69,12 @@ def share_schema_validators(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ClientSession, "_output_schema_validator", cached)
 
 
-def scenario(seed: int = 0, *, tier: str = "mid", index: int = 0, deadline: float | None = None):
+def secret_of(n: int) -> Secret:
+    """A fixed secret for tests (served rooms take secrets, not small seeds)."""
+    return Secret(hashlib.sha256(f"dealroom-test:{n}".encode()).digest())
+
+
+def scenario(seed: Seed = 0, *, tier: str = "mid", index: int = 0, deadline: float | None = None):
     """A generated scenario, optionally with another deadline."""
     spec = (
         DEFAULT_SPEC if deadline is None else DEFAULT_SPEC.model_copy(update={"deadline": deadline})
@@ -75,9 +82,10 @@ def scenario(seed: int = 0, *, tier: str = "mid", index: int = 0, deadline: floa
     return scenario_at(seed, index, tier, spec)  # type: ignore[arg-type]
 
 
-def seed_with_gains(tier: str = "mid", *, start: int = 0) -> int:
-    """The first seed from ``start`` whose first scenario allows a deal."""
-    return next(s for s in range(start, start + 100) if scenario(s, tier=tier).gains > 0)
+def secret_with_gains(tier: str = "mid", *, start: int = 0) -> Secret:
+    """The first test secret from ``start`` whose first scenario allows a deal."""
+    found = (secret_of(n) for n in range(start, start + 100))
+    return next(s for s in found if scenario(s, tier=tier).gains > 0)
 
 
 def scripted(*decisions: Decision) -> House:
@@ -94,7 +102,7 @@ def house_room(
     *,
     role: Role = "buyer",
     opponent: House | str = "hardliner",
-    seed: int = 0,
+    seed: Seed = 0,
     tier: str = "mid",
     deadline: float | None = None,
     clock: ClockKind = "virtual",

@@ -36,6 +36,7 @@ from mcp_support import (
     http_server,
     ok,
     scenario,
+    secret_of,
     share_schema_validators,
     text_of,
     tls,
@@ -73,7 +74,7 @@ async def test_a_client_that_disconnects_mid_negotiation_is_ended_by_the_deadlin
     tmp_path: Path,
 ) -> None:
     async with http_server(tmp_path, limits=RoomLimits(idle_s=0.2)) as server:
-        room = await server.create_room(seed=3, deadline=40)
+        room = await server.create_room(secret=secret_of(3).hex(), deadline=40)
         with anyio.fail_after(30):
             async with server.seat(room["tokens"]["seller"]) as seller:
                 state = await ok(seller, "get_state")
@@ -102,7 +103,7 @@ async def test_a_connection_dropped_during_a_long_poll_leaves_the_room_intact(
     tmp_path: Path,
 ) -> None:
     async with http_server(tmp_path, limits=RoomLimits(idle_s=30)) as server:
-        room = await server.create_room(seed=5)
+        room = await server.create_room(secret=secret_of(5).hex())
         tokens = room["tokens"]
         with anyio.fail_after(30):
             async with server.seat(tokens["seller"]) as seller:
@@ -126,7 +127,7 @@ async def test_a_negotiation_whose_clients_all_vanished_is_run_to_its_end_and_re
     tmp_path: Path,
 ) -> None:
     async with http_server(tmp_path, limits=RoomLimits(idle_s=0.1, abandon_s=0.3)) as server:
-        room = await server.create_room(seed=2)
+        room = await server.create_room(secret=secret_of(2).hex())
         with anyio.fail_after(20):
             for role in ("buyer", "seller"):
                 async with server.seat(room["tokens"][role]) as client:
@@ -174,7 +175,7 @@ async def open_room(url: str) -> tuple[str, str]:
     async with httpx2.AsyncClient(verify=tls()) as http:
         response = await http.post(
             f"{url}/admin/rooms",
-            json={"seed": 1, "house_seller": "hardliner"},
+            json={"index": 1, "house_seller": "hardliner"},
             headers={"Authorization": f"Bearer {ADMIN}"},
         )
     assert response.status_code == 201, response.text
@@ -353,7 +354,7 @@ async def test_simultaneous_accepts_of_crossing_offers_make_exactly_one_deal(
 ) -> None:
     async with http_server(tmp_path, limits=RoomLimits(idle_s=5)) as server:
         for seed in range(3):
-            room = await server.create_room(seed=seed, clock=clock, deadline=60)
+            room = await server.create_room(secret=secret_of(seed).hex(), clock=clock, deadline=60)
             seen: dict[Role, tuple[Any, dict[str, Any]]] = {}
 
             async def play(

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from agents.mcp import MCPServerStdio, MCPServerStreamableHttp
 from agents.testing import ScriptedModel, assistant_message, function_call
-from mcp_support import http_server, scenario
+from mcp_support import http_server, scenario, secret_of
 
 from agents import Agent, RunConfig, Runner
 from dealroom.store.results import ResultsStore
@@ -36,8 +36,8 @@ def tool_outputs(model: ScriptedModel) -> list[str]:
 
 async def test_an_agents_sdk_agent_closes_a_deal_in_an_http_room(tmp_path: Path) -> None:
     async with http_server(tmp_path) as server:
-        room = await server.create_room(seed=3, house_seller="accept-any")
-        cost = scenario(3).seller_cost
+        room = await server.create_room(secret=secret_of(3).hex(), house_seller="accept-any")
+        cost = scenario(secret_of(3)).seller_cost
         price = float(cost + Decimal("10.00"))
         model = ScriptedModel(
             [

@@ -19,7 +19,7 @@ from mcp_support import (
     http_server,
     ok,
     refused,
-    seed_with_gains,
+    secret_with_gains,
     share_schema_validators,
     text_of,
     tls,
@@ -81,9 +81,9 @@ async def haggle(client: Client, role: Role) -> dict[str, Any]:
 async def test_two_clients_with_the_two_seat_tokens_play_each_other_to_an_outcome(
     tmp_path: Path,
 ) -> None:
-    seed = seed_with_gains()
+    secret = secret_with_gains()
     async with http_server(tmp_path) as server:
-        room = await server.create_room(seed=seed)
+        room = await server.create_room(secret=secret.hex())
         assert set(room["tokens"]) == {"buyer", "seller"}
         outcomes: dict[str, Any] = {}
 
@@ -139,7 +139,7 @@ async def test_a_seat_can_never_act_for_the_other(tmp_path: Path) -> None:
 
 async def test_fifty_rooms_play_at_once_on_one_server(tmp_path: Path) -> None:
     async with http_server(tmp_path) as server:
-        rooms = [await server.create_room(seed=i, house_seller="accept-any") for i in range(50)]
+        rooms = [await server.create_room(index=i, house_seller="accept-any") for i in range(50)]
         outcomes: list[str] = []
 
         async def play(room: dict[str, Any]) -> None:

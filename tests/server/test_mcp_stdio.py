@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_support import ok, scenario, seed_with_gains
+from mcp_support import ok, secret_with_gains
 
 from dealroom.store.results import ResultsStore
 
@@ -74,11 +75,11 @@ async def play_buyer_to_a_deal(client: Client) -> dict[str, object]:
 async def test_a_desktop_host_plays_to_a_deal_and_another_session_to_the_deadline(
     tmp_path: Path,
 ) -> None:
-    seed = seed_with_gains()
+    secret = secret_with_gains()
     with anyio.fail_after(60):
         log1 = tmp_path / "stdout-1.log"
         async with desktop_session(
-            tmp_path, log1, "--role", "buyer", "--opponent", "conceder", "--seed", str(seed)
+            tmp_path, log1, "--role", "buyer", "--opponent", "conceder", "--secret", secret.hex()
         ) as client:
             briefing = await client.get_prompt("briefing")
             assert "You are the buyer" in briefing.messages[0].content.text  # type: ignore[union-attr]
@@ -95,7 +96,8 @@ async def test_a_desktop_host_plays_to_a_deal_and_another_session_to_the_deadlin
         args = ["--role", "seller", "--opponent", "hardliner", "--deadline", "30"]
         async with desktop_session(tmp_path, log2, *args) as client:
             state = await ok(client, "get_state")
-            assert state["observation"]["scenario"]["id"] == scenario(0, deadline=30).id
+            second_id = state["observation"]["scenario"]["id"]
+            assert re.fullmatch(r"mid-[0-9a-f]{16}", second_id)  # opaque: no seed, no index
             update = await ok(client, "wait_for_opponent", timeout_s=20)
             while update["woke"] != "ended":
                 update = await ok(client, "wait_for_opponent", timeout_s=20)

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp_support import ok, seed_with_gains
+from mcp_support import ok, secret_with_gains
 from test_mcp_stdio import assert_only_json_rpc, desktop_session
 
 from dealroom.store.results import ResultsStore
@@ -42,11 +42,11 @@ async def offer_and_wait(client: Client, state: dict[str, Any]) -> dict[str, Any
 async def test_an_llm_house_agent_answers_the_client_through_its_tools_for_a_whole_series(
     tmp_path: Path,
 ) -> None:
-    seed = seed_with_gains()
+    secret = secret_with_gains()
     with serve(negotiator()) as fake, anyio.fail_after(40):
         log = tmp_path / "stdout.log"
         args = ["--role", "buyer", "--opponent", "llm:fake", "--base-url", fake.base_url]
-        async with desktop_session(tmp_path, log, *args, "--seed", str(seed)) as client:
+        async with desktop_session(tmp_path, log, *args, "--secret", secret.hex()) as client:
             first = await offer_and_wait(client, await ok(client, "get_state"))
             second = await offer_and_wait(client, await ok(client, "new_negotiation"))
         called = {c["function"]["name"] for r in fake.requests for c in _calls(r)}

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import Any, Protocol
 
 from dealroom.agents import AgentSpecError, resolve
 from dealroom.protocol import TIERS, AgentFactory, Scenario, Tier
 from dealroom.protocol.generator import ScenarioFileError, loads_jsonl, scenario_at
+from dealroom.protocol.secret import SECRET_ENV, Secret, SecretError
 
 
 def usage_error(message: str) -> Exception:
@@ -32,20 +35,58 @@ class _Flags(Protocol):
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action: ...
 
 
+def add_secret_flag(parser: _Flags) -> None:
+    """--secret HEX: the run's secret (default: $DEALROOM_SECRET, else a fresh random one)."""
+    parser.add_argument(
+        "--secret",
+        type=secret_arg,
+        metavar="HEX",
+        help="secret (at least 32 hex digits) under which scenarios and house agents' choices "
+        f"are drawn, to reproduce a run (default: ${SECRET_ENV}, else a fresh random one)",
+    )
+
+
+def secret_arg(text: str) -> Secret:
+    """argparse type: a hex secret of at least 128 bits."""
+    try:
+        return Secret.from_hex(text)
+    except SecretError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def run_secret(args: argparse.Namespace) -> tuple[Secret, bool]:
+    """The run's secret from --secret or $DEALROOM_SECRET, else a fresh one; and whether it
+    was given (a fresh one must be reported after the run, or the run cannot be replayed)."""
+    if args.secret is not None:
+        return args.secret, True
+    if text := os.environ.get(SECRET_ENV):
+        try:
+            return Secret.from_hex(text), True
+        except SecretError as exc:
+            raise usage_error(f"${SECRET_ENV}: {exc}") from None
+    return Secret.new(), False
+
+
+def report_fresh_secret(secret: Secret, given: bool) -> None:
+    """After a run: on stderr, the secret that was drawn for it, so it can be replayed."""
+    if not given:
+        sys.stderr.write(f"dealroom: secret {secret.hex()} (pass --secret to replay this run)\n")
+
+
 def add_scenario_flags(parser: _Flags) -> None:
-    """--tier, --seed, --scenario (on a parser or an argument group)."""
+    """--tier, --secret, --scenario (on a parser or an argument group)."""
     parser.add_argument("--tier", choices=TIERS, default="mid", help="price tier (default: mid)")
-    parser.add_argument("--seed", type=int, default=0, help="scenario and agent seed (default: 0)")
+    add_secret_flag(parser)
     parser.add_argument(
         "--scenario", type=Path, help="JSONL scenario file; its first scenario is played"
     )
 
 
-def scenario(args: argparse.Namespace) -> Scenario:
-    """The scenario the flags choose."""
+def scenario(args: argparse.Namespace, secret: Secret) -> Scenario:
+    """The scenario the flags choose: the first of --scenario, or scenario 0 of the tier."""
     if args.scenario is None:
         tier: Tier = args.tier
-        return scenario_at(args.seed, 0, tier)
+        return scenario_at(secret, 0, tier)
     scenarios = read_scenarios(args.scenario)
     if not scenarios:
         raise usage_error(f"{args.scenario}: no scenario in the file")

@@ -16,23 +16,27 @@ from typing import Any
 import anyio
 
 from dealroom.analysis.transcript import format_record
-from dealroom.cli._common import scenario, usage_error
+from dealroom.cli._common import report_fresh_secret, run_secret, scenario, usage_error
 from dealroom.cli._players import ADMIN_TOKEN_ENV, player, store_match
 from dealroom.play.remote import RemoteMatchError, play_remote_match
 from dealroom.play.runner import MatchResult, play_match
 from dealroom.protocol import RoomRequest
+from dealroom.protocol.secret import seed_json
 
 
 def run(args: argparse.Namespace) -> int:
     """Play through MCP and print; exit status 1 if a player failed (its error is printed)."""
     buyer, seller = player(args.buyer, args), player(args.seller, args)
+    secret, given = run_secret(args)
     if args.server:
         token = os.environ.get(ADMIN_TOKEN_ENV)
         if not token:
             raise usage_error(f"--server needs ${ADMIN_TOKEN_ENV} (the server's admin token)")
         if args.scenario is not None:
-            raise usage_error("--scenario cannot be used with --server (rooms use --tier, --seed)")
-        request = RoomRequest(tier=args.tier, seed=args.seed, clock=args.clock)
+            raise usage_error(
+                "--scenario cannot be used with --server (rooms use --tier, --secret)"
+            )
+        request = RoomRequest(tier=args.tier, secret=secret.hex(), clock=args.clock)
         try:
             result = anyio.run(
                 lambda: play_remote_match(
@@ -43,13 +47,12 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"dealroom: error: {exc}\n")
             return 1
     else:
-        chosen = scenario(args)
-        result = anyio.run(
-            lambda: play_match(chosen, buyer, seller, seed=args.seed, clock=args.clock)
-        )
+        chosen = scenario(args, secret)
+        result = anyio.run(lambda: play_match(chosen, buyer, seller, seed=secret, clock=args.clock))
     if args.results is not None:
-        store_match(args.results, result.record, result.extra)
+        store_match(args.results, result.record, {**result.extra, **seed_json(secret)})
     sys.stdout.write((_json(result) if args.json else _text(result)) + "\n")
+    report_fresh_secret(secret, given)
     return 1 if result.errors else 0
 
 

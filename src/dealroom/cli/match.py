@@ -7,9 +7,17 @@ import sys
 
 from dealroom.agents import entries, seat_entries
 from dealroom.analysis.transcript import format_record
-from dealroom.cli._common import add_scenario_flags, agent, scenario, usage_error
+from dealroom.cli._common import (
+    add_scenario_flags,
+    agent,
+    report_fresh_secret,
+    run_secret,
+    scenario,
+    usage_error,
+)
 from dealroom.cli._players import add_llm_flags, add_mcp_flags, needs_mcp, store_match
 from dealroom.engine.match import play
+from dealroom.protocol.secret import seed_json
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,10 +51,13 @@ def run_match(args: argparse.Namespace) -> int:
             "--clock wall needs an LLM or human player (scripted matches are virtual)"
         )
     buyer, seller = agent(args.buyer), agent(args.seller)
-    record = play(scenario(args), buyer, seller, names=(args.buyer, args.seller), seed=args.seed)
+    secret, given = run_secret(args)
+    chosen = scenario(args, secret)
+    record = play(chosen, buyer, seller, names=(args.buyer, args.seller), seed=secret)
     if args.results is not None:
-        store_match(args.results, record, {})
+        store_match(args.results, record, seed_json(secret))
     sys.stdout.write((record.model_dump_json() if args.json else format_record(record)) + "\n")
+    report_fresh_secret(secret, given)
     return 0
 
 

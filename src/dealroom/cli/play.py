@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dealroom.cli._common import add_scenario_flags, scenario
+from dealroom.cli._common import add_scenario_flags, report_fresh_secret, run_secret, scenario
 from dealroom.cli._players import add_llm_flags, player
 
 
@@ -43,12 +43,14 @@ def run(args: argparse.Namespace) -> int:
     from dealroom.analysis.transcript import format_record
     from dealroom.play.runner import play_match
 
-    chosen = scenario(args)
+    secret, given = run_secret(args)
+    chosen = scenario(args, secret)
     human = HumanPlayer()
     opponent = player(args.opponent, args)
     buyer, seller = (human, opponent) if args.role == "buyer" else (opponent, human)
-    result = anyio.run(lambda: play_match(chosen, buyer, seller, seed=args.seed, clock=args.clock))
+    result = anyio.run(lambda: play_match(chosen, buyer, seller, seed=secret, clock=args.clock))
     sys.stdout.write("\n" + format_record(result.record) + "\n")
     for role, error in result.errors.items():
         sys.stdout.write(f"  error ({role}): {error}\n")
+    report_fresh_secret(secret, given)
     return 1 if result.errors else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from dealroom.agents import AgentSpecError, resolve
 from dealroom.analysis.transcript import format_record
@@ -14,6 +15,7 @@ from dealroom.engine.fork import ForkError, fork
 from dealroom.engine.match import play
 from dealroom.protocol import DEFAULT_RULES, AgentFactory, Rules
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.secret import Seed, seed_from_json
 from dealroom.store.results import StoredNegotiation
 
 
@@ -46,10 +48,11 @@ def _stored_agent(spec: str, seat: str) -> AgentFactory:
         ) from None
 
 
-def _seed_and_rules(row: StoredNegotiation, config: dict[str, object] | None) -> tuple[int, Rules]:
-    seed = row.extra.get("seed", (config or {}).get("seed", 0))
+def _seed_and_rules(row: StoredNegotiation, config: dict[str, Any] | None) -> tuple[Seed, Rules]:
+    """The secret (or seed) and rules a negotiation was played with: its own, else its run's."""
+    seed = seed_from_json(row.extra, default=seed_from_json(config or {}))
     rules = (config or {}).get("rules")
-    return int(seed), (DEFAULT_RULES if rules is None else Rules.model_validate(rules))
+    return seed, (DEFAULT_RULES if rules is None else Rules.model_validate(rules))
 
 
 def run(args: argparse.Namespace) -> int:

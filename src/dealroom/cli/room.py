@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx2
 
-from dealroom.cli._common import usage_error
+from dealroom.cli._common import add_secret_flag, run_secret, usage_error
 from dealroom.protocol import TIERS, RoomCreated, RoomRequest
 
 ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
@@ -31,7 +31,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     create.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8765")
     create.add_argument("--tier", choices=TIERS, default="mid", help="price tier (default: mid)")
-    create.add_argument("--seed", type=int, default=0, help="scenario seed (default: 0)")
+    add_secret_flag(create)
     create.add_argument("--index", type=int, default=0, help="scenario index (default: 0)")
     create.add_argument("--deadline", type=float, help="seconds on the negotiation clock")
     create.add_argument("--clock", choices=["virtual", "wall"], default="virtual")
@@ -74,10 +74,11 @@ def _admin(method: str, url: str, body: dict[str, Any] | None = None) -> dict[st
 
 def run_create(args: argparse.Namespace) -> int:
     """POST /admin/rooms and print the tokens."""
+    secret, given = run_secret(args)
     try:
         request = RoomRequest(
             tier=args.tier,
-            seed=args.seed,
+            secret=secret.hex() if given else None,
             index=args.index,
             deadline=args.deadline,
             clock=args.clock,

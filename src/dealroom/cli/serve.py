@@ -13,9 +13,16 @@ from pathlib import Path
 import anyio
 
 from dealroom.cli import _players
-from dealroom.cli._common import add_scenario_flags, agent, read_scenarios, usage_error
+from dealroom.cli._common import (
+    add_scenario_flags,
+    agent,
+    read_scenarios,
+    run_secret,
+    usage_error,
+)
 from dealroom.protocol import DEFAULT_RULES, Role, Scenario
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
+from dealroom.protocol.secret import Secret
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room, ScenarioSource, SeatPlayer
 from dealroom.store.results import ResultsStore, StoreError
@@ -134,8 +141,9 @@ def close_store(writer: ResultWriter) -> None:
         writer.store.close()
 
 
-def house_scenarios(args: argparse.Namespace) -> ScenarioSource:
-    """Negotiation n plays line n of --scenario, or the n-th scenario of --seed and --tier."""
+def house_scenarios(args: argparse.Namespace, secret: Secret) -> ScenarioSource:
+    """Negotiation n plays line n of --scenario, or the n-th scenario of the tier under the
+    secret."""
     if args.scenario is not None:
         rows = read_scenarios(args.scenario)
         if not rows:
@@ -148,10 +156,10 @@ def house_scenarios(args: argparse.Namespace) -> ScenarioSource:
     spec = DEFAULT_SPEC
     if args.deadline is not None:
         spec = DEFAULT_SPEC.model_copy(update={"deadline": args.deadline})
-    tier, seed = args.tier, args.seed
+    tier = args.tier
 
     def generated(index: int) -> Scenario:
-        return scenario_at(seed, index, tier, spec)
+        return scenario_at(secret, index, tier, spec)
 
     return generated
 
@@ -172,7 +180,9 @@ def run(args: argparse.Namespace) -> int:
         players[opponent] = house_player(_players.player(args.opponent, args))
     else:
         houses[opponent] = House(args.opponent, agent(args.opponent))
-    scenarios = house_scenarios(args)
+    # Never printed: the host's log is not the operator's alone. The results store keeps it.
+    secret, _ = run_secret(args)
+    scenarios = house_scenarios(args, secret)
     writer = open_store(args.results)
     try:
         room = Room(
@@ -182,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             players=players,
             rules=DEFAULT_RULES,
             clock=args.clock,
-            seed=args.seed,
+            seed=secret,
             writer=writer,
             limits=limits,
         )

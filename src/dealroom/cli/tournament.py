@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from dealroom.cli._common import positive_int, usage_error
+from dealroom.cli._common import add_secret_flag, positive_int, run_secret, usage_error
 from dealroom.cli._players import Lineup, add_llm_flags, lineup, scripted
 from dealroom.play.tournament import (
     DEFAULT_RUN,
@@ -25,8 +25,10 @@ from dealroom.play.tournament import (
     Tournament,
     TournamentConfig,
     TournamentError,
+    stored_seed,
 )
 from dealroom.protocol import TIERS, Tier
+from dealroom.protocol.secret import Seed
 from dealroom.store.results import ResultsStore, StoreError
 
 
@@ -52,7 +54,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=10,
         help="negotiations per ordered pair and tier (default: 10)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="scenario and agent seed (default: 0)")
+    add_secret_flag(parser)
     parser.add_argument("--out", type=Path, required=True, help="results store (SQLite file)")
     parser.add_argument("--run", default=DEFAULT_RUN, help=f"run name (default: {DEFAULT_RUN})")
     parser.add_argument(
@@ -165,6 +167,20 @@ def _budget(args: argparse.Namespace, players: Lineup) -> Budget:
     return Budget(max_cost_usd=args.max_cost, max_requests=args.max_calls)
 
 
+def _seed(args: argparse.Namespace) -> Seed:
+    """--secret or $DEALROOM_SECRET; else, resuming, the secret stored with the run; else a
+    fresh one (stored with the run: ``dealroom report`` is not needed to find it again)."""
+    secret, given = run_secret(args)
+    if given or not args.resume or not args.out.exists():
+        return secret
+    try:
+        with ResultsStore(args.out, create=False) as store:
+            stored = stored_seed(store, args.run)
+    except StoreError as exc:
+        raise usage_error(str(exc)) from None
+    return secret if stored is None else stored
+
+
 def run(args: argparse.Namespace) -> int:
     """Play the round robin, then print one summary line on stderr."""
     if not args.agents and args.models is None:
@@ -176,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             agents=players.agents,
             tiers=tuple(args.tiers),
             per_pair=args.per_pair,
-            seed=args.seed,
+            seed=_seed(args),
             self_play=args.self_play,
             entries=players.entries,
         )

@@ -45,6 +45,7 @@ from dealroom.protocol import (
 )
 from dealroom.protocol._base import trusted
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.secret import Seed
 
 _EPS = 1e-6
 
@@ -155,7 +156,7 @@ def fork(
     *,
     names: tuple[str, str],
     rules: Rules = DEFAULT_RULES,
-    seed: int = 0,
+    seed: Seed = 0,
 ) -> NegotiationRecord:
     """Continue ``record`` after its first ``at`` events with fresh agents in both seats."""
     scenario = record.scenario

@@ -16,11 +16,21 @@ from dealroom.protocol import (
 )
 from dealroom.protocol._base import trusted
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.secret import Secret, Seed
 
 
-def seat_rng(seed: int, scenario_id: str, role: Role) -> random.Random:
-    """The seeded generator for one seat of one negotiation (stable across Python versions)."""
-    return random.Random(f"{seed}:{scenario_id}:{role}")
+def seat_rng(seed: Seed, scenario_id: str, role: Role) -> random.Random:
+    """The seeded generator for one seat of one negotiation (stable across Python versions).
+
+    Under a secret it is seeded with HMAC-SHA256 of the secret, the scenario id and the role, so
+    a seat that knows the scenario id cannot predict the house agent's choices.
+    """
+    match seed:
+        case Secret():
+            digest = seed.derive(f"dealroom:seat:{scenario_id}:{role}")
+            return random.Random(int.from_bytes(digest, "big"))
+        case int():
+            return random.Random(f"{seed}:{scenario_id}:{role}")
 
 
 def play(
@@ -30,7 +40,7 @@ def play(
     *,
     names: tuple[str, str] = ("buyer", "seller"),
     rules: Rules = DEFAULT_RULES,
-    seed: int = 0,
+    seed: Seed = 0,
 ) -> NegotiationRecord:
     """Run a negotiation to its end and return the record. Deterministic for a given seed."""
     agents: dict[Role, Agent] = {

@@ -24,6 +24,7 @@ from dealroom.protocol import (
     Rules,
     SeatView,
 )
+from dealroom.protocol.secret import Seed
 
 Charge = Callable[[float], None]
 """Charges thinking seconds to a seat's virtual clock before its next action."""
@@ -39,8 +40,8 @@ class SeatContext:
     """Set when the room runs in this process on the virtual clock: the player's own thinking
     (e.g. an LLM's model calls and tokens) is charged instead of the flat per-wake cost. None
     for remote rooms, which charge ``rules.thinking.per_wake`` per wake."""
-    seed: int = 0
-    """Seed for players that draw random numbers."""
+    seed: Seed = 0
+    """What players that draw random numbers draw under (the room's secret in served play)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,8 @@
 seat, so it runs on the server), connects every other player to its seat over streamable HTTP
 with the seat's bearer token, and plays to the end. The server owns the clock and the referee and
 records the negotiation in its own results store; the record returned here is rebuilt from what
-the server reports (the scenario from its seed, the events a seat sees, the outcome from the
-admin API), so it matches the server's stored record.
+the server reports (the scenario from the room's secret, which this side chooses; the events a
+seat sees; the outcome from the admin API), so it matches the server's stored record.
 
 Remote seats are charged the flat per-wake thinking cost (the server cannot see a client's model
 calls). A failed player walks away, as in ``play_match``.
@@ -32,6 +32,7 @@ from dealroom.protocol import (
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.protocol.outcome import Outcome
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.secret import Secret
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -83,11 +84,12 @@ class AdminClient:
 
 
 def room_scenario(request: RoomRequest) -> Scenario:
-    """The scenario a room plays first (as the server generates it)."""
+    """The scenario a room plays first (as the server generates it under the request's secret)."""
+    assert request.secret is not None, "play_remote_match chooses the secret itself"
     spec = DEFAULT_SPEC
     if request.deadline is not None:
         spec = DEFAULT_SPEC.model_copy(update={"deadline": request.deadline})
-    return scenario_at(request.seed, request.index, request.tier, spec)
+    return scenario_at(request.run_secret(), request.index, request.tier, spec)
 
 
 async def play_remote_match(
@@ -103,6 +105,9 @@ async def play_remote_match(
     """Open a room on ``server``, play both seats to the end, return the record."""
     players: dict[Role, Player] = {"buyer": buyer, "seller": seller}
     request = request or RoomRequest()
+    if request.secret is None:  # chosen here, so the record can be rebuilt from the scenario
+        request = request.model_copy(update={"secret": Secret.new().hex()})
+    secret = request.run_secret()
     house: Role | None = next(
         (r for r in ("seller", "buyer") if isinstance(players[r], ScriptedPlayer)), None
     )
@@ -115,7 +120,7 @@ async def play_remote_match(
     with anyio.move_on_after(timeout_s) as scope:
         async with anyio.create_task_group() as group:
             for role, token in created.tokens.items():
-                context = SeatContext(role=role, rules=request.rules, seed=request.seed)
+                context = SeatContext(role=role, rules=request.rules, seed=secret)
                 group.start_soon(
                     _remote_player, mcp_url, token, players[role], context, extra, cleanup_s
                 )

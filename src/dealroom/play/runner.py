@@ -42,6 +42,7 @@ from dealroom.protocol import (
     WalkAway,
 )
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.secret import Secret, Seed
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.mcp_app import build_app
 from dealroom.server.negotiation import Negotiation, RoomLimits
@@ -84,7 +85,7 @@ async def play_match(
     seller: Player,
     *,
     rules: Rules = DEFAULT_RULES,
-    seed: int = 0,
+    seed: Seed | None = None,
     clock: ClockKind = "virtual",
     scripted_as_house: bool = True,
     timeout_s: float = 3600.0,
@@ -93,7 +94,11 @@ async def play_match(
     key: str | None = None,
     run: str = "",
 ) -> MatchResult:
-    """Play one negotiation to its end and return (and optionally store) its record."""
+    """Play one negotiation to its end and return (and optionally store) its record.
+
+    House agents draw under ``seed`` (default: a fresh secret, so no seat can predict them).
+    """
+    seed = Secret.new() if seed is None else seed
     players: dict[Role, Player] = {"buyer": buyer, "seller": seller}
     houses: dict[Role, House] = {
         role: House(spec=p.name, factory=p.factory)

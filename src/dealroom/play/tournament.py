@@ -1,10 +1,13 @@
 """Round-robin tournaments: every agent against every other, in both seats, on common scenarios.
 
-A tournament is a list of jobs. Job ``i`` of tier ``T`` plays ``scenario_at(seed, i, T)`` for
+A tournament is a list of jobs. Job ``i`` of tier ``T`` plays ``scenario_at(secret, i, T)`` for
 every pairing (common random numbers), and its key ``run/tier/index/buyer/seller`` is the same
 on every run of the same configuration, so a resumed run skips exactly what the store holds.
-Negotiations are deterministic for a seed, so the same configuration gives the same results
-whatever the backend, the concurrency or the order in which jobs finish.
+Negotiations are deterministic for a secret, so the same configuration gives the same results
+whatever the backend, the concurrency or the order in which jobs finish. The secret (a fresh
+256-bit one by default) is part of the configuration stored with the run: an agent that can run
+our generator cannot compute the scenarios or the other agents' draws, ``--resume`` reads the
+secret back, and a benchmark can publish it afterwards.
 
 Only the driver writes the store, one committed row as each negotiation arrives; killing the
 driver at any moment loses at most the negotiations in flight, never a stored one. Its worker
@@ -52,6 +55,7 @@ from dealroom.play.registry import resolve_player
 from dealroom.protocol import DEFAULT_RULES, TIERS, AgentFactory, Rules, Scenario, Tier
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.secret import Secret, Seed, seed_from_json, seed_json
 from dealroom.store.results import ResultsStore, SerializedRecord
 
 Resolver = Callable[[str], Player]
@@ -91,12 +95,13 @@ class ConfigMismatchError(TournamentError):
 
 @dataclass(frozen=True, slots=True)
 class TournamentConfig:
-    """What is played: the agents (specs), tiers, negotiations per ordered pair and tier, seed."""
+    """What is played: the agents (specs), tiers, negotiations per ordered pair and tier, and
+    the secret (or public int seed) scenarios and agents draw under."""
 
     agents: tuple[str, ...]
     tiers: tuple[Tier, ...] = TIERS
     per_pair: int = 10
-    seed: int = 0
+    seed: Seed = field(default_factory=Secret.new)
     self_play: bool = False
     rules: Rules = DEFAULT_RULES
     entries: Mapping[str, Any] = field(default_factory=dict[str, Any])
@@ -131,7 +136,7 @@ class TournamentConfig:
             "agents": list(self.agents),
             "tiers": list(self.tiers),
             "per_pair": self.per_pair,
-            "seed": self.seed,
+            **seed_json(self.seed),
             "self_play": self.self_play,
             "rules": self.rules.model_dump(mode="json"),
             **({"entries": dict(self.entries)} if self.entries else {}),
@@ -156,7 +161,7 @@ class Job:
     seller: str
     tier: Tier
     index: int
-    seed: int
+    seed: Seed
 
     @property
     def key(self) -> str:
@@ -168,8 +173,8 @@ class Job:
         return scenario_at(self.seed, self.index, self.tier)
 
     def extra(self) -> dict[str, Any]:
-        """What the store keeps beside the record, for replays."""
-        return {"index": self.index, "seed": self.seed}
+        """What the store keeps beside the record, for replays (the seed is in the run's config)."""
+        return {"index": self.index}
 
 
 @dataclass(frozen=True, slots=True)
@@ -633,9 +638,20 @@ def _run_loop(main: Callable[[], Awaitable[None]]) -> None:
         anyio.run(main, backend_options={"use_uvloop": True})
 
 
+def stored_seed(store: ResultsStore, run: str) -> Seed | None:
+    """The secret (or seed) a run was recorded with, for resuming it; None if none is recorded."""
+    recorded = store.run_config(run)
+    if recorded is None or not ({"secret", "seed"} & recorded.keys()):
+        return None
+    return seed_from_json(recorded)
+
+
 def _differences(recorded: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
     return [
-        f"{name}: stored {recorded.get(name)!r}, asked {wanted.get(name)!r}"
+        # Secrets are not echoed: an error line may end up where a seat can read it.
+        "secret: the stored and the asked secret differ"
+        if name == "secret"
+        else f"{name}: stored {recorded.get(name)!r}, asked {wanted.get(name)!r}"
         for name in sorted(set(recorded) | set(wanted))
         if recorded.get(name) != wanted.get(name)
     ]

@@ -1,7 +1,12 @@
-"""Seeded scenario generation, and JSONL import/export.
+"""Scenario generation under a seed or a secret, and JSONL import/export.
 
-Randomness comes from SHA-256 of (seed, index, field), not from ``random``: the same seed gives
-the same scenarios on every machine and Python version.
+Randomness comes from a hash of (seed, index, field), not from ``random``: the same seed gives the
+same scenarios on every machine and Python version. Under a ``Secret`` (served play) the hash is
+HMAC-SHA256 keyed with the secret, so no one without it can compute a scenario from what a seat
+reads; under a public ``int`` seed (published sets, tests, training) it is plain SHA-256. The
+draws other than the item's do not depend on the tier: tiers are paired under either.
+
+Scenario ids are opaque: a hash of the same inputs, revealing neither seed nor index.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pydantic import Field, ValidationError, model_validator
 from dealroom.protocol._base import Model, to_cents
 from dealroom.protocol.catalog import CATALOG, TIER_RANGES
 from dealroom.protocol.scenario import TIERS, Scenario, Tier
+from dealroom.protocol.secret import Secret, Seed
 
 
 class ScenarioSpec(Model):
@@ -48,9 +54,21 @@ class ScenarioSpec(Model):
 DEFAULT_SPEC = ScenarioSpec()
 
 
-def _uniform(seed: int, index: int, name: str) -> float:
-    digest = hashlib.sha256(f"dealroom:{seed}:{index}:{name}".encode()).digest()
-    return int.from_bytes(digest[:7], "big") / 2**56
+def _digest(seed: Seed, index: int, name: str) -> bytes:
+    match seed:
+        case Secret():
+            return seed.derive(f"dealroom:{index}:{name}")
+        case int():
+            return hashlib.sha256(f"dealroom:{seed}:{index}:{name}".encode()).digest()
+
+
+def _uniform(seed: Seed, index: int, name: str) -> float:
+    return int.from_bytes(_digest(seed, index, name)[:7], "big") / 2**56
+
+
+def scenario_id(seed: Seed, index: int, tier: Tier) -> str:
+    """The opaque id of scenario ``index`` of ``tier``: the tier and 64 bits of a hash."""
+    return f"{tier}-{_digest(seed, index, f'id:{tier}')[:8].hex()}"
 
 
 def _nice(price: Decimal) -> Decimal:
@@ -60,8 +78,8 @@ def _nice(price: Decimal) -> Decimal:
     return (price / step).quantize(Decimal(1)) * step
 
 
-def scenario_at(seed: int, index: int, tier: Tier, spec: ScenarioSpec = DEFAULT_SPEC) -> Scenario:
-    """The ``index``-th scenario of ``tier`` for ``seed``."""
+def scenario_at(seed: Seed, index: int, tier: Tier, spec: ScenarioSpec = DEFAULT_SPEC) -> Scenario:
+    """The ``index``-th scenario of ``tier`` under ``seed`` (a public int or a secret)."""
     items = CATALOG[tier]
     item, typical = items[int(_uniform(seed, index, f"item:{tier}") * len(items))]
     jitter = 1 - spec.price_jitter + 2 * spec.price_jitter * _uniform(seed, index, "list")
@@ -73,7 +91,7 @@ def scenario_at(seed: int, index: int, tier: Tier, spec: ScenarioSpec = DEFAULT_
     if _uniform(seed, index, "no_zone") < spec.no_zone_share:
         gains = -gains
     return Scenario(
-        id=f"{tier}-{seed}-{index}",
+        id=scenario_id(seed, index, tier),
         item=item,
         list_price=to_cents(list_price),
         tier=tier,
@@ -87,7 +105,7 @@ def scenario_at(seed: int, index: int, tier: Tier, spec: ScenarioSpec = DEFAULT_
 def generate(
     n: int,
     *,
-    seed: int = 0,
+    seed: Seed = 0,
     tiers: Iterable[Tier] = TIERS,
     spec: ScenarioSpec = DEFAULT_SPEC,
 ) -> list[Scenario]:

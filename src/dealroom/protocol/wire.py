@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from dealroom.protocol._base import Model, Money, Role
 from dealroom.protocol.events import Event
@@ -17,6 +17,7 @@ from dealroom.protocol.observation import LiveOffer, Observation
 from dealroom.protocol.outcome import SeatOutcome
 from dealroom.protocol.rules import Rules
 from dealroom.protocol.scenario import Tier
+from dealroom.protocol.secret import Secret
 
 ClockKind = Literal["virtual", "wall"]
 """``virtual``: simulated seconds, every action costs a fixed time; ``wall``: real seconds."""
@@ -135,9 +136,11 @@ class RoomRequest(Model):
     """Admin request: open a room on an HTTP server."""
 
     tier: Tier = "mid"
-    seed: int = 0
+    secret: str | None = Field(default=None, repr=False)
+    """Hex secret (at least 128 bits) the room's scenarios and house agent draw under, to
+    reproduce a room; default: a fresh random one. Stored with the room's results."""
     index: int = Field(default=0, ge=0)
-    """Which scenario of the seed and tier is played first."""
+    """Which scenario of the secret and tier is played first."""
     deadline: float | None = Field(default=None, gt=0, le=86_400)
     """Seconds on the negotiation clock (default: the scenario generator's)."""
     clock: ClockKind = "virtual"
@@ -146,6 +149,17 @@ class RoomRequest(Model):
     house_seller: str | None = None
     """Agent spec for a house agent in the seller seat (that seat gets no token)."""
     rules: Rules = Rules()
+
+    @field_validator("secret")
+    @classmethod
+    def _strong_secret(cls, value: str | None) -> str | None:
+        if value is not None:
+            Secret.from_hex(value)  # SecretError is a ValueError: one line, no secret echoed
+        return value
+
+    def run_secret(self) -> Secret:
+        """The secret asked for, or a fresh one."""
+        return Secret.new() if self.secret is None else Secret.from_hex(self.secret)
 
 
 class RoomCreated(Model):

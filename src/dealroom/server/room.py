@@ -40,6 +40,7 @@ from dealroom.protocol import (
     seat_view,
 )
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.secret import Secret, Seed, seed_json
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
 from dealroom.store.results import SerializedRecord
@@ -100,7 +101,7 @@ class Room:
         players: Mapping[Role, SeatPlayer] | None = None,
         rules: Rules = DEFAULT_RULES,
         clock: ClockKind = "virtual",
-        seed: int = 0,
+        seed: Seed | None = None,
         writer: ResultWriter | None = None,
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
@@ -118,7 +119,8 @@ class Room:
         )
         self.rules = rules
         self.clock: ClockKind = clock
-        self.seed = seed
+        self.seed: Seed = Secret.new() if seed is None else seed
+        """What the room's house agents draw under (default: a fresh secret no seat sees)."""
         self.writer = writer
         self.limits = limits
         self._scenarios = scenarios
@@ -296,7 +298,7 @@ class Room:
             "clock": self.clock,
             "rules": self.rules.model_dump(mode="json"),
             "seats": {role: self.name(role) for role in ROLES},
-            "seed": self.seed,
+            **seed_json(self.seed),
             **({"errors": dict(negotiation.errors)} if negotiation.errors else {}),
         }
         row = SerializedRecord.of(record)

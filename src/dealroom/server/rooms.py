@@ -75,8 +75,10 @@ class RoomRegistry:
         if request.deadline is not None:
             spec = DEFAULT_SPEC.model_copy(update={"deadline": request.deadline})
 
+        secret = request.run_secret()
+
         def scenarios(index: int) -> Scenario:
-            return scenario_at(request.seed, request.index + index, request.tier, spec)
+            return scenario_at(secret, request.index + index, request.tier, spec)
 
         room_id = "room-" + secrets.token_hex(8)
         room = Room(
@@ -85,7 +87,7 @@ class RoomRegistry:
             houses=houses,
             rules=request.rules,
             clock=request.clock,
-            seed=request.seed,
+            seed=secret,
             writer=self.writer,
             limits=self.limits,
             timer=self._timer,
