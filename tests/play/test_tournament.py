@@ -275,7 +275,7 @@ def test_resuming_with_another_secret_is_refused_without_showing_either(tmp_path
     one, other = Secret(b"\x01" * 16), Secret(b"\x02" * 16)
     with ResultsStore(tmp_path / "s.db") as store:
         config = TournamentConfig(agents=CONFIG.agents, per_pair=1, seed=one)
-        Tournament(config, store).run(resolve)
+        Tournament(config, store).run()
         assert stored_seed(store, DEFAULT_RUN) == one
         again = TournamentConfig(agents=CONFIG.agents, per_pair=1, seed=other)
         with pytest.raises(ConfigMismatchError) as caught:

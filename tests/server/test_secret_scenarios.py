@@ -30,8 +30,8 @@ HERE = Path(__file__).resolve().parent
 DEALROOM = Path(sys.executable).parent / "dealroom"
 
 
-def registry(store: ResultsStore | None = None) -> RoomRegistry:
-    return RoomRegistry(store=store, resolve_house=house_resolver)
+def registry() -> RoomRegistry:
+    return RoomRegistry(writer=None, resolve_house=house_resolver)
 
 
 async def seen_by(client: Client) -> list[dict[str, Any]]:
