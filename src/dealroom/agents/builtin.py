@@ -11,7 +11,7 @@ from dealroom.agents.zic import ZicParams, zic
 from dealroom.play.registry import AgentEntry, AgentSpecError, register
 from dealroom.protocol import AgentFactory
 
-_TD_DEFAULTS = {"k": 0.0, "seller_open": 1.3, "buyer_open": 0.5, "step": 10.0}
+_TD_DEFAULTS = {"k": 0.0, "seller_open": 1.3, "buyer_open": 0.5, "step": 10.0, "noise": 0.0}
 
 MAX_FRACTION = 10.0
 """Largest opening (or quote bound) as a fraction of the list price: prices stay far below the
@@ -29,6 +29,8 @@ def _td(e: float):
             raise AgentSpecError(f"parameter 'e' must be at least 0 and at most {MAX_EXPONENT:g}")
         if not 0 <= params["k"] < 1:
             raise AgentSpecError("parameter 'k' must be in [0, 1)")
+        if not 0 <= params["noise"] < 1:
+            raise AgentSpecError("parameter 'noise' must be in [0, 1)")
         _check_common(params)
         return time_dependent(TimeDependentParams(**params))
 
