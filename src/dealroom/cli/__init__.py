@@ -22,6 +22,7 @@ from dealroom.cli import scenarios as _scenarios
 from dealroom.cli import seat as _seat
 from dealroom.cli import serve as _serve
 from dealroom.cli import tournament as _tournament
+from dealroom.cli import train as _train
 from dealroom.store.results import StoreError
 
 # Subcommand modules, in the order ``dealroom --help`` lists them.
@@ -30,6 +31,7 @@ SUBCOMMANDS = [
     _play,
     _scenarios,
     _export_sft,
+    _train,
     _tournament,
     _report,
     _replay,

