@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.train
+pytestmark = [
+    pytest.mark.train,
+    # transformers and TRL warn about their own deprecations (gradient_checkpointing's new name)
+    # and experimental features; those are theirs, not failures of ours.
+    pytest.mark.filterwarnings("ignore::FutureWarning:transformers.*"),
+    pytest.mark.filterwarnings("ignore::FutureWarning:trl.*"),
+    pytest.mark.filterwarnings("ignore::UserWarning:transformers.*"),
+    pytest.mark.filterwarnings("ignore::UserWarning:trl.*"),
+]
 
 
 def _missing() -> str | None:
