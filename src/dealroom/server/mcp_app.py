@@ -17,6 +17,7 @@ dump.
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, assert_never
@@ -24,7 +25,8 @@ from typing import Annotated, Any, assert_never
 import structlog
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 
 from dealroom.protocol import DEFAULT_RULES, ActionResult, SeatState, WaitResult, seat_text
@@ -191,7 +193,9 @@ def seat_tools(seat: SeatProvider, *, series: bool = True) -> list[Tool]:
 
 
 class SeatServer(MCPServer):
-    """An MCP server whose tool descriptions are rendered from the calling seat's rules."""
+    """An MCP server whose tool descriptions are rendered from the calling seat's rules, and
+    whose prompt requests fail as invalid params (-32602, one log line) when they name an
+    unknown prompt or pass arguments, instead of an internal error and a traceback."""
 
     def __init__(self, seat: SeatProvider, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -205,6 +209,19 @@ class SeatServer(MCPServer):
             t.model_copy(update={"description": descriptions.get(t.name, t.description)})
             for t in tools
         ]
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> Any:
+        known = [p.name for p in await self.list_prompts()]
+        if name not in known:
+            problem = f"unknown prompt {name[:64]!r}; prompts: {', '.join(known)}"
+        elif arguments:
+            problem = f"the {name} prompt takes no arguments (got {', '.join(list(arguments)[:5])})"
+        else:
+            return await super().get_prompt(name, arguments, context)
+        log.info("prompt refused", prompt=name[:64])
+        raise MCPError(INVALID_PARAMS, problem)
 
 
 def register(app: MCPServer, seat: SeatProvider) -> None:
@@ -237,13 +254,27 @@ def register(app: MCPServer, seat: SeatProvider) -> None:
         return await seat().briefing()
 
 
+def package_version() -> str:
+    """dealroom's version, for ``serverInfo``."""
+    try:
+        return importlib.metadata.version("dealroom")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover (not installed)
+        return "0"
+
+
 def build_app(
     seat: SeatProvider, *, name: str = "dealroom", series: bool = True, **kwargs: Any
 ) -> MCPServer:
     """An MCP server for one kind of seat (``kwargs`` go to ``MCPServer``)."""
     tools = seat_tools(seat, series=series)
     app = SeatServer(
-        seat, name, instructions=INSTRUCTIONS, log_level="WARNING", tools=tools, **kwargs
+        seat,
+        name,
+        version=package_version(),
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        tools=tools,
+        **kwargs,
     )
     register(app, seat)
     return app

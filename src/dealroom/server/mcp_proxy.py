@@ -33,6 +33,7 @@ from dealroom.protocol import (
 from dealroom.protocol.tools import arguments_of
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
 from dealroom.server.seat import SeatError
+from dealroom.server.stdio_wire import serve_stdio_wire
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -151,4 +152,4 @@ async def serve_proxy(server: str, token: str, *, read_timeout_s: float = 120.0)
     ):
         seat = RemoteSeat(client, server)
         app = build_app(lambda: seat, name="dealroom-seat")
-        await app.run_stdio_async()
+        await serve_stdio_wire(app)

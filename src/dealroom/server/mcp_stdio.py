@@ -16,6 +16,7 @@ from dealroom.protocol import Role
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import Room
 from dealroom.server.seat import LocalSeat
+from dealroom.server.stdio_wire import serve_stdio_wire
 
 
 async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> None:
@@ -34,5 +35,5 @@ async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> 
         group.start_soon(reap)
         if room.writer is not None:  # results that could not be written yet, retried
             group.start_soon(room.writer.retry_forever, reap_interval)
-        await app.run_stdio_async()
+        await serve_stdio_wire(app)
         group.cancel_scope.cancel()
