@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 import anyio
 
@@ -39,5 +40,9 @@ def run(args: argparse.Namespace) -> int:
         raise usage_error(f"set {SEAT_TOKEN_ENV} to the seat token from `dealroom room create`")
     from dealroom.server.mcp_proxy import serve_proxy
 
-    anyio.run(serve_proxy, mcp_url(args.server), token)
+    try:
+        anyio.run(serve_proxy, mcp_url(args.server), token)
+    except Exception as exc:  # one line for the host's log, not a traceback
+        sys.stderr.write(f"dealroom seat: stopped: {type(exc).__name__}: {exc}\n")
+        return 1
     return 0

@@ -26,7 +26,7 @@ import structlog
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 
 from dealroom.protocol import DEFAULT_RULES, ActionResult, SeatState, WaitResult, seat_text
@@ -224,6 +224,16 @@ class SeatServer(MCPServer):
         raise MCPError(INVALID_PARAMS, problem)
 
 
+async def _or_mcp_error(read: Awaitable[str]) -> str:
+    """A resource's or prompt's text; a refusal (the seat proxy's upstream_unavailable) becomes
+    an MCP error with its code first, not an internal error with a traceback."""
+    try:
+        return await read
+    except SeatError as error:
+        log.info("read refused", code=error.payload.code)
+        raise MCPError(INTERNAL_ERROR, error.payload.text()) from None
+
+
 def register(app: MCPServer, seat: SeatProvider) -> None:
     """Add the seat's resources and briefing prompt to ``app`` (its tools: ``seat_tools``)."""
 
@@ -234,7 +244,7 @@ def register(app: MCPServer, seat: SeatProvider) -> None:
         mime_type="application/json",
     )
     async def observation() -> str:
-        return await seat().observation_json()
+        return await _or_mcp_error(seat().observation_json())
 
     @app.resource(
         TRANSCRIPT_URI,
@@ -243,7 +253,7 @@ def register(app: MCPServer, seat: SeatProvider) -> None:
         mime_type="text/plain",
     )
     async def transcript() -> str:
-        return await seat().transcript()
+        return await _or_mcp_error(seat().transcript())
 
     @app.prompt(
         name="briefing",
@@ -251,7 +261,7 @@ def register(app: MCPServer, seat: SeatProvider) -> None:
         "use the tools and what counts as success.",
     )
     async def briefing() -> str:
-        return await seat().briefing()
+        return await _or_mcp_error(seat().briefing())
 
 
 def package_version() -> str:

@@ -3,14 +3,20 @@
 For stdio-only hosts (Claude Desktop): the host launches ``dealroom seat --server URL`` with the
 seat token in ``DEALROOM_SEAT_TOKEN``; the proxy offers the same tools, resources and prompt,
 and relays each call with ``Authorization: Bearer <token>``. Refusals keep their codes.
+
+The proxy answers the host at once and connects upstream on the first call (again after a
+failure): a wrong token, an unreachable or a dead room server is an ``upstream_unavailable``
+tool error within seconds (every upstream call is bounded), never a crash before ``initialize``
+or a hang. Upstream failures are one log line each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import anyio
+import anyio.abc
 import httpx2
 import structlog
 from mcp import Client
@@ -38,16 +44,123 @@ from dealroom.server.stdio_wire import serve_stdio_wire
 log = structlog.stdlib.get_logger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
 
 _UPSTREAM_ERRORS = (httpx2.HTTPError, MCPError, OSError, anyio.BrokenResourceError)
+
+
+class Upstream:
+    """The MCP connection to the room server, opened on first use and again after a failure.
+
+    The client lives in its own task (``run``): whatever breaks inside it (the server gone, a
+    401) ends that task with one log line and leaves the proxy serving, instead of escaping
+    into the stdio server.
+    """
+
+    def __init__(self, server: str, token: str, *, connect_timeout_s: float = 10.0) -> None:
+        self.server = server
+        self.token = token
+        self.connect_timeout_s = connect_timeout_s
+        self._group: anyio.abc.TaskGroup | None = None
+        self._client: Client | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._failure = "not connected"
+        self._lock = anyio.Lock()
+
+    async def run(self) -> None:
+        """Hold the task group that connections live in (until cancelled)."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            await anyio.sleep_forever()
+
+    async def client(self) -> Client:
+        """The connected client; raises SeatError (upstream_unavailable) if it cannot be."""
+        async with self._lock:
+            if self._client is None:
+                assert self._group is not None, "Upstream.run is not running"
+                try:
+                    with anyio.fail_after(self.connect_timeout_s):
+                        await self._group.start(self._connection)
+                except TimeoutError:
+                    self.reset()
+                    self._failure = f"no answer within {self.connect_timeout_s:g} s"
+                if self._client is None:
+                    raise _unavailable(self._failure)
+            return self._client
+
+    def reset(self) -> None:
+        """Drop the connection (the next call opens a new one)."""
+        if self._scope is not None:
+            self._scope.cancel()
+        self._client = None
+
+    async def _connection(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        started = False
+        headers = {"Authorization": f"Bearer {self.token}"}
+        timeout = httpx2.Timeout(self.connect_timeout_s, read=90.0)
+        refused: list[int] = []
+
+        async def watch(response: httpx2.Response) -> None:
+            if response.status_code in (401, 403):
+                refused.append(response.status_code)
+
+        hooks = {"response": [watch]}
+        try:
+            with anyio.CancelScope() as self._scope:
+                async with (
+                    httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks=hooks) as http,
+                    Client(streamable_http_client(self.server, http_client=http)) as client,
+                ):
+                    self._client = client
+                    started = True
+                    task_status.started()
+                    await anyio.sleep_forever()
+        except Exception as exc:  # any failure inside the client ends this connection alone
+            self._failure = (
+                f"HTTP {refused[0]}: the room server refused the seat token"
+                if refused
+                else describe_failure(exc)
+            )
+            log.warning("upstream connection failed", upstream=self.server, error=self._failure)
+        finally:
+            self._client = None
+            if not started:
+                task_status.started()
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line saying why the room server could not be used."""
+    leaves = list(_leaves(exc))
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.HTTPStatusError):
+            status = leaf.response.status_code
+            if status in (401, 403):
+                return f"HTTP {status}: the room server refused the seat token"
+            return f"HTTP {status} from the room server"
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.ConnectError | ConnectionError):
+            return "cannot connect to the room server"
+    first = leaves[0] if leaves else exc
+    return f"{type(first).__name__}: {str(first)[:120]}".rstrip(": ").replace("\n", " ")
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    found = [exc]
+    if exc.__cause__ is not None:
+        found += _leaves(exc.__cause__)
+    return found
 
 
 class RemoteSeat:
     """A SeatBackend that relays to a seat of an HTTP room through an MCP client."""
 
-    def __init__(self, client: Client, server: str) -> None:
-        self.client = client
+    def __init__(self, upstream: Upstream | Client, server: str, *, call_s: float = 20.0) -> None:
+        self.upstream = upstream
         self.server = server
+        self.call_s = call_s
+        """Most seconds an upstream call may take beyond the time it asks to wait."""
         self._viewer: tuple[Role, str] | None = None
         self._descriptions: Mapping[str, str] | None = None
 
@@ -62,7 +175,7 @@ class RemoteSeat:
             try:
                 observation = Observation.model_validate_json(await self._resource(OBSERVATION_URI))
             except ValidationError:
-                raise _unavailable(ValueError("the server's answer was not understood")) from None
+                raise _unavailable("the server's answer was not understood") from None
             self._viewer = (observation.role, observation.scenario.currency)
         return self._viewer
 
@@ -70,9 +183,9 @@ class RemoteSeat:
         """The upstream server's own descriptions (rendered there from the room's rules)."""
         if self._descriptions is None:
             try:
-                listed = await self.client.list_tools()
-            except _UPSTREAM_ERRORS as exc:
-                raise _unavailable(exc) from None
+                listed = await self._call(lambda c: c.list_tools())
+            except SeatError:
+                return {}  # the local descriptions, until the room server answers
             self._descriptions = {t.name: t.description or "" for t in listed.tools}
         return self._descriptions
 
@@ -82,7 +195,9 @@ class RemoteSeat:
 
     async def wait(self, timeout_s: float) -> WaitResult:
         """Relay a long-poll."""
-        return await self._tool("wait_for_opponent", {"timeout_s": timeout_s}, WaitResult)
+        return await self._tool(
+            "wait_for_opponent", {"timeout_s": timeout_s}, WaitResult, extra_s=timeout_s
+        )
 
     async def state(self) -> SeatState:
         """Relay get_state."""
@@ -102,19 +217,28 @@ class RemoteSeat:
 
     async def briefing(self) -> str:
         """The upstream briefing prompt."""
-        try:
-            prompt = await self.client.get_prompt("briefing")
-        except _UPSTREAM_ERRORS as exc:
-            raise _unavailable(exc) from None
+        prompt = await self._call(lambda c: c.get_prompt("briefing"))
         return "\n".join(
             m.content.text for m in prompt.messages if isinstance(m.content, TextContent)
         )
 
-    async def _tool(self, name: str, arguments: dict[str, Any], model: type[M]) -> M:
+    async def _call(self, run: Callable[[Client], Awaitable[R]], extra_s: float = 0.0) -> R:
+        """One upstream request, bounded; any failure is upstream_unavailable."""
+        upstream = self.upstream
+        client = await upstream.client() if isinstance(upstream, Upstream) else upstream
         try:
-            result = await self.client.call_tool(name, arguments)
-        except _UPSTREAM_ERRORS as exc:
-            raise _unavailable(exc) from None
+            with anyio.fail_after(self.call_s + extra_s):
+                return await run(client)
+        except (*_UPSTREAM_ERRORS, TimeoutError) as exc:
+            if isinstance(upstream, Upstream):
+                upstream.reset()
+            reason = describe_failure(exc) if not isinstance(exc, TimeoutError) else "timed out"
+            raise _unavailable(reason) from None
+
+    async def _tool(
+        self, name: str, arguments: dict[str, Any], model: type[M], extra_s: float = 0.0
+    ) -> M:
+        result = await self._call(lambda c: c.call_tool(name, arguments), extra_s)
         text = "".join(c.text for c in result.content if isinstance(c, TextContent))
         if result.is_error:
             raise SeatError(ToolErrorPayload.parse(text))
@@ -122,34 +246,28 @@ class RemoteSeat:
             return model.model_validate(result.structured_content)
         except ValidationError:
             log.warning("unexpected upstream result", tool=name)
-            raise _unavailable(ValueError("the server's answer was not understood")) from None
+            raise _unavailable("the server's answer was not understood") from None
 
     async def _resource(self, uri: str) -> str:
-        try:
-            result = await self.client.read_resource(uri)
-        except _UPSTREAM_ERRORS as exc:
-            raise _unavailable(exc) from None
+        result = await self._call(lambda c: c.read_resource(uri))
         return "".join(getattr(c, "text", "") for c in result.contents)
 
 
-def _unavailable(exc: BaseException) -> SeatError:
-    log.warning("upstream call failed", error=type(exc).__name__)
+def _unavailable(reason: str) -> SeatError:
+    log.warning("upstream call failed", error=reason)
     return SeatError(
         seat_text.error_payload(
-            SessionErrorCode.UPSTREAM_UNAVAILABLE,
-            f"The room server did not answer ({type(exc).__name__}).",
+            SessionErrorCode.UPSTREAM_UNAVAILABLE, f"The room server did not answer ({reason})."
         )
     )
 
 
-async def serve_proxy(server: str, token: str, *, read_timeout_s: float = 120.0) -> None:
+async def serve_proxy(server: str, token: str) -> None:
     """Relay stdin/stdout MCP to ``server`` (the room server's /mcp URL) until stdin closes."""
-    timeout = httpx2.Timeout(30.0, read=read_timeout_s)
-    headers = {"Authorization": f"Bearer {token}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-        Client(streamable_http_client(server, http_client=http)) as client,
-    ):
-        seat = RemoteSeat(client, server)
-        app = build_app(lambda: seat, name="dealroom-seat")
+    upstream = Upstream(server, token)
+    seat = RemoteSeat(upstream, server)
+    app = build_app(lambda: seat, name="dealroom-seat")
+    async with anyio.create_task_group() as group:
+        group.start_soon(upstream.run)
         await serve_stdio_wire(app)
+        group.cancel_scope.cancel()
