@@ -126,3 +126,20 @@ def _sse_json(body: str) -> dict[str, Any]:
     """The JSON-RPC message of a response (an SSE event or plain JSON)."""
     data = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
     return dict(json.loads(data[-1] if data else body))
+
+
+# -- what a refusal costs --------------------------------------------------------------------------
+
+
+async def test_a_refused_action_changes_nothing_but_spends_its_clock_time() -> None:
+    from mcp_support import client_for, house_room, ok, refused
+
+    room = house_room(opponent="hardliner", seed=1)
+    async with client_for(room, "buyer") as client:
+        before = (await ok(client, "get_state"))["observation"]
+        code = await refused(client, "accept", offer_id="o99")
+        after = (await ok(client, "get_state"))["observation"]
+    assert code.startswith("offer_not_found: ")
+    assert after["live_offers"] == before["live_offers"]
+    assert [e for e in after["events"] if e["by"] == "buyer"] == []
+    assert after["now"] > before["now"], "the refused accept's clock time (1 s) passed"

@@ -206,7 +206,8 @@ _RETURNS = {
 
 def _refusals(rules: Rules) -> str:
     return (
-        " A refused call changes nothing and reads `code: reason. hint.`; after "
+        " A refused call changes nothing but the clock (its time passes) and reads "
+        "`code: reason. hint.`; after "
         f"{rules.max_invalid_actions} refused actions you forfeit."
     )
 
