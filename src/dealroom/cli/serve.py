@@ -211,6 +211,7 @@ def _has_uvloop() -> bool:
 
 def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
     from dealroom.agents import resolve
+    from dealroom.server.journal import Journals
     from dealroom.server.mcp_http import serve_http
     from dealroom.server.rooms import RoomRegistry
 
@@ -221,7 +222,11 @@ def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
         )
     writer = open_store(args.results)
     try:
-        registry = RoomRegistry(writer=writer, resolve_house=resolve, limits=limits)
+        journals = Journals.beside(writer.store.path)
+        registry = RoomRegistry(
+            writer=writer, resolve_house=resolve, limits=limits, journals=journals
+        )
+        registry.restore()  # open rooms of an earlier process, with their tokens
         anyio.run(
             lambda: serve_http(
                 registry,
@@ -232,6 +237,7 @@ def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
             ),
             backend_options={"use_uvloop": _has_uvloop()},
         )
+        registry.close()
     finally:
         close_store(writer)
     return 0

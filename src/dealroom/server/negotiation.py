@@ -13,7 +13,10 @@ the deadline ends it. (Against a house agent nobody waits, so a client may think
 likes.) A negotiation whose remote seats are all silent for ``abandon_s`` is run to its
 end by ``tick`` (called by the server's reaper), so it is recorded too.
 
-Every finished negotiation is handed to ``on_end`` (the results store) under the lock, before
+Every input a remote seat gives the schedule is handed to ``journal`` as it is made (a
+``JournaledScheduler``, see ``dealroom.server.journal``), so that ``replay`` can rebuild the
+negotiation exactly in another process. Every finished negotiation is handed to ``on_end`` (the
+room, which passes it to the results writer) under the lock, before
 the call that finished it returns.
 """
 
@@ -28,7 +31,6 @@ import anyio
 import structlog
 
 from dealroom.engine.calls import SeatCalls, Sight
-from dealroom.engine.schedule import Scheduler
 from dealroom.protocol import (
     ROLES,
     Action,
@@ -42,6 +44,7 @@ from dealroom.protocol import (
     WaitResult,
 )
 from dealroom.protocol.wire import ClockKind
+from dealroom.server.journal import JournaledScheduler, Op, apply_op
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -76,11 +79,12 @@ class Negotiation:
         on_end: Callable[[Negotiation], None],
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
+        journal: Callable[[Op], None] = lambda op: None,
     ) -> None:
         self.scenario = scenario
         self.number = number
         self.referee = Referee(scenario, rules)
-        self.sched = Scheduler(self.referee, dict(houses), clock=clock)
+        self.sched = JournaledScheduler(self.referee, dict(houses), clock=clock, journal=journal)
         self.remote_roles: tuple[Role, ...] = tuple(r for r in ROLES if r not in houses)
         self.calls = SeatCalls(scenario, self.sched, self.remote_roles)
         self.client_roles: tuple[Role, ...] = tuple(
@@ -213,6 +217,7 @@ class Negotiation:
             now = self._timer()
             if self._started is None:
                 self._started = now
+                self.sched.note(["start", time.time()])
             self._in_call[role] += 1
             self._active_at[role] = now
             try:
@@ -255,6 +260,32 @@ class Negotiation:
             self._changed = anyio.Event()
         if not self.referee.is_open and not self.recorded:
             self._on_end(self)  # if the store fails, the next call (or the reaper) retries
+            self.recorded = True
+
+    def replay(self, op: Op) -> None:
+        """Give the negotiation one input from its journal, as it was made (not journaled
+        again; a negotiation it ends is handed to ``on_end`` as in play)."""
+        match op:
+            case ["delivered", role, seen]:
+                seen_by = self.calls._seen  # pyright: ignore[reportPrivateUsage]
+                seen_by[role] = max(seen_by[role], seen)
+            case ["start", epoch] if self.clock == "wall":
+                # The wall clock kept running while the server was down.
+                self._started = self._timer() - max(0.0, time.time() - float(epoch))
+            case ["start", _]:
+                self._started = self._timer()
+            case _:
+                pass
+        self.sched.replaying = True
+        try:
+            apply_op(self.sched, op)
+        finally:
+            self.sched.replaying = False
+        now = self._timer()
+        for role in self.client_roles:  # a restored seat is as fresh as a new one
+            self._active_at[role] = now
+        if not self.referee.is_open and not self.recorded:
+            self._on_end(self)
             self.recorded = True
 
     def _pause(self) -> float:

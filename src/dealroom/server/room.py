@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -42,6 +42,7 @@ from dealroom.protocol import (
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret, Seed, seed_json
 from dealroom.protocol.wire import ClockKind
+from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
 from dealroom.store.results import SerializedRecord
 from dealroom.store.spool import PendingRow
@@ -133,6 +134,8 @@ class Room:
         self._totals: dict[Role, Decimal] = dict.fromkeys(ROLES, Decimal("0.00"))
         self._group: TaskGroup | None = None
         self._playing: dict[int, anyio.CancelScope] = {}
+        self.journal: RoomJournal | None = None
+        """Where the room's inputs are journaled (HTTP rooms), so it survives a restart."""
         self._current: Negotiation | None = None
         self._current = self._start()
 
@@ -243,10 +246,24 @@ class Room:
             on_end=self._record,
             limits=self.limits,
             timer=self._timer,
+            journal=lambda op: self._log(number, op),
         )
         log.info("negotiation started", room=self.id, negotiation=number, scenario=scenario.id)
         self._launch(negotiation)
         return negotiation
+
+    def _log(self, number: int, op: Op) -> None:
+        if self.journal is not None:
+            self.journal.append(number, op)
+
+    def replay(self, entries: Iterable[tuple[int, Op]]) -> None:
+        """Rebuild the room from its journal: negotiation by negotiation, input by input."""
+        for number, op in entries:
+            while self.current.number < number:
+                self.new_negotiation()
+            if number != self.current.number:
+                raise ValueError(f"journal: negotiation {number} after {self.current.number}")
+            self.current.replay(op)
 
     def key(self, negotiation: Negotiation) -> str:
         """The results-store key of one negotiation of this room."""

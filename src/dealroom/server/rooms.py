@@ -1,9 +1,9 @@
 """The rooms of an HTTP server and the bearer tokens that bind a client to one seat.
 
-Tokens come from ``secrets.token_urlsafe(32)``. They are looked up by their SHA-256 digest
-(so the dictionary lookup reveals nothing about the token) and then compared with
-``hmac.compare_digest``. A client's seat comes from its token only, never from a tool argument
-or a header it could set itself.
+Tokens come from ``secrets.token_urlsafe(32)``. The server keeps only their SHA-256 digests
+(in memory and in the room journals that let open rooms survive a restart): a token is looked
+up by its digest and the digests compared with ``hmac.compare_digest``. A client's seat comes
+from its token only, never from a tool argument or a header it could set itself.
 """
 
 from __future__ import annotations
@@ -20,8 +20,17 @@ import structlog
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
-from dealroom.protocol import ROLES, AgentFactory, Role, RoomCreated, RoomRequest, Scenario
+from dealroom.protocol import (
+    ROLES,
+    AgentFactory,
+    Role,
+    RoomCreated,
+    RoomRequest,
+    RuleViolation,
+    Scenario,
+)
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
+from dealroom.server.journal import Journals
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room
 from dealroom.server.seat import LocalSeat
@@ -37,7 +46,7 @@ HouseResolver = Callable[[str], AgentFactory]
 
 @dataclass(frozen=True, slots=True)
 class _Token:
-    token: str
+    digest: bytes
     room: str
     role: Role
 
@@ -53,8 +62,11 @@ class RoomRegistry:
         limits: RoomLimits = DEFAULT_LIMITS,
         retain_s: float = 3600.0,
         timer: Callable[[], float] = time.monotonic,
+        journals: Journals | None = None,
     ) -> None:
         self.writer = writer
+        self.journals = journals
+        """Where each room journals its inputs, so that open rooms survive a restart."""
         self.limits = limits
         self.retain_s = retain_s
         self._resolve_house = resolve_house
@@ -65,6 +77,56 @@ class RoomRegistry:
 
     def create(self, request: RoomRequest) -> RoomCreated:
         """Open a room; raises ValueError for a bad house agent spec."""
+        room_id = "room-" + secrets.token_hex(8)
+        if request.secret is None:  # drawn once, here, so that a restored room draws the same
+            request = request.model_copy(update={"secret": request.run_secret().hex()})
+        room = self._build(room_id, request)
+        tokens: dict[Role, str] = {}
+        for role in room.remote_roles:
+            token = secrets.token_urlsafe(32)
+            self._tokens[_digest(token)] = _Token(_digest(token), room_id, role)
+            tokens[role] = token
+        if self.journals is not None:
+            digests = {role: _digest(token).hex() for role, token in tokens.items()}
+            header = {
+                "room": room_id,
+                "request": request.model_dump(mode="json"),
+                "tokens": digests,
+            }
+            room.journal = self.journals.create(room_id, header)
+        self.rooms[room_id] = room
+        log.info("room created", room=room_id, clock=request.clock, seats=list(tokens))
+        return RoomCreated(room=room_id, tokens=tokens)
+
+    def restore(self) -> int:
+        """At start, before serving: rebuild every journaled room, open negotiations included,
+        with its seat tokens. Returns how many open negotiations it restored. A journal that
+        cannot be replayed is logged and left in place."""
+        if self.journals is None:
+            return 0
+        restored = 0
+        for path, journal in self.journals.load():
+            try:
+                room_id = str(journal.header["room"])
+                room = self._build(room_id, RoomRequest.model_validate(journal.header["request"]))
+                room.replay(journal.entries)
+                seats = {
+                    bytes.fromhex(digest): _Token(bytes.fromhex(digest), room_id, role)
+                    for role, digest in journal.header["tokens"].items()
+                    if role in room.remote_roles
+                }
+            except (ValueError, KeyError, TypeError, RuleViolation) as exc:
+                log.error("room journal cannot be replayed", path=str(path), error=str(exc))
+                continue
+            room.journal = self.journals.reopen(path)
+            self._tokens.update(seats)
+            self.rooms[room_id] = room
+            restored += room.current.is_open
+        if self.rooms:
+            log.info("rooms restored", rooms=len(self.rooms), open=restored)
+        return restored
+
+    def _build(self, room_id: str, request: RoomRequest) -> Room:
         houses: dict[Role, House] = {}
         for role, spec in zip(ROLES, (request.house_buyer, request.house_seller), strict=True):
             if spec is not None:
@@ -80,8 +142,7 @@ class RoomRegistry:
         def scenarios(index: int) -> Scenario:
             return scenario_at(secret, request.index + index, request.tier, spec)
 
-        room_id = "room-" + secrets.token_hex(8)
-        room = Room(
+        return Room(
             room_id,
             scenarios=scenarios,
             houses=houses,
@@ -92,19 +153,12 @@ class RoomRegistry:
             limits=self.limits,
             timer=self._timer,
         )
-        tokens: dict[Role, str] = {}
-        for role in room.remote_roles:
-            token = secrets.token_urlsafe(32)
-            self._tokens[_digest(token)] = _Token(token, room_id, role)
-            tokens[role] = token
-        self.rooms[room_id] = room
-        log.info("room created", room=room_id, clock=request.clock, seats=list(tokens))
-        return RoomCreated(room=room_id, tokens=tokens)
 
     def seat_for_token(self, token: str) -> tuple[str, Role] | None:
         """The (room, role) a token opens, compared in constant time; None if it opens none."""
-        entry = self._tokens.get(_digest(token))
-        if entry is None or not hmac.compare_digest(entry.token.encode(), token.encode()):
+        digest = _digest(token)
+        entry = self._tokens.get(digest)
+        if entry is None or not hmac.compare_digest(entry.digest, digest):
             return None
         if entry.room not in self.rooms:
             return None
@@ -140,8 +194,16 @@ class RoomRegistry:
             if now - ended >= self.retain_s:
                 self._forget(room_id)
 
+    def close(self) -> None:
+        """Close the rooms' journals (the server stops; they stay for the next start)."""
+        for room in self.rooms.values():
+            if room.journal is not None:
+                room.journal.close()
+
     def _forget(self, room_id: str) -> None:
-        self.rooms.pop(room_id, None)
+        room = self.rooms.pop(room_id, None)
+        if room is not None and room.journal is not None:
+            room.journal.remove()
         self._ended_at.pop(room_id, None)
         for digest in [d for d, t in self._tokens.items() if t.room == room_id]:
             del self._tokens[digest]

@@ -1,0 +1,227 @@
+"""Room journals: every open room survives a restart of its server.
+
+The referee and the schedule are deterministic: a negotiation is fully determined by its room's
+configuration and the inputs its remote seats gave the schedule, in order (an action and the
+wall time it arrived, a sleep, a cancel, thinking time, a seat counted as absent, events shown
+to a seat, and the wall-clock steps that changed something). A room appends each input, as one
+JSON line, to its journal before the call that made it returns; a server that starts again
+replays every journal into a fresh room (``Room.replay``), house agents deciding exactly as they
+did, so clients reconnect with their tokens and go on. Tokens are journaled as SHA-256 digests
+only.
+
+A journal is one file per room, ``<store>.rooms/<room>.jsonl``: a header line (the room's
+request, token digests, when it was created) and then ``{"n": negotiation, "op": [...]}``
+lines. Lines are written through to the operating system at once (they survive the process
+being killed; not a power loss). A room's journal is removed when the server forgets the room.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import structlog
+
+from dealroom.engine.schedule import Scheduler
+from dealroom.protocol import ACTION_ADAPTER, Action, Agent, Referee, Role
+from dealroom.protocol.wire import ClockKind
+
+log = structlog.stdlib.get_logger(__name__)
+
+Op = list[Any]
+"""One input of a negotiation: ``["submit", role, action, wall]``, ``["sleep", role, timeout,
+wall]``, ``["cancel", role]``, ``["think", role, seconds]``, ``["absent", role]``,
+``["delivered", role, seen]``, ``["advance", wall]`` or ``["start", epoch_seconds]``."""
+
+
+class JournaledScheduler(Scheduler):
+    """A ``Scheduler`` that hands every input it is given to ``journal`` as it is made (an
+    ``advance`` only when it changed something: one that did not need not be replayed)."""
+
+    def __init__(
+        self,
+        referee: Referee,
+        houses: Mapping[Role, Agent],
+        *,
+        clock: ClockKind,
+        journal: Callable[[Op], None],
+    ) -> None:
+        super().__init__(referee, houses, clock=clock)
+        self._journal = journal
+        self.replaying = False
+        """True while the journal is being replayed into it (nothing is journaled twice)."""
+
+    def note(self, op: Op) -> None:
+        """Journal an input that is not the schedule's own (``start``)."""
+        if not self.replaying:
+            self._journal(op)
+
+    def submit(self, role: Role, action: Action, wall: float) -> None:
+        super().submit(role, action, wall)
+        self.note(["submit", role, action.model_dump(mode="json"), wall])
+
+    def sleep(self, role: Role, timeout: float, wall: float) -> None:
+        super().sleep(role, timeout, wall)
+        self.note(["sleep", role, timeout, wall])
+
+    def cancel(self, role: Role) -> None:
+        super().cancel(role)
+        self.note(["cancel", role])
+
+    def think(self, role: Role, seconds: float) -> None:
+        super().think(role, seconds)
+        self.note(["think", role, seconds])
+
+    def set_absent(self, role: Role) -> None:
+        super().set_absent(role)
+        self.note(["absent", role])
+
+    def delivered(self, role: Role, seen: int) -> None:
+        super().delivered(role, seen)
+        self.note(["delivered", role, seen])
+
+    def advance(self, wall: float = 0.0) -> None:
+        before = self.version
+        super().advance(wall)
+        if self.version != before:
+            self.note(["advance", wall])
+
+
+def apply_op(sched: Scheduler, op: Sequence[Any]) -> None:
+    """Give the schedule one journaled input (``delivered`` and ``start`` are the caller's)."""
+    match op:
+        case ["submit", role, action, wall]:
+            sched.submit(role, ACTION_ADAPTER.validate_python(action), wall)
+        case ["sleep", role, timeout, wall]:
+            sched.sleep(role, timeout, wall)
+        case ["cancel", role]:
+            sched.cancel(role)
+        case ["think", role, seconds]:
+            sched.think(role, seconds)
+        case ["absent", role]:
+            sched.set_absent(role)
+        case ["delivered", role, seen]:
+            sched.delivered(role, seen)
+        case ["advance", wall]:
+            sched.advance(wall)
+        case ["start", _]:
+            pass
+        case _:
+            raise ValueError(f"not a journal entry: {op!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class JournalFile:
+    """One room's journal as read back: its header and its entries, oldest first."""
+
+    header: Mapping[str, Any]
+    entries: tuple[tuple[int, Op], ...]
+
+
+class RoomJournal:
+    """The journal of one room, open for appending."""
+
+    def __init__(self, path: Path, out: IO[str]) -> None:
+        self.path = path
+        self._out: IO[str] | None = out
+
+    def append(self, number: int, op: Op) -> None:
+        """Write one entry through to the OS. A failed write is logged once and the journal
+        stops: the room plays on, but is no longer restorable."""
+        if self._out is None:
+            return
+        try:
+            self._out.write(json.dumps({"n": number, "op": op}, separators=(",", ":")) + "\n")
+            self._out.flush()
+        except OSError as exc:
+            log.error(
+                "room journal write failed; the room will not survive a restart",
+                path=str(self.path),
+                error=str(exc),
+            )
+            self.close()
+
+    def close(self) -> None:
+        """Stop writing (the file stays)."""
+        if self._out is not None:
+            with contextlib.suppress(OSError):
+                self._out.close()
+            self._out = None
+
+    def remove(self) -> None:
+        """Close and delete the journal (the room is forgotten)."""
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+
+class Journals:
+    """The directory of a server's room journals."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+
+    @classmethod
+    def beside(cls, store_path: str | Path) -> Journals:
+        """The journals of the server whose store is at ``store_path``: ``<store>.rooms/``."""
+        return cls(Path(f"{store_path}.rooms"))
+
+    def create(self, room: str, header: Mapping[str, Any]) -> RoomJournal | None:
+        """A new room's journal with its header written; None (logged) if it cannot be."""
+        path = self.directory / f"{room}.jsonl"
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            out = open(path, "x", encoding="utf-8")  # noqa: SIM115  (kept open by the journal)
+            out.write(json.dumps({"created": time.time(), **header}, sort_keys=True) + "\n")
+            out.flush()
+        except OSError as exc:
+            log.error(
+                "cannot create a room journal; the room will not survive a restart",
+                room=room,
+                error=str(exc),
+            )
+            return None
+        return RoomJournal(path, out)
+
+    def reopen(self, path: Path) -> RoomJournal | None:
+        """An existing journal, to append to after it was replayed."""
+        try:
+            return RoomJournal(path, open(path, "a", encoding="utf-8"))
+        except OSError as exc:
+            log.error("cannot reopen a room journal", path=str(path), error=str(exc))
+            return None
+
+    def load(self) -> Iterator[tuple[Path, JournalFile]]:
+        """Every journal in the directory, oldest first. A torn last line (the process was
+        killed mid-write) is dropped: its call never returned. A file that cannot be read is
+        logged and skipped (and left in place)."""
+        if not self.directory.is_dir():
+            return
+        paths = sorted(self.directory.glob("*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+        for path in paths:
+            try:
+                yield path, _read(path)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.error("unreadable room journal left in place", path=str(path), error=str(exc))
+
+
+def _read(path: Path) -> JournalFile:
+    lines = path.read_text(encoding="utf-8").split("\n")
+    header = json.loads(lines[0])
+    entries: list[tuple[int, Op]] = []
+    body = lines[1:]
+    for i, line in enumerate(body):
+        if not line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            if i >= len(body) - 2:  # only the last line can be torn
+                break
+            raise
+        entries.append((int(entry["n"]), list(entry["op"])))
+    return JournalFile(header=header, entries=tuple(entries))
