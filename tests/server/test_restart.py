@@ -81,9 +81,9 @@ async def test_a_restored_room_is_the_same_room_and_ends_the_same(
     path = tmp_path / "r.db"
     first = registry_at(path)
     requests = [
-        RoomRequest(seed=3, house_seller="boulware"),
-        RoomRequest(seed=4, house_buyer="conceder", clock="virtual"),
-        RoomRequest(seed=5),  # two clients
+        RoomRequest(index=3, house_seller="boulware"),
+        RoomRequest(index=4, house_buyer="conceder", clock="virtual"),
+        RoomRequest(index=5),  # two clients
     ]
     rooms = [first.create(r) for r in requests]
     series = first.seat(rooms[0].room, "buyer")
@@ -133,7 +133,7 @@ async def test_a_torn_last_line_is_dropped_and_a_broken_journal_is_left_alone(
     registry_at = registries
     path = tmp_path / "r.db"
     first = registry_at(path)
-    good = first.create(RoomRequest(seed=1, house_seller="hardliner"))
+    good = first.create(RoomRequest(index=1, house_seller="hardliner"))
     await first.seat(good.room, "buyer").act(MakeOffer(price=Decimal(100)))
     journal = Journals.beside(path).directory / f"{good.room}.jsonl"
     torn = '{"n":1,"op":["submit","buy'  # killed mid-write: its call never returned
@@ -194,7 +194,7 @@ async def test_a_server_killed_during_many_live_negotiations_restores_them_all(
                 for i in range(ROOMS):
                     response = await http.post(
                         f"{url}/admin/rooms",
-                        json={"seed": 100 + i, "house_seller": "boulware", "deadline": 600},
+                        json={"index": i, "house_seller": "boulware", "deadline": 600},
                         headers={"Authorization": f"Bearer {ADMIN}"},
                     )
                     body = response.json()
