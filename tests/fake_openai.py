@@ -118,6 +118,12 @@ def _completion(request: dict[str, Any], reply: ToolCalls | Text, n: int) -> dic
     }
 
 
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog (5) drops connection attempts under a burst of concurrent
+    # clients, which then wait a second for the SYN to be retried.
+    request_queue_size = 1024
+
+
 @contextmanager
 def serve(brain: Brain) -> Iterator[FakeOpenAI]:
     """Run the endpoint for the duration of the block."""
@@ -125,6 +131,8 @@ def serve(brain: Brain) -> Iterator[FakeOpenAI]:
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: clients reuse their connections
+
         def log_message(self, format: str, *args: Any) -> None:
             del format, args
 
@@ -167,7 +175,7 @@ def serve(brain: Brain) -> Iterator[FakeOpenAI]:
                 case ToolCalls() | Text():
                     self._send(200, json.dumps(_completion(request, reply, n)).encode())
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = _Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})

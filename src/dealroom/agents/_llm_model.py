@@ -203,7 +203,15 @@ def build_model(spec: ModelSpec) -> Model:
         api_key = "unused"  # local OpenAI-compatible servers usually ignore it
     timeout = spec.retry.timeout_s if math.isfinite(spec.retry.timeout_s) else None
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
-    return OpenAIChatCompletionsModel(model=spec.model, openai_client=client)
+    return _ChatModel(model=spec.model, openai_client=client)
+
+
+class _ChatModel(OpenAIChatCompletionsModel):
+    """Chat completions whose ``close`` closes the HTTP client (its kept-alive connections
+    must be closed before the event loop that owns them)."""
+
+    async def close(self) -> None:
+        await self._client.close()
 
 
 def _litellm(spec: ModelSpec) -> Model:

@@ -145,6 +145,10 @@ class LLMPlayer:
         )
         return cls(build_model(model_spec), name=spec.strip(), settings=settings)
 
+    async def aclose(self) -> None:
+        """Close the model's connections (call it in the event loop that used them)."""
+        await self.model.close()
+
     async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
         """Play the seat's negotiation to its end, one ``Runner.run`` per wake."""
         game = _Game(self, seat, context)

@@ -317,7 +317,7 @@ def usage_cells(row: Mapping[str, Any]) -> list[str]:
         f"{row['model_calls']:,}",
         f"{row['failed_attempts']:,}",
         f"{row['tokens_per_negotiation']:,.0f}",
-        "-" if cost is None else f"${cost:.4f}",
+        "-" if cost is None else f"${cost:.{6 if cost < 0.01 else 4}f}",
         "-" if latency is None else f"{latency:.2f} s",
         _pct(row["invalid_rate"]),
         _pct(row["refused_rate"]),

@@ -41,7 +41,7 @@ import multiprocessing.context
 import os
 import signal
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -251,9 +251,12 @@ class ChunkPlayer:
             async with limiter:
                 out[job.key] = await self.play_seated(job, players)
 
-        async with anyio.create_task_group() as group:
-            for job in jobs:
-                group.start_soon(one, job)
+        try:
+            async with anyio.create_task_group() as group:
+                for job in jobs:
+                    group.start_soon(one, job)
+        finally:
+            await close_players(players.values())
         return out
 
 
@@ -568,14 +571,17 @@ class Tournament:
             }
             return [endpoints[key] for key in sorted(keys)]
 
-        await self._play_async(
-            jobs,
-            lambda job: player.play_seated(job, players),
-            limit=player.concurrency,
-            limiters=limiters,
-            on_progress=on_progress,
-            budget=budget,
-        )
+        try:
+            await self._play_async(
+                jobs,
+                lambda job: player.play_seated(job, players),
+                limit=player.concurrency,
+                limiters=limiters,
+                on_progress=on_progress,
+                budget=budget,
+            )
+        finally:
+            await close_players(players.values())
 
     async def run_async(
         self,
@@ -626,6 +632,14 @@ class Tournament:
         async with anyio.create_task_group() as group:
             for job in jobs:
                 group.start_soon(one, job)
+
+
+async def close_players(players: Iterable[Player]) -> None:
+    """Let players that hold connections (``aclose``, e.g. an LLM's HTTP client) close them."""
+    for player in {id(p): p for p in players}.values():
+        if (aclose := getattr(player, "aclose", None)) is not None:
+            with anyio.CancelScope(shield=True):
+                await aclose()
 
 
 def _run_loop(main: Callable[[], Awaitable[None]]) -> None:
