@@ -131,8 +131,6 @@ def serve(brain: Brain) -> Iterator[FakeOpenAI]:
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive: clients reuse their connections
-
         def log_message(self, format: str, *args: Any) -> None:
             del format, args
 
