@@ -28,6 +28,7 @@ from dealroom.protocol import (
     Role,
     SeatView,
 )
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.generator import generate
 from dealroom.protocol.record import NegotiationRecord
 
@@ -58,8 +59,10 @@ class ScriptedAgent:
         return cls([Decision(actions=(action,), wait=wait) for action in actions])
 
 
-class AgentCheckError(AssertionError):
+class AgentCheckError(DealroomError, AssertionError):
     """An agent broke the agent contract; the message says how and where."""
+
+    kind = "agent_check"
 
 
 def _guarded(factory: AgentFactory, where: list[str]) -> AgentFactory:

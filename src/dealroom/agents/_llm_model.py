@@ -26,21 +26,28 @@ import openai
 from agents.exceptions import ModelBehaviorError
 
 from agents import Model, ModelResponse, OpenAIChatCompletionsModel
+from dealroom.protocol.errors import DealroomError
 
 DEFAULT_BASE_URL_ENV = "OPENAI_BASE_URL"
 API_KEY_ENV = "OPENAI_API_KEY"
 
 
-class LLMError(Exception):
+class LLMError(DealroomError):
     """The seat's model could not be used."""
+
+    kind = "llm"
 
 
 class LLMConfigError(LLMError):
     """A bad model spec or a missing optional dependency."""
 
+    kind = "llm_config"
+
 
 class LLMCallFailed(LLMError):
     """A model call failed for good (a permanent error, or retries used up)."""
+
+    kind = "llm_call_failed"
 
     def __init__(self, message: str, *, attempts: int, cause: BaseException) -> None:
         super().__init__(message)

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dealroom.play.players import Endpoint
+from dealroom.protocol.errors import DealroomError
 
 if TYPE_CHECKING:  # the Agents SDK loads only when an entry's player is built
     from dealroom.agents.llm import LLMPlayer, LLMSettings
@@ -44,8 +45,10 @@ DEFAULT_CONCURRENCY = 16
 PROBE_TIMEOUT_S = 5.0
 
 
-class RosterError(ValueError):
+class RosterError(DealroomError, ValueError):
     """A roster that cannot be used: one sentence naming the file, the entry and the problem."""
+
+    kind = "roster"
 
 
 class RosterEntry(BaseModel):

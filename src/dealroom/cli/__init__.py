@@ -23,6 +23,7 @@ from dealroom.cli import seat as _seat
 from dealroom.cli import serve as _serve
 from dealroom.cli import tournament as _tournament
 from dealroom.cli import train as _train
+from dealroom.protocol.errors import DealroomError
 from dealroom.store.results import StoreError
 
 # Subcommand modules, in the order ``dealroom --help`` lists them.
@@ -41,8 +42,10 @@ SUBCOMMANDS = [
 ]
 
 
-class UsageError(Exception):
+class UsageError(DealroomError):
     """A bad command-line value: printed as one line, exit status 2."""
+
+    kind = "usage"
 
 
 class _Parser(argparse.ArgumentParser):

@@ -48,6 +48,7 @@ from dealroom.protocol import (
     WaitResult,
     WalkAway,
 )
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.tools import arguments_of
 
 M = TypeVar("M", bound=BaseModel)
@@ -95,7 +96,7 @@ def _share_validators(session: ClientSession) -> None:
     session._output_schema_validator = shared  # pyright: ignore[reportAttributeAccessIssue]
 
 
-class SeatError(Exception):
+class SeatError(DealroomError):
     """A tool call the server refused; the negotiation did not change."""
 
     def __init__(self, tool: str, payload: ToolErrorPayload) -> None:
@@ -109,8 +110,10 @@ class SeatError(Exception):
         return self.payload.code
 
 
-class SeatClosedError(Exception):
+class SeatClosedError(DealroomError):
     """The seat is not connected (use it inside ``async with``)."""
+
+    kind = "seat_closed"
 
 
 class Seat:

@@ -44,14 +44,17 @@ from dealroom.protocol import (
     seat_view,
 )
 from dealroom.protocol._base import trusted
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Seed
 
 _EPS = 1e-6
 
 
-class ForkError(Exception):
+class ForkError(DealroomError):
     """The prefix cannot be rebuilt: K is out of range, inside one action, or after the end."""
+
+    kind = "fork"
 
 
 def action_of(event: Event) -> Action | None:

@@ -24,6 +24,7 @@ from dealroom.protocol import (
     Rules,
     SeatView,
 )
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.secret import Seed
 
 Charge = Callable[[float], None]
@@ -68,8 +69,10 @@ class Player(Protocol):
         ...
 
 
-class PlayerFailed(Exception):
+class PlayerFailed(DealroomError):
     """A player could not go on (e.g. its model kept failing). ``extra`` is what it had so far."""
+
+    kind = "player_failed"
 
     def __init__(self, message: str, extra: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)

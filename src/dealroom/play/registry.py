@@ -33,13 +33,16 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from dealroom.protocol import AgentFactory
+from dealroom.protocol.errors import DealroomError
 
 if TYPE_CHECKING:  # players import the MCP client: only a seat player needs it at run time
     from dealroom.play.players import Player
 
 
-class AgentSpecError(ValueError):
+class AgentSpecError(DealroomError, ValueError):
     """An agent spec that names no agent, or gives it a bad parameter."""
+
+    kind = "agent_spec"
 
 
 @dataclass(frozen=True, slots=True)

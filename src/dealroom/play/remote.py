@@ -29,6 +29,7 @@ from dealroom.protocol import (
     RoomRequest,
     Scenario,
 )
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.protocol.outcome import Outcome
 from dealroom.protocol.record import NegotiationRecord
@@ -37,8 +38,10 @@ from dealroom.protocol.secret import Secret
 log = structlog.stdlib.get_logger(__name__)
 
 
-class RemoteMatchError(Exception):
+class RemoteMatchError(DealroomError):
     """The server refused the room, or never reported the outcome."""
+
+    kind = "remote_match"
 
 
 def base_url(server: str) -> str:

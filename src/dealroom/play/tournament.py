@@ -53,6 +53,7 @@ from dealroom.play._orphans import end_with_driver, fate_shared
 from dealroom.play.players import Player, ScriptedPlayer
 from dealroom.play.registry import resolve_player
 from dealroom.protocol import DEFAULT_RULES, TIERS, AgentFactory, Rules, Scenario, Tier
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret, Seed, seed_from_json, seed_json
@@ -69,12 +70,16 @@ AsyncPlay = Callable[["Job"], Awaitable[NegotiationRecord]]
 DEFAULT_RUN = "tournament"
 
 
-class TournamentError(Exception):
+class TournamentError(DealroomError):
     """A tournament that cannot start: a bad configuration, or a store that disagrees with it."""
+
+    kind = "tournament"
 
 
 class RunExistsError(TournamentError):
     """The store already holds negotiations of this run, and resuming was not asked for."""
+
+    kind = "run_exists"
 
     def __init__(self, run: str, stored: int) -> None:
         super().__init__(f"the store already holds {stored} negotiations of run {run!r}")
@@ -84,6 +89,8 @@ class RunExistsError(TournamentError):
 
 class ConfigMismatchError(TournamentError):
     """Resuming a run whose recorded configuration differs from the one asked for."""
+
+    kind = "config_mismatch"
 
     def __init__(self, run: str, differences: list[str]) -> None:
         super().__init__(

@@ -15,7 +15,7 @@ from dealroom.protocol.actions import (
     WalkAway,
 )
 from dealroom.protocol.agent import Agent, AgentFactory, Decision
-from dealroom.protocol.errors import ErrorCode, RuleViolation
+from dealroom.protocol.errors import DealroomError, ErrorCode, RuleViolation
 from dealroom.protocol.events import (
     EVENTS_ADAPTER,
     EndReason,
@@ -69,6 +69,7 @@ __all__ = [
     "Agent",
     "AgentFactory",
     "ClockKind",
+    "DealroomError",
     "Decision",
     "EndReason",
     "ErrorCode",

@@ -1,13 +1,40 @@
-"""Rule violations: one error type with a stable code per rule.
+"""Errors: one root for every error dealroom raises on purpose, and one code per refused rule.
 
-RuleViolation            an action the referee refused; the negotiation is unchanged
-  .code: ErrorCode       stable, machine-readable
-  .message: str          one sentence a model can act on
+Catch ``DealroomError`` to catch them all; ``.code`` says which kind (a stable string: the class's
+``kind``, or, for a refused action or request, the case's ``ErrorCode`` / ``SessionErrorCode``).
+Spec and file errors are also ``ValueError``, so ``except ValueError`` callers keep working.
+
+    DealroomError                      .code
+    ├── RuleViolation                  ErrorCode      protocol  an action the referee refused
+    ├── ScenarioFileError (ValueError) scenario_file  protocol  a scenario file line that is bad
+    ├── ForkError                      fork           engine    a prefix that cannot be rebuilt
+    ├── StoreError                     store          store     not a results store, or unreadable
+    ├── RoomError                      SessionErrorCode server  a request the room refused
+    ├── SeatError                      payload's code server    a tool call refused to a seat
+    ├── SeatError                      payload's code client    a tool call the server refused
+    ├── SeatClosedError                seat_closed    client    a seat used outside ``async with``
+    ├── AgentSpecError (ValueError)    agent_spec     play      a spec that names no agent
+    ├── PlayerFailed                   player_failed  play      a player that could not go on
+    ├── RemoteMatchError               remote_match   play      a remote room that failed
+    ├── TournamentError                tournament     play      a tournament that cannot start
+    │   ├── RunExistsError             run_exists
+    │   └── ConfigMismatchError        config_mismatch
+    ├── RosterError (ValueError)       roster         agents    a roster file that cannot be used
+    ├── LLMError                       llm            agents    the seat's model could not be used
+    │   ├── LLMConfigError             llm_config
+    │   └── LLMCallFailed              llm_call_failed
+    ├── AgentCheckError (AssertionError) agent_check  testing   an agent that broke the contract
+    └── UsageError                     usage          cli       a bad command-line value
+
+Not under the root, on purpose: ``dealroom.training.remote.RemoteError`` (that module is the
+standard library only, to be copied into other projects), and the ``ValueError`` /
+``RuntimeError`` raised for a misused API (a bad argument, a call out of order).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import ClassVar
 
 
 class ErrorCode(StrEnum):
@@ -25,10 +52,28 @@ class ErrorCode(StrEnum):
     INVALID_ACTION = "invalid_action"
 
 
-class RuleViolation(Exception):
+class DealroomError(Exception):
+    """The root of every error dealroom raises on purpose (the tree is in this module's doc)."""
+
+    kind: ClassVar[str] = "dealroom"
+    """The class's stable code."""
+
+    @property
+    def code(self) -> str:
+        """This error's stable, machine-readable code: its class's ``kind``, or, for a refused
+        action or request, the case's own code."""
+        return self.kind
+
+
+class RuleViolation(DealroomError):
     """An action the referee refused. The negotiation state is exactly as before the action."""
 
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(f"{code}: {message}")
-        self.code = code
+        self._code = code
         self.message = message
+
+    @property
+    def code(self) -> ErrorCode:
+        """The rule the action broke."""
+        return self._code

@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from dealroom.protocol._base import Model, to_cents
 from dealroom.protocol.catalog import CATALOG, TIER_RANGES
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.scenario import TIERS, Scenario, Tier
 from dealroom.protocol.secret import Secret, Seed
 
@@ -118,8 +119,10 @@ def dumps_jsonl(scenarios: Iterable[Scenario]) -> str:
     return "".join(s.model_dump_json() + "\n" for s in scenarios)
 
 
-class ScenarioFileError(ValueError):
+class ScenarioFileError(DealroomError, ValueError):
     """A scenario file line that is not a valid scenario."""
+
+    kind = "scenario_file"
 
 
 def loads_jsonl(text: str) -> Iterator[Scenario]:

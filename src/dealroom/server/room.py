@@ -39,6 +39,7 @@ from dealroom.protocol import (
     seat_outcome,
     seat_view,
 )
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret, Seed, seed_json
 from dealroom.protocol.wire import ClockKind
@@ -60,13 +61,18 @@ RECENT_RESULTS = 20
 """How many of the last results a seat's state carries (the totals cover them all)."""
 
 
-class RoomError(Exception):
+class RoomError(DealroomError):
     """A request the room refused (not a rule of the negotiation); nothing changed."""
 
     def __init__(self, code: SessionErrorCode, message: str) -> None:
         super().__init__(f"{code}: {message}")
-        self.code = code
+        self._code = code
         self.message = message
+
+    @property
+    def code(self) -> SessionErrorCode:
+        """Why the room refused."""
+        return self._code
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from dealroom.protocol import (
     WaitResult,
     seat_text,
 )
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.tools import SEAT_TOOLS
 from dealroom.server import texts
 from dealroom.server.room import Room, RoomError
@@ -41,12 +42,17 @@ def descriptions(rules: Rules) -> Mapping[str, str]:
     return cached
 
 
-class SeatError(Exception):
+class SeatError(DealroomError):
     """A refused call; ``payload`` is what the model reads. Nothing changed."""
 
     def __init__(self, payload: ToolErrorPayload) -> None:
         super().__init__(payload.text())
         self.payload = payload
+
+    @property
+    def code(self) -> str:
+        """The refusal's stable code (a referee ``ErrorCode`` or a ``SessionErrorCode``)."""
+        return self.payload.code
 
 
 class SeatBackend(Protocol):

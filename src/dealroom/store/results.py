@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
 
 SCHEMA = """
@@ -45,9 +46,11 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
-class StoreError(Exception):
+class StoreError(DealroomError):
     """The file is not a dealroom results store, cannot be opened, or holds a row that cannot
     be read (a corrupted file, or a record that is not valid)."""
+
+    kind = "store"
 
 
 @dataclass(frozen=True, slots=True)
