@@ -328,6 +328,7 @@ PUBLIC_API = [
     "Agent",
     "AgentFactory",
     "ClockKind",
+    "DealroomError",
     "Decision",
     "EndReason",
     "ErrorCode",

@@ -7,6 +7,7 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     DealroomError                      .code
     ├── RuleViolation                  ErrorCode      protocol  an action the referee refused
     ├── ScenarioFileError (ValueError) scenario_file  protocol  a scenario file line that is bad
+    ├── ArgumentError (ValueError)     payload's code protocol  tool arguments refused up front
     ├── ForkError                      fork           engine    a prefix that cannot be rebuilt
     ├── StoreError                     store          store     not a results store, or unreadable
     ├── RoomError                      SessionErrorCode server  a request the room refused

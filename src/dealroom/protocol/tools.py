@@ -32,6 +32,7 @@ from dealroom.protocol.actions import (
     SendMessage,
     WalkAway,
 )
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.rules import Rules
 from dealroom.protocol.wire import SessionErrorCode, ToolErrorPayload
 
@@ -463,12 +464,17 @@ def validate_arguments(tool: SeatTool, arguments: Mapping[str, Any]) -> Model:
         raise ArgumentError(argument_error(tool, exc)) from None
 
 
-class ArgumentError(ValueError):
+class ArgumentError(DealroomError, ValueError):
     """Arguments a tool refused before anything happened; ``payload`` is what the model reads."""
 
     def __init__(self, payload: ToolErrorPayload) -> None:
         super().__init__(payload.text())
         self.payload = payload
+
+    @property
+    def code(self) -> str:
+        """The refusal's stable code."""
+        return self.payload.code
 
 
 _KINDS = {
