@@ -45,16 +45,42 @@ def test_every_line_is_one_seats_transcript_in_the_messages_format(
     for line in lines:
         assert set(line) == {"messages", "tools", "metadata"}
         roles = [m["role"] for m in line["messages"]]
-        assert roles[:3] == ["system", "user", "assistant"]
-        for message in line["messages"]:
-            if message["role"] == "assistant":
-                ids = [c["id"] for c in message["tool_calls"]]
-                answered = [
-                    m["tool_call_id"]
-                    for m in line["messages"]
-                    if m["role"] == "tool" and m["tool_call_id"] in ids
-                ]
-                assert answered == ids
+        assert roles[0] == "user" and line["messages"][0]["content"].startswith("You are the ")
+        assert roles[1:] == ["assistant", "tool"] * (len(roles) // 2)
+        for call, result in zip(line["messages"][1::2], line["messages"][2::2], strict=True):
+            (tool_call,) = call["tool_calls"]
+            assert isinstance(tool_call["function"]["arguments"], dict)
+            assert result["tool_call_id"] == tool_call["id"]
+
+
+def test_json_arguments_flag_writes_arguments_as_strings(store: Path, tmp_path: Path) -> None:
+    for line in export(store, tmp_path, "--json-arguments", "--agent", "linear"):
+        for call in line["messages"][1::2]:
+            assert isinstance(json.loads(call["tool_calls"][0]["function"]["arguments"]), dict)
+
+
+def test_a_record_that_does_not_replay_is_skipped_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "altered.db"
+    record = play(
+        scenario_at(0, 1, "mid"),
+        resolve("linear"),
+        resolve("boulware"),
+        names=("linear", "boulware"),
+    )
+    offer = next(e for e in record.events if e.type == "offer_made")
+    events = tuple(
+        e.model_copy(update={"price": e.price + 1}) if e is offer else e for e in record.events
+    )
+    with ResultsStore(path) as db:
+        db.add("r/good", record, run="r")
+        db.add("r/bad", record.model_copy(update={"events": events}), run="r")
+    lines = export(path, tmp_path)
+    assert {line["metadata"]["key"] for line in lines} == {"r/good"}
+    err = capsys.readouterr().err
+    assert "wrote 2 transcripts" in err
+    assert "skipped 2 that do not replay (events differ: 2)" in err
 
 
 def test_role_and_agent_filters(store: Path, tmp_path: Path) -> None:

@@ -1,43 +1,26 @@
-"""SFT transcripts: the OpenAI messages format, rebuilt from a record's events."""
+"""SFT conversations: a scripted record replayed through the served surface, byte for byte."""
 
 import json
 import random
-from decimal import Decimal
 
 import pytest
 
-from dealroom.agents import resolve
 from dealroom.engine.match import play
-from dealroom.protocol import Decision, MakeOffer, Observation, SeatView, SendMessage
+from dealroom.play.registry import resolve
+from dealroom.protocol import TIERS, Decision, Observation, OfferMade, Role, SeatView
 from dealroom.protocol.generator import scenario_at
-from dealroom.training.sft import sft_example
+from dealroom.protocol.rules import DEFAULT_RULES
+from dealroom.protocol.secret import Secret
+from dealroom.protocol.tools import function_schemas
+from dealroom.training.sft import NotReplayable, sft_example
+from dealroom.training.trl import BargainToolEnv
+
+PAIRINGS = [("conceder", "boulware"), ("zic", "tit_for_tat"), ("linear", "micro")]
 
 
-def check_structure(example: dict) -> None:
-    """Every tool call is answered, in order, by a tool message with its id."""
-    messages = example["messages"]
-    assert messages[0]["role"] == "system" and messages[1]["role"] == "user"
-    pending: list[str] = []
-    for message in messages[2:]:
-        if message["role"] == "assistant":
-            assert not pending
-            assert message["tool_calls"]
-            for call in message["tool_calls"]:
-                assert call["type"] == "function"
-                json.loads(call["function"]["arguments"])
-                pending.append(call["id"])
-        else:
-            assert message["role"] == "tool"
-            assert message["tool_call_id"] == pending.pop(0)
-    assert not pending
-    ids = [c["id"] for m in messages if m["role"] == "assistant" for c in m["tool_calls"]]
-    assert len(ids) == len(set(ids))
-
-
-def record_of(buyer: str, seller: str, index: int = 2):
-    return play(
-        scenario_at(0, index, "mid"), resolve(buyer), resolve(seller), names=(buyer, seller)
-    )
+def record_of(buyer: str, seller: str, index: int = 2, tier: str = "mid", seed=0):
+    scenario = scenario_at(seed, index, tier)  # type: ignore[arg-type]
+    return play(scenario, resolve(buyer), resolve(seller), names=(buyer, seller), seed=seed)
 
 
 def a_deal(buyer: str, seller: str):
@@ -49,79 +32,115 @@ def a_deal(buyer: str, seller: str):
     raise AssertionError("no deal in 40 scenarios")
 
 
-def test_a_deal_becomes_system_user_then_calls_and_their_results() -> None:
+def check_structure(example: dict) -> None:
+    """The briefing, then each tool call answered by one tool message with its id."""
+    messages = example["messages"]
+    assert messages[0]["role"] == "user"
+    assert [m["role"] for m in messages[1:]] == ["assistant", "tool"] * ((len(messages) - 1) // 2)
+    for call, result in zip(messages[1::2], messages[2::2], strict=True):
+        (tool_call,) = call["tool_calls"]
+        assert tool_call["type"] == "function"
+        assert isinstance(tool_call["function"]["arguments"], dict)
+        assert result["tool_call_id"] == tool_call["id"]
+    ids = [m["tool_call_id"] for m in messages[2::2]]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize(("buyer", "seller"), PAIRINGS)
+@pytest.mark.parametrize("role", ["buyer", "seller"])
+def test_tool_messages_are_what_the_trl_environment_returns_for_the_same_calls(
+    buyer: str, seller: str, role: Role
+) -> None:
+    opponent = seller if role == "buyer" else buyer
+    for tier in TIERS:
+        for index in range(5):
+            record = record_of(buyer, seller, index, tier)
+            example = sft_example(record, role)
+            assert example is not None
+            check_structure(example)
+            env = BargainToolEnv(opponent=opponent, role=role, tier=tier, seed=0)
+            messages = example["messages"]
+            assert messages[0] == {"role": "user", "content": env.reset(index=index)}
+            for call, result in zip(messages[1::2], messages[2::2], strict=True):
+                function = call["tool_calls"][0]["function"]
+                text = getattr(env, function["name"])(**function["arguments"])
+                assert result["content"] == text, (tier, index, function)
+            assert example["tools"] == function_schemas(DEFAULT_RULES)
+
+
+def test_the_conversation_ends_with_the_outcome_and_replays_the_recorded_offers() -> None:
     record = a_deal("conceder", "boulware")
     example = sft_example(record, "buyer")
     assert example is not None
-    check_structure(example)
     messages = example["messages"]
     assert messages[0]["content"].startswith("You are the buyer")
-    assert messages[1]["content"].startswith("The negotiation has started.")
-    calls = [c["function"] for m in messages if m["role"] == "assistant" for c in m["tool_calls"]]
-    own = [e for e in record.events if e.by == "buyer" and e.type != "offer_withdrawn"]
-    kinds = {"offer_made": "make_offer", "offer_accepted": "accept", "message_sent": "send_message"}
-    assert [c["name"] for c in calls] == [kinds[e.type] for e in own if e.type in kinds]
     surplus = record.outcome.buyer_surplus
-    assert messages[-1]["content"].endswith(f"Your surplus: ${surplus:,.2f}.")
-    assert {t["function"]["name"] for t in example["tools"]} >= {"make_offer", "accept"}
-
-
-def test_each_make_offer_call_carries_the_recorded_price() -> None:
-    record = record_of("linear", "boulware")
-    example = sft_example(record, "seller")
-    assert example is not None
+    assert f"{surplus:,.2f}" in messages[-1]["content"]
     offered = [
-        json.loads(c["function"]["arguments"])["price"]
-        for m in example["messages"]
-        if m["role"] == "assistant"
-        for c in m["tool_calls"]
-        if c["function"]["name"] == "make_offer"
+        m["tool_calls"][0]["function"]["arguments"]["price"]
+        for m in messages[1::2]
+        if m["tool_calls"][0]["function"]["name"] == "make_offer"
     ]
-    recorded = [
-        float(e.price) for e in record.events if e.type == "offer_made" and e.by == "seller"
-    ]
+    recorded = [float(e.price) for e in record.events if e.type == "offer_made" and e.by == "buyer"]
     assert offered == recorded
 
 
+def test_arguments_can_be_json_strings() -> None:
+    record = record_of("linear", "boulware")
+    objects = sft_example(record, "seller")
+    strings = sft_example(record, "seller", arguments="json")
+    assert objects is not None and strings is not None
+    for a, b in zip(objects["messages"][1::2], strings["messages"][1::2], strict=True):
+        function, encoded = a["tool_calls"][0]["function"], b["tool_calls"][0]["function"]
+        assert json.loads(encoded["arguments"]) == function["arguments"]
+    assert objects["messages"][2::2] == strings["messages"][2::2]
+
+
+def test_a_record_whose_events_were_altered_is_not_replayed() -> None:
+    record = record_of("conceder", "boulware")
+    i, offer = next((i, e) for i, e in enumerate(record.events) if isinstance(e, OfferMade))
+    events = list(record.events)
+    events[i] = offer.model_copy(update={"price": offer.price + 1})
+    altered = record.model_copy(update={"events": tuple(events)})
+    for role in ("buyer", "seller"):
+        with pytest.raises(NotReplayable) as caught:
+            sft_example(altered, role)
+        assert caught.value.reason == "events differ"
+
+
+def test_a_random_agent_replays_only_under_its_own_seed() -> None:
+    secret = Secret.new()
+    record = record_of("zic", "zic", 1, "mid", seed=secret)
+    assert sft_example(record, "buyer", seed=secret) is not None
+    with pytest.raises(NotReplayable, match="events differ"):
+        sft_example(record, "buyer", seed=0)
+
+
+def test_a_seat_that_is_not_a_registry_agent_is_not_replayed() -> None:
+    record = record_of("conceder", "boulware").model_copy(update={"seller": "llm:some-model"})
+    with pytest.raises(NotReplayable) as caught:
+        sft_example(record, "buyer")
+    assert caught.value.reason in ("not scripted", "unknown agent")
+
+
 @pytest.mark.parametrize("role", ["buyer", "seller"])
-def test_the_other_sides_value_never_appears(role: str) -> None:
+def test_the_other_sides_value_never_appears(role: Role) -> None:
     for index in range(6):
         record = record_of("conceder", "boulware", index)
         s = record.scenario
         own, hidden = (
             (s.buyer_value, s.seller_cost) if role == "buyer" else (s.seller_cost, s.buyer_value)
         )
-        example = sft_example(record, role)  # type: ignore[arg-type]
+        example = sft_example(record, role)
         assert example is not None
         text = json.dumps(example)
         for form in (f"{hidden:,.2f}", f"{hidden:.2f}", str(float(hidden))):
             assert form not in text, (index, form)
-        # The seat's own value appears only in its own briefing.
-        rest = json.dumps(example["messages"][1:])
-        assert f"{own:,.2f}" not in rest
-
-
-class Chatty:
-    """Sends a message and an offer in one turn, then waits for replies."""
-
-    def __init__(self, view: SeatView) -> None:
-        self.price = view.scenario.list_price * Decimal("0.6")
-
-    def act(self, observation: Observation) -> Decision:
-        self.price += 10
-        return Decision(actions=(SendMessage(text="Hello"), MakeOffer(price=self.price)))
-
-
-def test_actions_of_one_turn_share_one_assistant_message() -> None:
-    def chatty(view: SeatView, rng: random.Random) -> Chatty:
-        return Chatty(view)
-
-    record = play(scenario_at(0, 2, "mid"), chatty, resolve("boulware"), names=("chatty", "b"))
-    example = sft_example(record, "buyer")
-    assert example is not None
-    check_structure(example)
-    turns = [m["tool_calls"] for m in example["messages"] if m["role"] == "assistant"]
-    assert all([c["function"]["name"] for c in t] == ["send_message", "make_offer"] for t in turns)
+        # The seat's own value appears only where the served seat reads it too: its briefing
+        # and its own state (get_state), never in an action's or a wait's result.
+        for call, result in zip(example["messages"][1::2], example["messages"][2::2], strict=True):
+            if call["tool_calls"][0]["function"]["name"] != "get_state":
+                assert f"{own:,.2f}" not in result["content"]
 
 
 def test_a_seat_that_never_acted_has_no_transcript() -> None:
@@ -132,9 +151,12 @@ def test_a_seat_that_never_acted_has_no_transcript() -> None:
 
         return Silent()
 
-    record = play(scenario_at(0, 2, "mid"), silent, resolve("boulware"), names=("s", "b"))
+    record = play(
+        scenario_at(0, 2, "mid"), silent, resolve("boulware"), names=("silent", "boulware")
+    )
     assert sft_example(record, "buyer") is None
-    assert sft_example(record, "seller") is not None
+    with pytest.raises(NotReplayable):  # the silent buyer is no registry agent
+        sft_example(record, "seller")
 
 
 def test_metadata_names_the_seat_and_the_result_but_no_values() -> None:

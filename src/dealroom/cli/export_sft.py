@@ -6,14 +6,25 @@ import argparse
 import json
 import math
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from dealroom.cli._common import usage_error
-from dealroom.protocol import ROLES, Role
+from dealroom.protocol import DEFAULT_RULES, ROLES, Role, Rules
+from dealroom.protocol.secret import seed_from_json
 from dealroom.store.results import ResultsStore, StoredNegotiation, StoreError
-from dealroom.training.sft import conversation_example, sft_example
+from dealroom.training.sft import (
+    ArgumentsForm,
+    NotReplayable,
+    conversation_example,
+    sft_example,
+)
+
+log = structlog.stdlib.get_logger(__name__)
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,14 +32,20 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "export-sft",
         help="write stored negotiations as chat transcripts (OpenAI messages, JSONL)",
-        description="One line per seat and negotiation: the seat's briefing, observations, "
-        "its tool calls and their results. The seat's private value appears only in its own "
-        "briefing. An LLM seat whose conversation was stored exports that conversation as the "
-        "model read and wrote it.",
+        description="One line per seat and negotiation, as the seat is served: its briefing "
+        "(the first user message), each tool call and the text it returned. A scripted seat "
+        "is replayed under the run's seed and rules; one whose replay does not reproduce the "
+        "stored events is skipped and counted. An LLM seat whose conversation was stored "
+        "exports that conversation as the model read and wrote it.",
     )
     parser.add_argument("db", type=Path, metavar="FILE.db", help="results store to read")
     parser.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     add_filters(parser)
+    parser.add_argument(
+        "--json-arguments",
+        action="store_true",
+        help="tool-call arguments as JSON strings (default: objects)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -72,20 +89,34 @@ def _keep(row: StoredNegotiation, role: Role, args: argparse.Namespace) -> bool:
     return True
 
 
-def _example(row: StoredNegotiation, role: Role) -> dict[str, object] | None:
-    """The model's stored conversation where there is one, else the rebuilt transcript."""
+def _example(
+    row: StoredNegotiation, role: Role, config: dict[str, Any], arguments: ArgumentsForm
+) -> dict[str, Any] | None:
+    """The model's stored conversation where there is one, else the replayed one (under the
+    run's recorded seed and rules)."""
     metadata = {"key": row.key, "run": row.run}
     conversation = row.extra.get("players", {}).get(role, {}).get("conversation")
     if conversation:
         return conversation_example(row.record, role, conversation, metadata=metadata)
-    return sft_example(row.record, role, metadata=metadata)
+    rules = Rules.model_validate(config["rules"]) if "rules" in config else DEFAULT_RULES
+    seed = seed_from_json(config)
+    return sft_example(
+        row.record, role, seed=seed, rules=rules, arguments=arguments, metadata=metadata
+    )
 
 
-def stored_examples(db: Path, args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+def stored_examples(
+    db: Path,
+    args: argparse.Namespace,
+    *,
+    arguments: ArgumentsForm = "object",
+    skipped: Counter[str] | None = None,
+) -> Iterator[dict[str, Any]]:
     """The transcripts of the seats in ``db`` that the filter flags keep, in store order.
 
     The store is checked and opened at once (a bad file is a usage error before anything is
-    written); the transcripts are read as the iterator is consumed.
+    written); the transcripts are read as the iterator is consumed. A scripted seat whose
+    replay does not reproduce its record is logged and counted in ``skipped`` by reason.
     """
     if not db.is_file():
         raise usage_error(f"{db}: no such file")
@@ -95,13 +126,23 @@ def stored_examples(db: Path, args: argparse.Namespace) -> Iterator[dict[str, An
     except StoreError as exc:
         raise usage_error(str(exc)) from None
 
+    counts = Counter[str]() if skipped is None else skipped
+
     def examples() -> Iterator[dict[str, Any]]:
+        configs: dict[str, dict[str, Any]] = {}
         with store:
             for row in store.iter(args.run):
+                if row.run not in configs:
+                    configs[row.run] = store.run_config(row.run) or {}
                 for role in roles:
                     if not _keep(row, role, args):
                         continue
-                    example = _example(row, role)
+                    try:
+                        example = _example(row, role, configs[row.run], arguments)
+                    except NotReplayable as exc:
+                        log.warning("sft_skipped", key=row.key, role=role, reason=str(exc))
+                        counts[exc.reason] += 1
+                        continue
                     if example is not None:
                         yield example
 
@@ -110,7 +151,9 @@ def stored_examples(db: Path, args: argparse.Namespace) -> Iterator[dict[str, An
 
 def run(args: argparse.Namespace) -> int:
     """Read the store, filter, write one transcript per line."""
-    examples = stored_examples(args.db, args)
+    skipped = Counter[str]()
+    form: ArgumentsForm = "json" if args.json_arguments else "object"
+    examples = stored_examples(args.db, args, arguments=form, skipped=skipped)
     written = 0
     try:
         with args.out.open("w", encoding="utf-8") as out:
@@ -119,5 +162,7 @@ def run(args: argparse.Namespace) -> int:
                 written += 1
     except OSError as exc:
         raise usage_error(f"{args.out}: {exc.strerror or exc}") from None
-    sys.stderr.write(f"wrote {written} transcripts to {args.out}\n")
+    why = ", ".join(f"{reason}: {n}" for reason, n in sorted(skipped.items()))
+    note = f"; skipped {skipped.total()} that do not replay ({why})" if skipped else ""
+    sys.stderr.write(f"wrote {written} transcripts to {args.out}{note}\n")
     return 0

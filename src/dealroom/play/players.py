@@ -18,11 +18,14 @@ from dealroom.client.seat import Seat, SeatError
 from dealroom.engine.match import seat_rng
 from dealroom.protocol import (
     Action,
+    ActionResult,
     AgentFactory,
     Observation,
     Role,
     Rules,
+    SeatState,
     SeatView,
+    WaitResult,
 )
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.secret import Seed
@@ -80,6 +83,18 @@ class PlayerFailed(DealroomError):
         self.extra: Mapping[str, Any] = dict(extra or {})
 
 
+class ToolSeat(Protocol):
+    """The seat calls a scripted player makes: ``Seat`` over MCP, or the SFT export's seat
+    (``dealroom.training.sft``), which replays a record through the same calls. A refused call
+    raises ``SeatError``."""
+
+    async def act(self, action: Action) -> ActionResult: ...
+
+    async def wait_for_opponent(self, timeout_s: float | None = None) -> WaitResult: ...
+
+    async def get_state(self) -> SeatState: ...
+
+
 class ScriptedPlayer:
     """A scripted strategy (an ``AgentFactory``) playing through a seat's tools.
 
@@ -96,7 +111,7 @@ class ScriptedPlayer:
         self.factory = factory
         self.name = name
 
-    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+    async def play(self, seat: ToolSeat, context: SeatContext) -> Mapping[str, Any]:
         """Decide on every wake until the negotiation ends."""
         observation = (await seat.get_state()).observation
         view = SeatView(
@@ -125,7 +140,7 @@ class ScriptedPlayer:
         return {"wakes": wakes}
 
 
-async def _act_all(seat: Seat, role: Role, actions: tuple[Action, ...]) -> _AfterActions:
+async def _act_all(seat: ToolSeat, role: Role, actions: tuple[Action, ...]) -> _AfterActions:
     """Make the actions in order, stopping at the first refused one or the end."""
     now: float | None = None
     news = False
@@ -155,7 +170,7 @@ LONG_SLEEP_S = 60.0
 """Longest single wait; a seat that asked to sleep until news simply waits again."""
 
 
-async def _sleep(seat: Seat, clock_s: float | None) -> Observation:
+async def _sleep(seat: ToolSeat, clock_s: float | None) -> Observation:
     """Wait for news or the timeout on the clock, then read the observation for the next wake."""
     remaining = math.inf if clock_s is None else clock_s
     while True:

@@ -1,157 +1,188 @@
-"""Chat transcripts for supervised fine-tuning, rebuilt from stored negotiation records.
+"""Chat transcripts for supervised fine-tuning: what a served seat reads, byte for byte.
 
-One seat's view of one negotiation in the OpenAI messages format, with the same tools and the
-same text as :class:`~dealroom.training.trl.BargainToolEnv`, so SFT and RL see one interface:
+One seat's view of one negotiation in the OpenAI messages format, on the surface a model is
+served and trained on (docs/design.md, "What a model reads"):
 
-- ``system``: the seat's briefing (the only place its private value appears);
-- ``user``: what the seat saw before its first move;
-- then, per turn of the seat: an ``assistant`` message whose ``tool_calls`` are its actions,
-  and one ``tool`` message per call (matching ``tool_call_id``) with what happened, up to the
-  seat's next turn; the last one ends with the outcome (the seat's own surplus only).
+- the first message is ``user``: the seat's briefing, exactly as MCP and
+  :class:`~dealroom.training.trl.BargainToolEnv` ``reset`` give it;
+- then one ``assistant`` message per tool call and one ``tool`` message with its result, the
+  text of ``dealroom.protocol.seat_text`` that the served tool returns;
+- ``tools`` is ``function_schemas(rules)``, what TRL builds from the environment's methods.
 
-Records keep events, not turns, so turns are inferred: consecutive actions of the seat belong
-to one turn when the second took effect exactly its clock cost after the first (a queued batch
-runs on whatever the other side does meanwhile; a new turn costs thinking time first). A
-turn's wake time is estimated as its first action's time minus that action's cost and one
-thinking step. Refused actions are not stored, so they never appear.
+A scripted seat's conversation is not inferred from the record's events: the record is
+*replayed*. The seat's agent plays as the served scripted player does
+(``dealroom.play.players.ScriptedPlayer``: the same translation of decisions into tool calls)
+against a ``LocalSeat`` whose house agent is the other seat's agent, both seeded as in the
+original negotiation (``seat_rng`` under the run's secret or seed). Each call and the text it
+returned are written down. The replay must reproduce the stored events exactly; a record that
+does not (another seed, an edited record, an opponent that is not scripted) raises
+``NotReplayable`` instead of yielding a different conversation. A stored LLM conversation is
+exported as the model read and wrote it (``conversation_example``).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
+import anyio
+
+from dealroom.client.seat import SeatError
+from dealroom.engine.calls import LocalSeat
+from dealroom.engine.match import seat_rng
+from dealroom.play.players import ScriptedPlayer, SeatContext
+from dealroom.play.registry import AgentSpecError, resolve_player
 from dealroom.protocol import (
     DEFAULT_RULES,
-    ActionType,
-    Event,
-    MessageSent,
-    OfferAccepted,
-    OfferMade,
-    OfferRejected,
+    Action,
+    ActionResult,
     Role,
     Rules,
-    WalkedAway,
-    seat_outcome,
+    SeatState,
+    ToolErrorPayload,
+    WaitResult,
+    other,
     seat_view,
 )
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.protocol.tools import function_schemas
-from dealroom.training import _text
+from dealroom.protocol.secret import Seed
+from dealroom.protocol.tools import ToolName, arguments_of, function_schemas
+from dealroom.training.trl import call_tool
+
+ArgumentsForm = Literal["object", "json"]
+"""Tool-call arguments as JSON objects (the default: most chat templates expect them) or as
+JSON strings (the OpenAI API's form, which Qwen3-style templates also read)."""
 
 TOOLS: list[dict[str, Any]] = function_schemas(DEFAULT_RULES)
 """The seat's tools as OpenAI function schemas under the default rules: exactly what TRL builds
 from BargainToolEnv's methods (``dealroom.protocol.tools.function_schemas``)."""
 
 
-def _call(event: Event) -> tuple[ActionType, dict[str, Any]] | None:
-    """The tool call behind one of the seat's own events; None for other events."""
-    match event:
-        case OfferMade():
-            args: dict[str, Any] = {"price": float(event.price)}
-            if event.message is not None:
-                args["message"] = event.message
-            return "make_offer", args
-        case OfferAccepted():
-            return "accept", {"offer_id": event.offer_id}
-        case OfferRejected():
-            args = {"offer_id": event.offer_id}
-            if event.message is not None:
-                args["message"] = event.message
-            return "reject", args
-        case MessageSent():
-            return "send_message", {"text": event.text}
-        case WalkedAway():
-            return "walk_away", {} if event.message is None else {"message": event.message}
-        case _:
-            return None
+class NotReplayable(Exception):
+    """A record whose seat cannot be replayed into the conversation it had; ``reason`` is a
+    short, stable phrase to count skipped records by."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
 
 
-def _turns(events: tuple[Event, ...], role: Role, rules: Rules) -> list[list[int]]:
-    """Indices of the seat's action events, grouped by inferred turn."""
-    turns: list[list[int]] = []
-    for i, event in enumerate(events):
-        call = _call(event) if event.by == role else None
-        if call is None:
-            continue
-        # A queued action takes effect exactly its cost after the previous one, whatever the
-        # other side does meanwhile; a new turn costs thinking time first.
-        if turns and abs(event.t - events[turns[-1][-1]].t - rules.costs.of(call[0])) < 1e-6:
-            turns[-1].append(i)
-        else:
-            turns.append([i])
-    return turns
+@dataclass(frozen=True, slots=True)
+class _Call:
+    name: ToolName
+    arguments: dict[str, Any]
+    text: str
+
+
+@dataclass(slots=True)
+class _RecordingSeat:
+    """The scripted player's seat: each call goes through ``call_tool`` on a ``LocalSeat``
+    (what BargainToolEnv's tools do), and is written down with the text it returned."""
+
+    seat: LocalSeat
+    calls: list[_Call] = field(default_factory=list[_Call])
+
+    async def act(self, action: Action) -> ActionResult:
+        result = self._call(action.type, arguments_of(action))
+        assert isinstance(result, ActionResult)
+        return result
+
+    async def wait_for_opponent(self, timeout_s: float | None = None) -> WaitResult:
+        result = self._call(
+            "wait_for_opponent", {} if timeout_s is None else {"timeout_s": timeout_s}
+        )
+        assert isinstance(result, WaitResult)
+        return result
+
+    async def get_state(self) -> SeatState:
+        result = self._call("get_state", {})
+        assert isinstance(result, SeatState)
+        return result
+
+    def _call(
+        self, name: ToolName, arguments: dict[str, Any]
+    ) -> ActionResult | WaitResult | SeatState:
+        reply = call_tool(self.seat, name, arguments)
+        self.calls.append(_Call(name, arguments, reply.text))
+        if isinstance(reply.result, ToolErrorPayload):
+            raise SeatError(name, reply.result)
+        return reply.result
+
+
+def _scripted(spec: str, seat: str) -> ScriptedPlayer:
+    try:
+        player = resolve_player(spec)
+    except AgentSpecError as exc:
+        raise NotReplayable("unknown agent", f"{seat} {spec!r}: {exc}") from None
+    if not isinstance(player, ScriptedPlayer):
+        raise NotReplayable("not scripted", f"{seat} {spec!r} is not a scripted agent")
+    return player
+
+
+def replay_calls(
+    record: NegotiationRecord, role: Role, *, seed: Seed = 0, rules: Rules = DEFAULT_RULES
+) -> list[_Call]:
+    """The seat's tool calls and the texts they returned, replayed from the record's agents;
+    raises NotReplayable unless the replay reproduces the record's events and outcome."""
+    scenario = record.scenario
+    them = other(role)
+    mine = _scripted(record.buyer if role == "buyer" else record.seller, "seat")
+    theirs = _scripted(record.seller if role == "buyer" else record.buyer, "opponent")
+    house = theirs.factory(seat_view(scenario, them), seat_rng(seed, scenario.id, them))
+    local = LocalSeat(scenario, role, house, rules)
+    seat = _RecordingSeat(local)
+    context = SeatContext(role=role, rules=rules, seed=seed)
+
+    async def play() -> None:
+        await mine.play(seat, context)
+
+    anyio.run(play)
+    local.finish()
+    if tuple(local.referee.events_since(0)) != record.events:
+        raise NotReplayable("events differ", f"{scenario.id} {role}: the replay played otherwise")
+    if local.referee.outcome != record.outcome:
+        raise NotReplayable("outcome differs", f"{scenario.id} {role}")
+    return seat.calls
 
 
 def sft_example(
     record: NegotiationRecord,
     role: Role,
     *,
+    seed: Seed = 0,
     rules: Rules = DEFAULT_RULES,
+    arguments: ArgumentsForm = "object",
     metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """One seat's transcript as ``{"messages", "tools", "metadata"}``; None if it never acted."""
-    events, scenario = record.events, record.scenario
-    turns = _turns(events, role, rules)
-    if not turns:
+    """One scripted seat's conversation as ``{"messages", "tools", "metadata"}``, replayed
+    under the run's ``seed`` and ``rules``; None if the seat never acted. Raises
+    NotReplayable for a record that does not replay into itself."""
+    if not any(event.by == role for event in record.events):
         return None
-    currency, deadline = scenario.currency, scenario.deadline
-
-    def wake_time(turn: int) -> float:
-        first = events[turns[turn][0]]
-        call = _call(first)
-        assert call is not None
-        estimate = first.t - rules.costs.of(call[0]) - rules.thinking.per_wake
-        previous = events[turns[turn - 1][-1]].t if turn > 0 else 0.0
-        return max(estimate, previous, 0.0)
-
-    def cut(turn: int) -> int:
-        """Index of the first event the seat had not seen when it woke for ``turn``."""
-        first, woke = turns[turn][0], wake_time(turn)
-        return next((i for i in range(first) if events[i].t > woke and i >= shown), first)
-
-    def seen(upto: int) -> list[str]:
-        return _text.events_text(events[shown:upto], role, currency)
-
-    def state(turn: int) -> str:
-        live = _text.live_offers(events[:shown])
-        return _text.state_text(role, wake_time(turn), deadline, live, currency)
-
-    shown = 0
-    upto = cut(0)
-    opening = ["The negotiation has started.", *seen(upto)]
-    shown = upto
+    calls = replay_calls(record, role, seed=seed, rules=rules)
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": briefing(seat_view(scenario, role), rules)},
-        {"role": "user", "content": "\n".join([*opening, state(0)])},
+        {"role": "user", "content": briefing(seat_view(record.scenario, role), rules)}
     ]
-    n = 0
-    for turn, indices in enumerate(turns):
-        calls, results = [], []
-        for position, index in enumerate(indices):
-            call = _call(events[index])
-            assert call is not None
-            n += 1
-            call_id = f"call_{n}"
-            calls.append(
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": call[0], "arguments": json.dumps(call[1])},
-                }
-            )
-            last = position == len(indices) - 1
-            upto = index + 1 if not last else (cut(turn + 1) if turn + 1 < len(turns) else None)
-            lines = seen(len(events) if upto is None else upto)
-            shown = len(events) if upto is None else upto
-            if last and upto is None:
-                lines.append(_text.outcome_text(seat_outcome(record.outcome, role), currency))
-            elif last:
-                lines.append(state(turn + 1))
-            results.append({"role": "tool", "tool_call_id": call_id, "content": "\n".join(lines)})
-        messages.append({"role": "assistant", "content": "", "tool_calls": calls})
-        messages.extend(results)
+    for n, call in enumerate(calls, start=1):
+        call_id = f"call_{n}"
+        args: Any = json.dumps(call.arguments) if arguments == "json" else dict(call.arguments)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": args},
+                    }
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": call.text})
     return {
         "messages": messages,
         "tools": function_schemas(rules),
@@ -162,7 +193,7 @@ def sft_example(
 def conversation_example(
     record: NegotiationRecord,
     role: Role,
-    conversation: dict[str, Any],
+    conversation: Mapping[str, Any],
     *,
     metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:

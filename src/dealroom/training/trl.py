@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 from dealroom.engine.calls import LocalSeat
@@ -42,11 +43,15 @@ from dealroom.engine.match import seat_rng
 from dealroom.protocol import (
     DEFAULT_RULES,
     TIERS,
+    ActionResult,
     AgentFactory,
     Role,
     Rules,
     RuleViolation,
+    SeatState,
     Tier,
+    ToolErrorPayload,
+    WaitResult,
     other,
     seat_text,
     seat_view,
@@ -120,7 +125,6 @@ class BargainToolEnv:
         self._reward = reward or RewardSpec()
         self._rules = rules
         self._seat: LocalSeat | None = None
-        self._currency = "USD"
 
     # -- the TRL contract ---------------------------------------------------------------
 
@@ -143,7 +147,6 @@ class BargainToolEnv:
             seat_view(scenario, them), seat_rng(seed, scenario.id, them)
         )
         self._seat = LocalSeat(scenario, role, house, self._rules)
-        self._currency = scenario.currency
         return separator(row) + briefing(seat_view(scenario, role), self._rules)
 
     def get_reward(self) -> float:
@@ -187,26 +190,43 @@ class BargainToolEnv:
 
     def _call(self, name: ToolName, arguments: dict[str, Any]) -> str:
         """One tool call: what the model reads back."""
-        seat = self._require()
-        tool = TOOLS_BY_NAME[name]
-        try:
-            args = validate_arguments(tool, arguments)
-        except ArgumentError as error:
-            return seat_text.error_text(error.payload)
-        try:
-            match tool.result:
-                case "action":
-                    action = action_of(args)
-                    assert action is not None
-                    result = seat.act(action)
-                case "wait":
-                    assert isinstance(args, WaitArgs)
-                    result = seat.wait(args.timeout_s)
-                case "state":
-                    return seat_text.state_text(seat.state())
-        except RuleViolation as violation:
-            return seat_text.error_payload(violation.code, violation.message).text()
-        return seat_text.update_text(result, seat.role, self._currency)
+        return call_tool(self._require(), name, arguments).text
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReply:
+    """One tool call's reply: the text the model reads and the typed result (or refusal)."""
+
+    text: str
+    result: ActionResult | WaitResult | SeatState | ToolErrorPayload
+
+
+def call_tool(seat: LocalSeat, name: ToolName, arguments: Mapping[str, Any]) -> ToolReply:
+    """One tool call on a local seat, as the served tool makes it: arguments validated, the
+    call run, the one result text rendered. The TRL environment and the SFT export use it."""
+    tool = TOOLS_BY_NAME[name]
+    try:
+        args = validate_arguments(tool, arguments)
+    except ArgumentError as error:
+        return ToolReply(seat_text.error_text(error.payload), error.payload)
+    result: ActionResult | WaitResult
+    try:
+        match tool.result:
+            case "action":
+                action = action_of(args)
+                assert action is not None
+                result = seat.act(action)
+            case "wait":
+                assert isinstance(args, WaitArgs)
+                result = seat.wait(args.timeout_s)
+            case "state":
+                state = seat.state()
+                return ToolReply(seat_text.state_text(state), state)
+    except RuleViolation as violation:
+        payload = seat_text.error_payload(violation.code, violation.message)
+        return ToolReply(payload.text(), payload)
+    currency = seat.referee.scenario.currency
+    return ToolReply(seat_text.update_text(result, seat.role, currency), result)
 
 
 def _documented(fn: Callable[..., str], rules: Rules) -> Callable[..., str]:
@@ -241,4 +261,4 @@ def with_rules(rules: Rules) -> type[BargainToolEnv]:
     return _with_rules(BargainToolEnv, rules.model_dump_json())
 
 
-__all__ = ["TOOLS", "BargainToolEnv", "separator", "with_rules"]
+__all__ = ["TOOLS", "BargainToolEnv", "ToolReply", "call_tool", "separator", "with_rules"]
