@@ -205,14 +205,17 @@ def grpo_rows(settings: GRPOSettings) -> list[Row]:
 def reference_rows(settings: GRPOSettings, count: int = 8) -> list[Row]:
     """Conversations of scripted negotiations on the first scenarios of the GRPO dataset."""
     opponent = settings.opponent
-    house: AgentFactory = resolve(opponent if isinstance(opponent, str) else REFERENCE_OPPONENT)
+    spec = opponent if isinstance(opponent, str) else REFERENCE_OPPONENT
+    house: AgentFactory = resolve(spec)
     learner = resolve(REFERENCE_LEARNER)
+    seed, rules = settings.scenario_seed, settings.rules
     rows = []
     for index in range(min(count, settings.scenarios)):
-        scenario = scenario_at(settings.scenario_seed, index, settings.tier)
+        scenario = scenario_at(seed, index, settings.tier)
         pair = (learner, house) if settings.role == "buyer" else (house, learner)
-        record = play(scenario, *pair, rules=settings.rules, seed=settings.scenario_seed)
-        example = sft_example(record, settings.role, rules=settings.rules)
+        names = (REFERENCE_LEARNER, spec) if settings.role == "buyer" else (spec, REFERENCE_LEARNER)
+        record = play(scenario, *pair, rules=rules, seed=seed, names=names)
+        example = sft_example(record, settings.role, seed=seed, rules=rules)
         if example is not None:
             rows.append(example)
     return rows
