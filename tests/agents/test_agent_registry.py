@@ -71,6 +71,14 @@ def test_a_spec_overrides_the_defaults(spec: str) -> None:
         ("micro:buyer_open=-0.1", "'buyer_open' must be a positive fraction"),
         ("tit_for_tat:step=0", "'step' must be positive"),
         ("nice_tft:margin=-1", "'margin' must be at least 0"),
+        # Upper bounds: a spec that resolves always gives a playable agent (issue 13 item 17).
+        ("hardliner:seller_open=1e308", "'seller_open' must be a positive fraction of the list "),
+        ("boulware:buyer_open=11", "at most 10"),
+        ("zic:seller_high=1e20", "at most 10"),
+        ("linear:step=1e9", "'step' must be positive, at most 3600 seconds"),
+        ("tit_for_tat:margin=1e9", "at most 3600"),
+        ("conceder:e=1e300", "'e' must be at least 0 and at most 100"),
+        ("nice_tft:floor_e=1e9", "'floor_e' must be at most 100"),
     ],
 )
 def test_a_bad_spec_raises_agent_spec_error_with_one_sentence(spec: str, fragment: str) -> None:

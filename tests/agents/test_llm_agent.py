@@ -162,6 +162,25 @@ async def test_thinking_is_charged_per_model_call_and_output_token() -> None:
     assert (data["model_calls"], data["output_tokens"]) == (2, 200)
 
 
+async def test_negative_token_counts_buy_no_thinking_time_and_are_recorded() -> None:
+    # An endpoint reporting -1,000 output tokens would otherwise make the charge negative, and
+    # a negative charge is dropped: the model call itself would cost nothing.
+    rules = Rules(thinking=ThinkingCosts(per_model_call=3.0, per_output_token=0.02))
+    model = ScriptedModel(
+        [
+            ModelStep(output=[call("make_offer", {"price": 5000})], usage=_usage(-1000)),
+            ModelStep(output=[call("walk_away")], usage=_usage(50)),
+        ]
+    )
+    result = await llm_match(model, rules=rules)
+    offer, walked = buyer_events(result)[-2:]
+    assert offer.t == 3.0 + rules.costs.make_offer  # the call's cost, no credit for tokens
+    assert walked.t == offer.t + 3.0 + 50 * 0.02 + rules.costs.walk_away
+    data = result.extra["players"]["buyer"]
+    assert data["thinking_s"] == 3.0 * 2 + 50 * 0.02
+    assert (data["output_tokens"], data["bad_token_counts"]) == (50, 1)
+
+
 def _usage(output_tokens: int) -> Usage:
     return Usage(requests=1, input_tokens=100, output_tokens=output_tokens, total_tokens=100)
 

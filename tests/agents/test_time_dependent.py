@@ -91,3 +91,41 @@ def test_the_later_a_tactic_concedes_the_larger_its_share_of_the_deals_it_makes(
         mean_share(spec, role, pool, scenarios) for spec in ("boulware", "linear", "conceder")
     )
     assert boulware > linear > conceder
+
+
+def extrapolated_end(record: NegotiationRecord, role: Role, until: float) -> Decimal:
+    """The attack on a linear tactic: the line through its first and last offer before ``until``
+    seconds, read at the deadline (the first offer, its opening, is decided at 0 and lands
+    ``first.t`` later, as every later one does)."""
+    offers = [
+        e for e in record.events if isinstance(e, OfferMade) and e.by == role and e.t <= until
+    ]
+    first, last = offers[0], offers[-1]
+    slope = (last.price - first.price) / Decimal(str(last.t - first.t))
+    return first.price + slope * Decimal(str(record.scenario.deadline))
+
+
+def test_a_linear_seller_reveals_its_cost_by_39_s_and_noise_hides_it() -> None:
+    scenarios = [s for s in generate(20, seed=3, tiers=["mid"]) if s.gains > 0][:10]
+    exact, hidden = 0, 0
+    for index, scenario in enumerate(scenarios):
+        cent = Decimal("0.01") * 2
+        plain = play_alone("linear", "seller", scenario)
+        exact += abs(extrapolated_end(plain, "seller", 39) - scenario.seller_cost) <= cent
+        noisy = play(scenario, silent, resolve("linear:noise=0.3"), seed=index)
+        gap = extrapolated_end(noisy, "seller", 39) - scenario.seller_cost
+        hidden += gap > scenario.list_price * Decimal("0.005")  # ends short: above its cost
+        assert min(own_prices(noisy, "seller")) >= scenario.seller_cost  # never past its cost
+        assert play(scenario, silent, resolve("linear:noise=0.3"), seed=index) == noisy  # seeded
+    assert exact == len(scenarios)  # the classic tactic: to within two cents, every time
+    assert hidden >= len(scenarios) - 2  # with noise the estimate only bounds it (a 0..30% band)
+
+
+def test_noise_is_off_by_default_and_out_of_range_values_are_refused() -> None:
+    scenario = scenario_at(0, 0, "mid")
+    for spec in ("boulware", "linear", "conceder", "hardliner"):
+        default, off = (play_alone(s, "seller", scenario) for s in (spec, f"{spec}:noise=0"))
+        assert (default.events, default.outcome) == (off.events, off.outcome)
+    for bad in ("-0.1", "1", "2"):
+        with pytest.raises(ValueError, match="'noise' must be in"):
+            resolve(f"linear:noise={bad}")

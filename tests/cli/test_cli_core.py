@@ -145,6 +145,7 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
         (["match", "--buyer", "boulware", "--seller", "conceder:e=-1"], "'e'"),
         (["match", "--buyer", "boulware", "--seller", "conceder:e=inf"], "finite"),
         ([*MATCH, "--tier", "luxury"], "invalid choice: 'luxury'"),
+        (["match", "--buyer", "hardliner:seller_open=1e308", "--seller", "linear"], "at most 10"),
         ([*MATCH, "--secret", "x"], "a secret must be an even number of hex digits"),
         ([*MATCH, "--secret", "ab" * 15], "a secret needs at least 128 bits"),
         (["room", "create", "--server", "x", "--secret", "00"], "at least 128 bits"),

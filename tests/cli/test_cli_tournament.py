@@ -86,6 +86,7 @@ def test_concurrency_one_and_two_give_the_same_store(tmp_path: Path) -> None:
         (["--agents", AGENTS, "--per-pair", "0"], "must be at least 1"),
         (["--agents", AGENTS, "--ray-address", "x:1"], "--ray-address needs --backend ray"),
         (["--agents", AGENTS, "--run", "a/b"], "run name"),
+        (["--agents", "linear,hardliner:seller_open=1e308"], "at most 10"),
     ],
 )
 def test_bad_flags_are_one_line_errors_with_status_2(

@@ -159,3 +159,22 @@ async def test_a_weak_secret_is_refused_by_the_admin_api_in_one_line(
     assert response.status_code == 400
     error = response.json()["error"]
     assert mentions in error and "\n" not in error and secret not in error
+
+
+async def test_an_agent_spec_out_of_its_range_is_refused_by_the_admin_api_in_one_line(
+    tmp_path: Path,
+) -> None:
+    import httpx2
+    from mcp_support import ADMIN
+
+    async with http_server(tmp_path) as server, httpx2.AsyncClient() as http:
+        response = await http.post(
+            f"{server.url}/admin/rooms",
+            json={"house_seller": "hardliner:seller_open=1e308"},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+        )
+        assert server.registry.rooms == {}  # no room that cannot be played, nothing to reap
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert "'seller_open' must be a positive fraction of the list price, at most 10" in error
+    assert "\n" not in error

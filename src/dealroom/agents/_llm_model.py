@@ -84,6 +84,8 @@ class Usage:
     latency_s: float = 0.0
     """Wall-clock seconds spent in successful model calls."""
     latencies_s: list[float] = field(default_factory=list[float])
+    bad_token_counts: int = 0
+    """Token counts the endpoint reported that were negative or not integers (counted as 0)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary (stored with the negotiation)."""
@@ -96,6 +98,7 @@ class Usage:
             "latency_s": round(self.latency_s, 4),
             "latency_p50_s": round(lat[len(lat) // 2], 4) if lat else None,
             "latency_max_s": round(lat[-1], 4) if lat else None,
+            **({"bad_token_counts": self.bad_token_counts} if self.bad_token_counts else {}),
         }
 
 
@@ -161,10 +164,21 @@ class MeteredModel(Model):
     def _count(self, response: ModelResponse, latency: float) -> None:
         usage = self.usage
         usage.model_calls += 1
-        usage.input_tokens += response.usage.input_tokens
-        usage.output_tokens += response.usage.output_tokens
+        reported = (response.usage.input_tokens, response.usage.output_tokens)
+        counted = tuple(reported_tokens(n) for n in reported)
+        usage.bad_token_counts += sum(c != r for c, r in zip(counted, reported, strict=True))
+        usage.input_tokens += counted[0]
+        usage.output_tokens += counted[1]
         usage.latency_s += latency
         usage.latencies_s.append(latency)
+
+
+def reported_tokens(value: object) -> int:
+    """A token count from an endpoint, or 0 if it is not one: a negative count must not buy
+    thinking time (it is charged per output token) nor lower the run's totals."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return 0
 
 
 def _describe(exc: BaseException) -> str:

@@ -11,19 +11,27 @@ from dealroom.agents.zic import ZicParams, zic
 from dealroom.play.registry import AgentEntry, AgentSpecError, register
 from dealroom.protocol import AgentFactory
 
-_TD_DEFAULTS = {"k": 0.0, "seller_open": 1.3, "buyer_open": 0.5, "step": 10.0}
+_TD_DEFAULTS = {"k": 0.0, "seller_open": 1.3, "buyer_open": 0.5, "step": 10.0, "noise": 0.0}
+
+MAX_FRACTION = 10.0
+"""Largest opening (or quote bound) as a fraction of the list price: prices stay far below the
+largest amount a scenario allows, so every spec that resolves gives a playable agent."""
+MAX_SECONDS = 3600.0
+"""Longest ``step`` or ``margin``: no deadline a room accepts is longer than a day, and a step
+past an hour is no longer a tactic."""
+MAX_EXPONENT = 100.0
+"""Largest concession exponent ``e`` or ``floor_e`` (beyond it the curve no longer changes)."""
 
 
 def _td(e: float):
     def build(params: dict[str, float]) -> AgentFactory:
-        if params["e"] < 0:
-            raise AgentSpecError("parameter 'e' must be at least 0")
+        if not 0 <= params["e"] <= MAX_EXPONENT:
+            raise AgentSpecError(f"parameter 'e' must be at least 0 and at most {MAX_EXPONENT:g}")
         if not 0 <= params["k"] < 1:
             raise AgentSpecError("parameter 'k' must be in [0, 1)")
-        if params["step"] <= 0:
-            raise AgentSpecError("parameter 'step' must be positive")
-        if params["seller_open"] <= 0 or params["buyer_open"] <= 0:
-            raise AgentSpecError("opening prices must be positive fractions of the list price")
+        if not 0 <= params["noise"] < 1:
+            raise AgentSpecError("parameter 'noise' must be in [0, 1)")
+        _check_common(params)
         return time_dependent(TimeDependentParams(**params))
 
     return {"e": e, **_TD_DEFAULTS}, build
@@ -41,13 +49,21 @@ _register_time_dependent("conceder", 2.0, "time-dependent, concedes early (e=2),
 
 
 def _check_common(params: dict[str, float]) -> None:
-    if params["step"] <= 0:
-        raise AgentSpecError("parameter 'step' must be positive")
-    if params.get("margin", 0) < 0:
-        raise AgentSpecError("parameter 'margin' must be at least 0 seconds")
+    """The ranges every built-in agent declares for the parameters they share."""
+    if not 0 < params["step"] <= MAX_SECONDS:
+        raise AgentSpecError(f"parameter 'step' must be positive, at most {MAX_SECONDS:g} seconds")
+    if not 0 <= params.get("margin", 0) <= MAX_SECONDS:
+        raise AgentSpecError(
+            f"parameter 'margin' must be at least 0 seconds and at most {MAX_SECONDS:g}"
+        )
     for key in ("seller_open", "buyer_open", "seller_high", "buyer_low"):
-        if key in params and params[key] <= 0:
-            raise AgentSpecError(f"parameter {key!r} must be a positive fraction of the list price")
+        if key in params and not 0 < params[key] <= MAX_FRACTION:
+            raise AgentSpecError(
+                f"parameter {key!r} must be a positive fraction of the list price, at most "
+                f"{MAX_FRACTION:g}"
+            )
+    if not params.get("floor_e", 0) <= MAX_EXPONENT:
+        raise AgentSpecError(f"parameter 'floor_e' must be at most {MAX_EXPONENT:g}")
 
 
 def _build_tit_for_tat(params: dict[str, float]) -> AgentFactory:

@@ -56,6 +56,7 @@ from dealroom.agents._llm_model import (
     RetryPolicy,
     build_model,
     parse_llm_spec,
+    reported_tokens,
 )
 from dealroom.agents._llm_tools import CallOrder, ToolStats, render_result, seat_tools
 from dealroom.client.seat import Seat
@@ -288,7 +289,7 @@ class _Game:
         self.order.expect(calls)
         if self.context.charge is not None:
             thinking = self.context.rules.thinking
-            seconds = thinking.per_model_call + thinking.per_output_token * (
+            seconds = thinking.per_model_call + thinking.per_output_token * reported_tokens(
                 response.usage.output_tokens
             )
             self.thinking_s += seconds
