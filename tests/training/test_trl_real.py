@@ -188,7 +188,7 @@ def test_grpo_tool_calls_reach_the_referee(grpo_run: dict[str, Any]) -> None:
     env = tool.__self__
     env.reset(index=1, role="buyer")
     tool(**call["function"]["arguments"])
-    offers = [e for e in env._match.room.referee.events if e.by == "buyer"]
+    offers = [e for e in env._seat.referee.events if e.by == "buyer"]
     assert [str(o.price) for o in offers] == ["612.50"]
 
 
