@@ -47,6 +47,7 @@ from dealroom.protocol import (
     seat_view,
 )
 from dealroom.protocol.briefing import briefing
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Seed
 from dealroom.protocol.tools import ToolName, arguments_of, function_schemas
@@ -61,9 +62,11 @@ TOOLS: list[dict[str, Any]] = function_schemas(DEFAULT_RULES)
 from BargainToolEnv's methods (``dealroom.protocol.tools.function_schemas``)."""
 
 
-class NotReplayable(Exception):
+class NotReplayable(DealroomError):
     """A record whose seat cannot be replayed into the conversation it had; ``reason`` is a
     short, stable phrase to count skipped records by."""
+
+    kind = "not_replayable"
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
