@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import assert_never
 
-from dealroom.engine.match import seat_rng
+from dealroom.engine.match import record_of, seat_agents
 from dealroom.engine.virtual import VirtualRoom
 from dealroom.protocol import (
     DEFAULT_RULES,
@@ -41,9 +41,7 @@ from dealroom.protocol import (
     SendMessage,
     WalkAway,
     WalkedAway,
-    seat_view,
 )
-from dealroom.protocol._base import trusted
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Seed
@@ -164,19 +162,7 @@ def fork(
     """Continue ``record`` after its first ``at`` events with fresh agents in both seats."""
     scenario = record.scenario
     room = rebuild(scenario, record.events, at, rules)
-    room.assign("buyer", buyer(seat_view(scenario, "buyer"), seat_rng(seed, scenario.id, "buyer")))
-    room.assign(
-        "seller", seller(seat_view(scenario, "seller"), seat_rng(seed, scenario.id, "seller"))
-    )
+    for role, agent in seat_agents(scenario, buyer, seller, seed).items():
+        room.assign(role, agent)
     room.run()
-    outcome = room.referee.outcome
-    assert outcome is not None
-    # Built from the validated scenario and the referee's own events and outcome.
-    return trusted(
-        NegotiationRecord,
-        scenario=scenario,
-        buyer=names[0],
-        seller=names[1],
-        events=room.referee.events,
-        outcome=outcome,
-    )
+    return record_of(room, names)

@@ -43,18 +43,29 @@ def play(
     seed: Seed = 0,
 ) -> NegotiationRecord:
     """Run a negotiation to its end and return the record. Deterministic for a given seed."""
-    agents: dict[Role, Agent] = {
+    room = VirtualRoom(scenario, rules, agents=seat_agents(scenario, buyer, seller, seed))
+    room.run()
+    return record_of(room, names)
+
+
+def seat_agents(
+    scenario: Scenario, buyer: AgentFactory, seller: AgentFactory, seed: Seed
+) -> dict[Role, Agent]:
+    """Both seats' agents for ``scenario``, each with its own seeded generator."""
+    return {
         "buyer": buyer(seat_view(scenario, "buyer"), seat_rng(seed, scenario.id, "buyer")),
         "seller": seller(seat_view(scenario, "seller"), seat_rng(seed, scenario.id, "seller")),
     }
-    room = VirtualRoom(scenario, rules, agents=agents)
-    room.run()
+
+
+def record_of(room: VirtualRoom, names: tuple[str, str]) -> NegotiationRecord:
+    """The record of a room played to its end."""
     outcome = room.referee.outcome
     assert outcome is not None
     # Built from the validated scenario and the referee's own events and outcome.
     return trusted(
         NegotiationRecord,
-        scenario=scenario,
+        scenario=room.referee.scenario,
         buyer=names[0],
         seller=names[1],
         events=room.referee.events,
