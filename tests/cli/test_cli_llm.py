@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from dealroom.agents import resolve
-from dealroom.agents.llm import LLMSettings, RetryPolicy
-from dealroom.cli import _players, main
+from dealroom.agents.llm import LLMPlayer, LLMSettings, RetryPolicy
+from dealroom.cli import _mcp_match, _players, main
+from dealroom.cli import play as cli_play
 from dealroom.engine.match import play
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.secret import Secret
@@ -37,6 +38,26 @@ def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     share_schema_validators(monkeypatch)
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEALROOM_ADMIN_TOKEN"):
         monkeypatch.delenv(name, raising=False)
+
+
+def built_llm_players(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[LLMPlayer]:
+    """The LLM players a command module builds (through ``_players.player``), as it builds
+    them."""
+    built: list[LLMPlayer] = []
+
+    def recording(spec: str, args: Any) -> Any:
+        made = _players.player(spec, args)
+        if isinstance(made, LLMPlayer):
+            built.append(made)
+        return made
+
+    monkeypatch.setattr(module, "player", recording)
+    return built
+
+
+def closed(player: LLMPlayer) -> bool:
+    """The player's HTTP client has been closed (no kept-alive connection outlives its loop)."""
+    return player.model._client.is_closed()  # type: ignore[attr-defined]
 
 
 def match_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
@@ -64,12 +85,16 @@ def test_an_llm_buyer_plays_a_scripted_seller_to_an_outcome(
     assert "errors" not in body["extra"]
 
 
-def test_two_llms_play_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_llms_play_each_other_and_match_closes_both(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = built_llm_players(monkeypatch, _mcp_match)
     with serve(negotiator(accept_from_wake=3)) as fake:
         status, body = match_json(
             capsys, "--buyer", "llm:a", "--seller", "llm:b", "--base-url", fake.base_url
         )
     assert status == 0
+    assert len(built) == 2 and all(map(closed, built))
     assert body["outcome"]["end_reason"] == "accepted"
     assert {r["model"] for r in fake.requests} == {"a", "b"}
     assert set(body["extra"]["players"]) == {"buyer", "seller"}
@@ -79,6 +104,7 @@ def test_an_llm_plays_a_room_of_an_http_server(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("DEALROOM_ADMIN_TOKEN", ADMIN)
+    built = built_llm_players(monkeypatch, _mcp_match)
     with serve(negotiator()) as fake, room_server_thread(tmp_path) as server:
         status, body = match_json(
             capsys,
@@ -87,6 +113,7 @@ def test_an_llm_plays_a_room_of_an_http_server(
         )
         stored = list(server.store.iter())
     assert status == 0
+    assert len(built) == 1 and closed(built[0])
     assert body["outcome"]["status"] == "deal"
     assert body["extra"]["room"].startswith("room-")
     assert len(stored) == 1
@@ -211,12 +238,14 @@ def test_a_person_plays_against_an_llm(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("offer 7000\nwait\nwait\nwait\n"))
+    built = built_llm_players(monkeypatch, cli_play)
     with serve(negotiator(price=6000)) as fake:
         status = main(
             ["play", "--role", "seller", "--opponent", "llm:fake", "--base-url", fake.base_url]
         )
     out = capsys.readouterr().out
     assert status == 0
+    assert len(built) == 1 and closed(built[0])
     assert "buyer offered $6,000.00" in out
     assert "buyer accepted o" in out and "The negotiation is over: deal at $7,000.00" in out
 

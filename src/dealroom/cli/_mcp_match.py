@@ -18,6 +18,7 @@ import anyio
 from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import report_fresh_secret, run_secret, scenario, usage_error
 from dealroom.cli._players import ADMIN_TOKEN_ENV, player, store_match
+from dealroom.play.players import closing
 from dealroom.play.remote import RemoteMatchError, play_remote_match
 from dealroom.play.runner import MatchResult, play_match
 from dealroom.protocol import RoomRequest
@@ -25,7 +26,8 @@ from dealroom.protocol.secret import seed_json
 
 
 def run(args: argparse.Namespace) -> int:
-    """Play through MCP and print; exit status 1 if a player failed (its error is printed)."""
+    """Play through MCP and print; exit status 1 if a player failed (its error is printed).
+    The players' connections are closed in the event loop that used them."""
     buyer, seller = player(args.buyer, args), player(args.seller, args)
     secret, given = run_secret(args)
     if args.server:
@@ -39,8 +41,11 @@ def run(args: argparse.Namespace) -> int:
         request = RoomRequest(tier=args.tier, secret=secret.hex(), clock=args.clock)
         try:
             result = anyio.run(
-                lambda: play_remote_match(
-                    args.server, buyer, seller, admin_token=token, request=request
+                lambda: closing(
+                    (buyer, seller),
+                    lambda: play_remote_match(
+                        args.server, buyer, seller, admin_token=token, request=request
+                    ),
                 )
             )
         except RemoteMatchError as exc:
@@ -48,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
             return 1
     else:
         chosen = scenario(args, secret)
-        result = anyio.run(lambda: play_match(chosen, buyer, seller, seed=secret, clock=args.clock))
+        result = anyio.run(
+            lambda: closing(
+                (buyer, seller),
+                lambda: play_match(chosen, buyer, seller, seed=secret, clock=args.clock),
+            )
+        )
     if args.results is not None:
         store_match(args.results, result.record, {**result.extra, **seed_json(secret)})
     sys.stdout.write((_json(result) if args.json else _text(result)) + "\n")

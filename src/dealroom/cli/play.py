@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     from dealroom.agents.human import HumanPlayer
     from dealroom.analysis.transcript import format_record
+    from dealroom.play.players import closing
     from dealroom.play.runner import play_match
 
     secret, given = run_secret(args)
@@ -48,7 +49,11 @@ def run(args: argparse.Namespace) -> int:
     human = HumanPlayer()
     opponent = player(args.opponent, args)
     buyer, seller = (human, opponent) if args.role == "buyer" else (opponent, human)
-    result = anyio.run(lambda: play_match(chosen, buyer, seller, seed=secret, clock=args.clock))
+    result = anyio.run(
+        lambda: closing(
+            (opponent,), lambda: play_match(chosen, buyer, seller, seed=secret, clock=args.clock)
+        )
+    )
     sys.stdout.write("\n" + format_record(result.record) + "\n")
     for role, error in result.errors.items():
         sys.stdout.write(f"  error ({role}): {error}\n")

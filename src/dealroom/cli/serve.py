@@ -174,10 +174,13 @@ def run(args: argparse.Namespace) -> int:
     opponent: Role = "seller" if role == "buyer" else "buyer"
     houses: dict[Role, House] = {}
     players: dict[Role, SeatPlayer] = {}
+    seated: list[object] = []  # seat players to close when serving ends (an LLM's HTTP client)
     if not _players.scripted(args.opponent):
         from dealroom.play.runner import house_player
 
-        players[opponent] = house_player(_players.player(args.opponent, args))
+        seat_player = _players.player(args.opponent, args)
+        seated.append(seat_player)
+        players[opponent] = house_player(seat_player)
     else:
         houses[opponent] = House(args.opponent, agent(args.opponent))
     # Never printed: the host's log is not the operator's alone. The results store keeps it.
@@ -198,7 +201,12 @@ def run(args: argparse.Namespace) -> int:
         )
         from dealroom.server.mcp_stdio import serve_stdio
 
-        anyio.run(serve_stdio, room, role)
+        if seated:
+            from dealroom.play.players import closing
+
+            anyio.run(lambda: closing(seated, lambda: serve_stdio(room, role)))
+        else:
+            anyio.run(serve_stdio, room, role)
     finally:
         close_store(writer)
     return 0

@@ -10,9 +10,11 @@ player that cannot go on raises ``PlayerFailed`` with what it has so far.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import anyio
 
 from dealroom.client.seat import Seat, SeatError
 from dealroom.engine.match import seat_rng
@@ -70,6 +72,27 @@ class Player(Protocol):
     async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
         """Play the seat's current negotiation to its end; return data to store with it."""
         ...
+
+
+T = TypeVar("T")
+
+
+async def close_players(players: Iterable[object]) -> None:
+    """Let players that hold connections (``aclose``, e.g. an LLM's HTTP client) close them,
+    each once, even when the caller is being cancelled. Call it in the event loop that used
+    them: kept-alive connections must close before their loop does."""
+    for player in {id(p): p for p in players}.values():
+        if (aclose := getattr(player, "aclose", None)) is not None:
+            with anyio.CancelScope(shield=True):
+                await aclose()
+
+
+async def closing(players: Iterable[object], main: Callable[[], Awaitable[T]]) -> T:
+    """``main()``'s result, the players closed afterwards however it ends."""
+    try:
+        return await main()
+    finally:
+        await close_players(players)
 
 
 class PlayerFailed(DealroomError):

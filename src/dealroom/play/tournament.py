@@ -41,7 +41,7 @@ import multiprocessing.context
 import os
 import signal
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -50,7 +50,7 @@ import anyio
 
 from dealroom.engine.match import play
 from dealroom.play._orphans import end_with_driver, fate_shared
-from dealroom.play.players import Player, ScriptedPlayer
+from dealroom.play.players import Player, ScriptedPlayer, close_players
 from dealroom.play.registry import resolve_player
 from dealroom.protocol import DEFAULT_RULES, TIERS, AgentFactory, Rules, Scenario, Tier
 from dealroom.protocol.errors import DealroomError
@@ -639,14 +639,6 @@ class Tournament:
         async with anyio.create_task_group() as group:
             for job in jobs:
                 group.start_soon(one, job)
-
-
-async def close_players(players: Iterable[Player]) -> None:
-    """Let players that hold connections (``aclose``, e.g. an LLM's HTTP client) close them."""
-    for player in {id(p): p for p in players}.values():
-        if (aclose := getattr(player, "aclose", None)) is not None:
-            with anyio.CancelScope(shield=True):
-                await aclose()
 
 
 def _run_loop(main: Callable[[], Awaitable[None]]) -> None:
