@@ -42,7 +42,7 @@ from dealroom.agents import resolve
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import House, Room
-from dealroom.server.seat import LocalSeat
+from dealroom.server.seat import RoomBackend
 
 ADMIN = "bench-admin-token"
 _validate = ClientSession.validate_tool_result
@@ -105,7 +105,7 @@ async def in_memory(calls: int) -> Figures:
     room = Room(
         "bench", scenarios=scenarios, houses={"seller": House("hardliner", resolve("hardliner"))}
     )
-    seat = LocalSeat(room, "buyer")
+    seat = RoomBackend(room, "buyer")
     for validate in (False, True):
         client_validation(validate)
         async with Client(build_app(lambda: seat)) as client:

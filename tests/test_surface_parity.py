@@ -21,14 +21,14 @@ from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
 from dealroom.agents.llm import LLMPlayer, LLMSettings, RetryPolicy
-from dealroom.client.seat import Seat
+from dealroom.client.seat import SeatClient
 from dealroom.play.players import SeatContext
 from dealroom.play.registry import resolve
 from dealroom.protocol import DEFAULT_RULES
 from dealroom.protocol.generator import dumps_jsonl, scenario_at
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import House, Room
-from dealroom.server.seat import LocalSeat
+from dealroom.server.seat import RoomBackend
 from dealroom.training.trl import BargainToolEnv
 
 pytestmark = pytest.mark.anyio
@@ -92,13 +92,13 @@ async def from_the_llm_seat(index: int, opponent: str, calls: list[Call]) -> tup
     steps = [[function_call(name, args, call_id=f"p{next(_ids)}")] for name, args in calls]
     model = ScriptedModel(steps)
     the_room = room(index, opponent)
-    seat = LocalSeat(the_room, "buyer")
+    seat = RoomBackend(the_room, "buyer")
     player = LLMPlayer(
         model,
         name="llm:scripted",
         settings=LLMSettings(retry=RetryPolicy(attempts=1, timeout_s=10), max_turns=20),
     )
-    async with Seat.memory(build_app(lambda: seat, series=the_room.series)) as client_seat:
+    async with SeatClient.memory(build_app(lambda: seat, series=the_room.series)) as client_seat:
         await player.play(client_seat, SeatContext(role="buyer", rules=DEFAULT_RULES))
     model.assert_complete()
     inputs = model.calls[-1].input
@@ -117,7 +117,7 @@ async def test_trl_mcp_and_the_llm_seat_read_the_same_bytes(opponent: str) -> No
     for index in SCENARIOS:
         briefing, calls, texts = script(BargainToolEnv(), index, opponent)
         the_room = room(index, opponent)
-        seat = LocalSeat(the_room, "buyer")
+        seat = RoomBackend(the_room, "buyer")
         app = build_app(lambda seat=seat: seat, series=the_room.series)
         async with Client(app) as client:
             mcp_briefing, mcp_texts = await over_mcp(client, calls)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from dealroom.client.seat import Seat
+from dealroom.client.seat import SeatClient
 from dealroom.protocol import DEFAULT_RULES, ErrorCode, MakeOffer, Referee, Rules
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.rules import ActionCosts
@@ -30,9 +30,9 @@ from dealroom.protocol.tools import (
 )
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import House, Room
-from dealroom.server.seat import LocalSeat
+from dealroom.server.seat import RoomBackend
 from dealroom.training import remote
-from dealroom.training.sft import TOOLS as SFT_TOOLS
+from dealroom.training.sft import TOOL_SCHEMAS as SFT_TOOLS
 from dealroom.training.trl import BargainToolEnv
 from dealroom.training.trl import with_rules as env_with_rules
 
@@ -59,7 +59,7 @@ def _room(rules: Rules) -> Room:
 @pytest.mark.parametrize("rules", [DEFAULT_RULES, ODD_RULES], ids=["default", "odd"])
 async def test_the_mcp_tools_are_the_spec_described_under_the_rooms_rules(rules: Rules) -> None:
     room = _room(rules)
-    seat = LocalSeat(room, "buyer")
+    seat = RoomBackend(room, "buyer")
     async with Client(build_app(lambda: seat, series=room.series)) as client:
         listed = (await client.list_tools()).tools
     specs = seat_tools(series=True)
@@ -91,13 +91,15 @@ def test_descriptions_hold_the_rules_values_not_the_defaults() -> None:
 
 @pytest.mark.parametrize("spec", seat_tools(series=True), ids=lambda s: s.name)
 def test_the_clients_methods_take_the_specs_arguments(spec: Any) -> None:
-    params = [p for p in inspect.signature(getattr(Seat, spec.name)).parameters if p != "self"]
+    params = [
+        p for p in inspect.signature(getattr(SeatClient, spec.name)).parameters if p != "self"
+    ]
     assert params == list(spec.args.model_fields)
 
 
 @pytest.mark.parametrize("spec", seat_tools(series=True), ids=lambda s: s.name)
 def test_the_stdlib_remote_seats_methods_take_the_specs_arguments(spec: Any) -> None:
-    method = getattr(remote.RemoteSeat, spec.name)
+    method = getattr(remote.HttpSeatClient, spec.name)
     params = [p for p in inspect.signature(method).parameters if p != "self"]
     assert params == list(spec.args.model_fields)
 

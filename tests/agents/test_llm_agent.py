@@ -17,7 +17,7 @@ from agents.usage import Usage
 
 from dealroom.agents import resolve
 from dealroom.agents.llm import LLMPlayer, LLMSettings, RetryPolicy
-from dealroom.client.seat import Seat
+from dealroom.client.seat import SeatClient
 from dealroom.play.players import ScriptedPlayer
 from dealroom.play.runner import MatchResult, play_match, seat_app
 from dealroom.protocol import (
@@ -269,7 +269,7 @@ async def test_the_model_reads_the_briefing_and_the_servers_own_tool_schemas() -
     room = Room(
         "r", scenarios=lambda n: SCENARIO, houses={"seller": House("x", resolve("boulware"))}
     )
-    async with Seat.memory(seat_app(room, "buyer")) as seat:
+    async with SeatClient.memory(seat_app(room, "buyer")) as seat:
         listed = {t.name: t for t in (await seat.list_tools()).tools}
     tools = {t.name: t for t in first.tools}
     assert set(tools) == set(listed)

@@ -110,7 +110,7 @@ R4 = negotiate(
 ALL = m.seats([R1, R2, R3, R4])
 
 
-def of(agent: str, role: Role | None = None) -> list[m.Seat]:
+def of(agent: str, role: Role | None = None) -> list[m.SeatStats]:
     return [s for s in ALL if s.agent == agent and (role is None or s.role == role)]
 
 

@@ -1,4 +1,4 @@
-"""The Seat client, scripted players through MCP, and the match runners."""
+"""The SeatClient, scripted players through MCP, and the match runners."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dealroom.agents import resolve
-from dealroom.client.seat import Seat, SeatError
+from dealroom.client.seat import SeatClient, SeatError
 from dealroom.engine.match import play
 from dealroom.play.players import PlayerFailed, ScriptedPlayer, SeatContext
 from dealroom.play.remote import play_remote_match
@@ -60,7 +60,7 @@ class Remote:
         self.player = player
         self.name = player.name
 
-    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+    async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
         return await self.player.play(seat, context)
 
 
@@ -69,7 +69,7 @@ def scripted(spec: str) -> ScriptedPlayer:
 
 
 async def test_every_tool_has_a_typed_method_that_returns_its_wire_model() -> None:
-    async with Seat.memory(seat_app(house_room(), "buyer")) as seat:
+    async with SeatClient.memory(seat_app(house_room(), "buyer")) as seat:
         state = await seat.get_state()
         assert isinstance(state, SeatState)
         assert state.observation.role == "buyer"
@@ -91,7 +91,7 @@ async def test_every_tool_has_a_typed_method_that_returns_its_wire_model() -> No
 
 
 async def test_a_refused_call_raises_the_referees_code_and_changes_nothing() -> None:
-    async with Seat.memory(seat_app(house_room(), "buyer")) as seat:
+    async with SeatClient.memory(seat_app(house_room(), "buyer")) as seat:
         with pytest.raises(SeatError) as refused:
             await seat.accept("o999")
         assert refused.value.code == ErrorCode.OFFER_NOT_FOUND
@@ -104,7 +104,7 @@ async def test_a_refused_call_raises_the_referees_code_and_changes_nothing() -> 
 
 
 async def test_events_yields_every_new_event_until_the_negotiation_ends() -> None:
-    async with Seat.memory(seat_app(house_room("hardliner"), "buyer")) as seat:
+    async with SeatClient.memory(seat_app(house_room("hardliner"), "buyer")) as seat:
         offer = await seat.make_offer(100)
         seen = [event async for event in seat.events(timeout_s=60)]
         assert isinstance(seen[-1], NegotiationEnded)
@@ -114,7 +114,7 @@ async def test_events_yields_every_new_event_until_the_negotiation_ends() -> Non
 
 async def test_the_briefing_prompt_names_the_seats_own_value_only() -> None:
     scenario = scenario_at(0, 0, "mid")
-    async with Seat.memory(seat_app(house_room(), "buyer")) as seat:
+    async with SeatClient.memory(seat_app(house_room(), "buyer")) as seat:
         text = await seat.briefing()
     assert f"{scenario.buyer_value:,.2f}" in text
     assert f"{scenario.seller_cost:,.2f}" not in text
@@ -174,7 +174,7 @@ async def test_batches_refusals_and_news_while_acting_match_in_process_play(
 class Crashing:
     name = "crasher"
 
-    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+    async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
         await seat.make_offer(5000)
         raise PlayerFailed("the model is down", {"model_calls": 3})
 
@@ -182,7 +182,7 @@ class Crashing:
 class Quitter:
     name = "quitter"
 
-    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+    async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
         await seat.get_state()
         return {}
 
@@ -190,7 +190,7 @@ class Quitter:
 class Buggy:
     name = "buggy"
 
-    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+    async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
         raise RuntimeError("oops")
 
 
@@ -227,7 +227,7 @@ async def test_a_negotiation_is_finished_even_if_both_players_fail() -> None:
 async def test_a_seat_over_stdio_plays_a_house_negotiation(tmp_path: Path) -> None:
     command = [str(Path(sys.executable).parent / "dealroom"), "serve", "--role", "buyer"]
     command += ["--opponent", "conceder", "--results", str(tmp_path / "r.db")]
-    async with Seat.stdio(command, read_timeout_s=60) as seat:
+    async with SeatClient.stdio(command, read_timeout_s=60) as seat:
         context = SeatContext(role="buyer", rules=DEFAULT_RULES)
         result = await scripted("boulware").play(seat, context)
         state = await seat.get_state()
@@ -240,7 +240,7 @@ async def test_a_seat_over_stdio_plays_a_house_negotiation(tmp_path: Path) -> No
 async def test_a_seat_over_http_needs_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DEALROOM_SEAT_TOKEN", raising=False)
     with pytest.raises(ValueError, match="DEALROOM_SEAT_TOKEN"):
-        Seat.http("http://127.0.0.1:9/mcp")
+        SeatClient.http("http://127.0.0.1:9/mcp")
 
 
 async def test_a_scripted_strategy_over_http_gets_the_same_record_as_in_process_play(

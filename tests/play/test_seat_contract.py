@@ -21,7 +21,7 @@ from dealroom.agents import (
 )
 from dealroom.agents.human import HumanPlayer
 from dealroom.agents.llm import LLMPlayer
-from dealroom.client.seat import Seat
+from dealroom.client.seat import SeatClient
 from dealroom.play import registry
 from dealroom.play.players import ScriptedPlayer, SeatContext
 from dealroom.play.tournament import ChunkPlayer, Job, Tournament, TournamentConfig
@@ -65,7 +65,7 @@ class Mirror:
         self.name = f"mirror:{strategy}"
         self.inner = ScriptedPlayer(resolve(strategy), strategy)
 
-    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+    async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
         data = await self.inner.play(seat, context)
         return {"mirrored": True, **data}
 

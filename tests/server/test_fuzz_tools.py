@@ -34,7 +34,7 @@ from mcp_support import house_room, share_schema_validators, text_of
 from dealroom.protocol import ActionResult, ErrorCode, SeatState, SessionErrorCode, WaitResult
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import Room
-from dealroom.server.seat import LocalSeat
+from dealroom.server.seat import RoomBackend
 
 PARAMETERS: dict[str, tuple[str, ...]] = {
     "make_offer": ("price", "message"),
@@ -98,13 +98,13 @@ class Arena:
 
     portal: BlockingPortal
     client: Client
-    seats: list[LocalSeat] = field(default_factory=list)
+    seats: list[RoomBackend] = field(default_factory=list)
     seed: int = 0
 
     def fresh(self) -> Room:
         self.seed += 1
         room = house_room(opponent="boulware", seed=self.seed % 7)
-        self.seats.append(LocalSeat(room, "buyer"))
+        self.seats.append(RoomBackend(room, "buyer"))
         return room
 
     def call(self, tool: str, args: dict[str, Any]) -> CallToolResult:
@@ -119,7 +119,7 @@ class Arena:
 def arena() -> Iterator[Arena]:
     with pytest.MonkeyPatch.context() as patch, start_blocking_portal("asyncio") as portal:
         share_schema_validators(patch)
-        seats: list[LocalSeat] = []
+        seats: list[RoomBackend] = []
         app = build_app(lambda: seats[-1])
         client = Client(app)
         with portal.wrap_async_context_manager(client):

@@ -29,7 +29,7 @@ from mcp_support import client_for, house_room, ok, refused, scripted
 from dealroom.protocol import RoomRequest, WalkAway
 from dealroom.server.room import RECENT_RESULTS, Room
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.seat import LocalSeat
+from dealroom.server.seat import RoomBackend
 from dealroom.store.results import ResultsStore
 from dealroom.store.spool import Spool
 from dealroom.store.writer import ResultWriter
@@ -106,7 +106,7 @@ async def test_a_row_both_spooled_and_stored_is_stored_once_when_the_spool_is_re
 ) -> None:
     path, disk = tmp_path / "r.db", Disk(full=True)
     writer = ResultWriter(FailingStore(path, disk), Spool.beside(path))
-    await LocalSeat(writer_room(writer), "buyer").act(WalkAway())  # spooled, not stored
+    await RoomBackend(writer_room(writer), "buyer").act(WalkAway())  # spooled, not stored
     spooled = {p.name: p.read_bytes() for p in (tmp_path / "r.db.pending").iterdir()}
     disk.full = False
     await writer.flush()  # stored, and its spool file removed ...
@@ -162,7 +162,7 @@ async def test_a_result_written_nowhere_at_shutdown_is_logged_in_full(tmp_path: 
     writer = failing_writer(tmp_path / "r.db", disk)
     room = writer_room(writer)
     with pytest.raises(Exception, match="result_pending"):
-        await LocalSeat(room, "buyer").act(WalkAway())
+        await RoomBackend(room, "buyer").act(WalkAway())
     with structlog.testing.capture_logs() as logs:
         writer.close()
     (lost,) = [e for e in logs if e["event"] == "result not written anywhere at shutdown"]
@@ -185,7 +185,7 @@ async def test_a_store_locked_by_another_process_holds_up_no_other_room(tmp_path
     results = []
 
     async def end_it() -> None:
-        results.append(await LocalSeat(ending, "buyer").act(WalkAway()))
+        results.append(await RoomBackend(ending, "buyer").act(WalkAway()))
         done.set()
 
     with anyio.fail_after(30):
@@ -212,7 +212,7 @@ async def test_a_store_locked_by_another_process_holds_up_no_other_room(tmp_path
 async def test_a_long_series_keeps_its_replies_and_memory_bounded(tmp_path: Path) -> None:
     writer = ResultWriter(ResultsStore(tmp_path / "r.db"))
     room = writer_room(writer)
-    seat = LocalSeat(room, "buyer")
+    seat = RoomBackend(room, "buyer")
     first = weakref.ref(room.current)
     sizes = {}
     for number in range(1, 101):

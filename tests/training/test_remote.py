@@ -23,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-from dealroom.training.remote import RemoteError, RemoteSeat
+from dealroom.training.remote import HttpSeatClient, RemoteError
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -89,7 +89,7 @@ def url() -> Iterator[str]:
 
 
 def test_a_seat_calls_tools_and_reads_structured_results(url: str) -> None:
-    with RemoteSeat(url, token="seat-buyer") as seat:
+    with HttpSeatClient(url, token="seat-buyer") as seat:
         assert {tool["name"] for tool in seat.list_tools()} == {"make_offer", "wait_for_opponent"}
         result = seat.make_offer(12.5, "Cash today.")
         assert not result.is_error and result.error_code is None
@@ -98,20 +98,20 @@ def test_a_seat_calls_tools_and_reads_structured_results(url: str) -> None:
 
 
 def test_a_refused_call_is_a_result_with_its_code(url: str) -> None:
-    with RemoteSeat(url, token="seat-seller") as seat:
+    with HttpSeatClient(url, token="seat-seller") as seat:
         result = seat.make_offer(-1)
         assert result.is_error and result.error_code == "price_out_of_range"
 
 
 def test_a_bad_token_is_a_remote_error_with_status_401(url: str) -> None:
     with pytest.raises(RemoteError, match="check the seat token") as info:
-        RemoteSeat(url, token="nobody").connect()
+        HttpSeatClient(url, token="nobody").connect()
     assert info.value.status == 401
 
 
 def test_an_unreachable_server_is_a_remote_error() -> None:
     with pytest.raises(RemoteError, match="cannot reach"):
-        RemoteSeat("http://127.0.0.1:9/mcp", token="seat-buyer", timeout=2).connect()
+        HttpSeatClient("http://127.0.0.1:9/mcp", token="seat-buyer", timeout=2).connect()
 
 
 def test_the_adapter_runs_without_any_third_party_package(url: str) -> None:
@@ -119,8 +119,8 @@ def test_the_adapter_runs_without_any_third_party_package(url: str) -> None:
     code = (
         "import json, sys\n"
         f"sys.path.insert(0, {str(SRC)!r})\n"
-        "from dealroom.training.remote import RemoteSeat\n"
-        f"with RemoteSeat({url!r}, token='seat-buyer') as seat:\n"
+        "from dealroom.training.remote import HttpSeatClient\n"
+        f"with HttpSeatClient({url!r}, token='seat-buyer') as seat:\n"
         "    result = seat.make_offer(7.0)\n"
         "stdlib = set(sys.stdlib_module_names) | {'__main__'}\n"
         "third = sorted({m.split('.')[0] for m in sys.modules} - stdlib)\n"
@@ -174,7 +174,7 @@ def buyer_token(base: str) -> str:
 def test_a_seat_on_a_real_dealroom_server_negotiates_through_the_adapter(
     dealroom_url: str,
 ) -> None:
-    with RemoteSeat(f"{dealroom_url}/mcp", token=buyer_token(dealroom_url)) as seat:
+    with HttpSeatClient(f"{dealroom_url}/mcp", token=buyer_token(dealroom_url)) as seat:
         names = {tool["name"] for tool in seat.list_tools()}
         assert names >= {"make_offer", "accept", "reject", "send_message", "walk_away"}
         assert names >= {"wait_for_opponent", "get_state"}

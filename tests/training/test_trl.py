@@ -13,7 +13,7 @@ from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.rules import ActionCosts
 from dealroom.protocol.tools import seat_tools
 from dealroom.training import BargainToolEnv, RewardSpec
-from dealroom.training.sft import TOOLS
+from dealroom.training.sft import TOOL_SCHEMAS
 from dealroom.training.trl import with_rules
 
 TOOL_NAMES = {
@@ -65,7 +65,7 @@ def test_every_tool_has_typed_arguments_and_a_google_style_docstring(name: str) 
 
 
 def test_sft_tool_schemas_match_the_environment_tools() -> None:
-    for tool in TOOLS:
+    for tool in TOOL_SCHEMAS:
         fn = tool["function"]
         sig = inspect.signature(getattr(BargainToolEnv, fn["name"]))
         params = {p for p in sig.parameters if p != "self"}
@@ -73,7 +73,7 @@ def test_sft_tool_schemas_match_the_environment_tools() -> None:
         assert list(fn["parameters"]["properties"]) == [p for p in sig.parameters if p != "self"]
         assert set(fn["parameters"].get("required", [])) == required
         assert set(fn["parameters"]["properties"]) == params
-    assert {tool["function"]["name"] for tool in TOOLS} == TOOL_NAMES
+    assert {tool["function"]["name"] for tool in TOOL_SCHEMAS} == TOOL_NAMES
 
 
 def test_reset_returns_the_briefing_only() -> None:

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 import anyio
 
-from dealroom.client.seat import Seat, SeatError
+from dealroom.client.seat import SeatClient, SeatError
 from dealroom.play.players import PlayerFailed, SeatContext
 from dealroom.protocol import (
     Accept,
@@ -72,7 +72,7 @@ class HumanPlayer:
         line = await anyio.to_thread.run_sync(self._in.readline, abandon_on_cancel=True)
         return None if line == "" else line.strip()
 
-    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+    async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
         """Read commands until the negotiation ends."""
         self._role = context.role
         state = await seat.get_state()
@@ -100,7 +100,7 @@ class HumanPlayer:
             if result.outcome is not None:
                 return {"commands": commands}
 
-    async def _run(self, seat: Seat, line: str) -> ActionResult | WaitResult | None:
+    async def _run(self, seat: SeatClient, line: str) -> ActionResult | WaitResult | None:
         word, _, rest = line.partition(" ")
         command = _COMMANDS.get(word.lower())
         if command is None:

@@ -59,7 +59,7 @@ from dealroom.agents._llm_model import (
     reported_tokens,
 )
 from dealroom.agents._llm_tools import CallOrder, ToolStats, render_result, seat_tools
-from dealroom.client.seat import Seat
+from dealroom.client.seat import SeatClient
 from dealroom.play.players import Endpoint, PlayerFailed, SeatContext
 from dealroom.protocol import Rules, WaitResult
 
@@ -150,7 +150,7 @@ class LLMPlayer:
         """Close the model's connections (call it in the event loop that used them)."""
         await self.model.close()
 
-    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+    async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
         """Play the seat's negotiation to its end, one ``Runner.run`` per wake."""
         game = _Game(self, seat, context)
         try:
@@ -168,7 +168,7 @@ class LLMPlayer:
 class _Game:
     """One negotiation of one LLM seat: the agent, its conversation and its counters."""
 
-    def __init__(self, player: LLMPlayer, seat: Seat, context: SeatContext) -> None:
+    def __init__(self, player: LLMPlayer, seat: SeatClient, context: SeatContext) -> None:
         self.player = player
         self.settings = player.settings
         self.seat = seat

@@ -1,7 +1,7 @@
 """The paper's measures, as pure functions over negotiation records.
 
-Each record gives two ``Seat`` rows (its buyer and its seller); every measure is a function of a
-list of seats, so "agent A as buyer in the high tier" is just a filter. With ``v`` the buyer's
+Each record gives two ``SeatStats`` rows (its buyer and its seller); every measure is a function
+of a list of seats, so "agent A as buyer in the high tier" is just a filter. With ``v`` the buyer's
 value, ``c`` the seller's cost, ``L`` the list price and ``p`` the deal price:
 
 - **deal rate**: deals / negotiations with gains ``v - c > 0``.
@@ -54,7 +54,7 @@ _ACTION_EVENTS = (OfferMade, OfferAccepted, OfferRejected, MessageSent, WalkedAw
 
 
 @dataclass(frozen=True, slots=True)
-class Seat:
+class SeatStats:
     """One seat of one negotiation: what every measure needs, in plain floats."""
 
     agent: str
@@ -90,17 +90,17 @@ class Seat:
         return self.gains > 0
 
 
-def seats(records: Iterable[NegotiationRecord]) -> list[Seat]:
+def seats(records: Iterable[NegotiationRecord]) -> list[SeatStats]:
     """Both seats of every record."""
     return [seat for record in records for seat in seats_of(record)]
 
 
-def seats_of(record: NegotiationRecord) -> tuple[Seat, Seat]:
+def seats_of(record: NegotiationRecord) -> tuple[SeatStats, SeatStats]:
     """The buyer's and the seller's seat of one record."""
     return _seat(record, "buyer"), _seat(record, "seller")
 
 
-def _seat(record: NegotiationRecord, role: Role) -> Seat:
+def _seat(record: NegotiationRecord, role: Role) -> SeatStats:
     s, o = record.scenario, record.outcome
     own = s.private_value(role)
     surplus = o.buyer_surplus if role == "buyer" else o.seller_surplus
@@ -117,7 +117,7 @@ def _seat(record: NegotiationRecord, role: Role) -> Seat:
         if text:
             texts.append(text)
     names = {"buyer": record.buyer, "seller": record.seller}
-    return Seat(
+    return SeatStats(
         agent=names[role],
         opponent=names[other(role)],
         role=role,
@@ -177,25 +177,25 @@ def _mean(values: Iterable[float]) -> float | None:
     return fmean(listed) if listed else None
 
 
-def deal_rate(rows: Iterable[Seat]) -> float | None:
+def deal_rate(rows: Iterable[SeatStats]) -> float | None:
     """Deals / negotiations with gains > 0 (None if there are none)."""
     return _mean(float(s.deal) for s in rows if s.has_gains)
 
 
-def surplus_share(rows: Iterable[Seat], *, on_deals: bool = False) -> float | None:
+def surplus_share(rows: Iterable[SeatStats], *, on_deals: bool = False) -> float | None:
     """Mean own surplus share over negotiations with gains > 0 (0 without a deal), or over
     deals with gains > 0 only."""
     return _mean(s.share for s in rows if s.share is not None and (s.deal or not on_deals))
 
 
-def efficiency(rows: Iterable[Seat]) -> float | None:
+def efficiency(rows: Iterable[SeatStats]) -> float | None:
     """Realised gains / available gains over negotiations with gains > 0."""
     with_gains = [s for s in rows if s.has_gains]
     available = math.fsum(s.gains for s in with_gains)
     return math.fsum(s.gains for s in with_gains if s.deal) / available if available else None
 
 
-def ir_violations(rows: Iterable[Seat]) -> int:
+def ir_violations(rows: Iterable[SeatStats]) -> int:
     """Deals at a price worse than the seat's own value."""
     return sum(s.ir_violation for s in rows)
 
@@ -203,7 +203,7 @@ def ir_violations(rows: Iterable[Seat]) -> int:
 # -- strategy features -------------------------------------------------------------------------
 
 
-def anchoring(rows: Iterable[Seat], *, relative_to: str = "list") -> float | None:
+def anchoring(rows: Iterable[SeatStats], *, relative_to: str = "list") -> float | None:
     """Mean first own offer / list price (``relative_to="list"``) or / own value (``"value"``)."""
     if relative_to not in ("list", "value"):
         raise ValueError(f"relative_to must be 'list' or 'value', not {relative_to!r}")
@@ -212,7 +212,7 @@ def anchoring(rows: Iterable[Seat], *, relative_to: str = "list") -> float | Non
     )
 
 
-def concession_step(seat: Seat) -> float | None:
+def concession_step(seat: SeatStats) -> float | None:
     """Mean step between successive own offers towards the other side, / list price."""
     if len(seat.offers) < 2:
         return None
@@ -221,39 +221,39 @@ def concession_step(seat: Seat) -> float | None:
     return fmean(steps) / seat.list_price
 
 
-def concession(rows: Iterable[Seat]) -> float | None:
+def concession(rows: Iterable[SeatStats]) -> float | None:
     """Mean of ``concession_step`` over negotiations with at least two own offers."""
     return _mean(step for s in rows if (step := concession_step(s)) is not None)
 
 
-def patience(rows: Iterable[Seat]) -> float | None:
+def patience(rows: Iterable[SeatStats]) -> float | None:
     """Mean time of agreement / deadline, over deals."""
     return _mean(s.time_fraction for s in rows if s.deal)
 
 
-def offers_per_negotiation(rows: Iterable[Seat]) -> float | None:
+def offers_per_negotiation(rows: Iterable[SeatStats]) -> float | None:
     """Mean number of own offers."""
     return _mean(float(len(s.offers)) for s in rows)
 
 
-def messages_per_negotiation(rows: Iterable[Seat]) -> float | None:
+def messages_per_negotiation(rows: Iterable[SeatStats]) -> float | None:
     """Mean number of own messages (alone or attached to an action)."""
     return _mean(float(s.messages) for s in rows)
 
 
-def invalid_rate(rows: Iterable[Seat]) -> float | None:
+def invalid_rate(rows: Iterable[SeatStats]) -> float | None:
     """Invalid actions / all actions attempted, pooled over negotiations."""
     listed = list(rows)
     attempted = sum(s.actions + s.invalid for s in listed)
     return sum(s.invalid for s in listed) / attempted if attempted else None
 
 
-def leakage(rows: Iterable[Seat]) -> float | None:
+def leakage(rows: Iterable[SeatStats]) -> float | None:
     """Share of negotiations in which the seat wrote a number within 1% of its own value."""
     return _mean(float(s.leaked) for s in rows)
 
 
-FEATURES: dict[str, Callable[[list[Seat]], float | None]] = {
+FEATURES: dict[str, Callable[[list[SeatStats]], float | None]] = {
     "anchor_list": lambda rows: anchoring(rows, relative_to="list"),
     "anchor_value": lambda rows: anchoring(rows, relative_to="value"),
     "concession": concession,
@@ -266,7 +266,7 @@ FEATURES: dict[str, Callable[[list[Seat]], float | None]] = {
 """Every strategy feature by name, as the report shows them."""
 
 
-def features(rows: Iterable[Seat]) -> dict[str, float | None]:
+def features(rows: Iterable[SeatStats]) -> dict[str, float | None]:
     """All strategy features of a group of seats."""
     listed = list(rows)
     return {name: measure(listed) for name, measure in FEATURES.items()}
@@ -275,9 +275,9 @@ def features(rows: Iterable[Seat]) -> dict[str, float | None]:
 # -- grouping, tiers, intervals ----------------------------------------------------------------
 
 
-def group(rows: Iterable[Seat], key: Callable[[Seat], K]) -> dict[K, list[Seat]]:
+def group(rows: Iterable[SeatStats], key: Callable[[SeatStats], K]) -> dict[K, list[SeatStats]]:
     """Seats grouped by ``key``, groups in first-seen order."""
-    groups: dict[K, list[Seat]] = defaultdict(list)
+    groups: dict[K, list[SeatStats]] = defaultdict(list)
     for seat in rows:
         groups[key(seat)].append(seat)
     return dict(groups)
@@ -347,7 +347,7 @@ def label_seed(seed: int, label: str) -> int:
     return zlib.crc32(f"{seed}:{label}".encode())
 
 
-_HEADLINES: dict[str, Callable[[Seat], tuple[float, float] | None]] = {
+_HEADLINES: dict[str, Callable[[SeatStats], tuple[float, float] | None]] = {
     # (numerator, denominator) per seat, or None where the seat does not count.
     "surplus_share": lambda s: (s.share, 1.0) if s.share is not None else None,
     "surplus_share_on_deals": lambda s: (s.share, 1.0) if s.share is not None and s.deal else None,
@@ -360,7 +360,7 @@ HEADLINES = tuple(_HEADLINES)
 
 def estimate(
     name: str,
-    rows: Iterable[Seat],
+    rows: Iterable[SeatStats],
     *,
     label: str = "",
     resamples: int = 1000,

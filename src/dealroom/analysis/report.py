@@ -1,6 +1,6 @@
 """A tournament report: one JSON-ready object, and its terminal rendering.
 
-``build_report`` streams records (only two small ``Seat`` rows per negotiation stay in memory,
+``build_report`` streams records (only two small ``SeatStats`` rows per negotiation stay in memory,
 plus a few sample negotiations for the trajectory plots) and computes the leaderboard (agent x
 role, with bootstrap intervals), the head-to-head matrix, the per-tier table and its spread, and
 the strategy features. ``format_report`` prints it; ``dealroom.analysis.report_html`` draws it.
@@ -33,7 +33,7 @@ def build_report(
 ) -> dict[str, Any]:
     """The whole report as one JSON-ready object. Stored negotiations (not bare records) also
     give the per-model usage of LLM seats (``usage``: ``dealroom.analysis.usage``)."""
-    rows: list[m.Seat] = []
+    rows: list[m.SeatStats] = []
     picked: list[NegotiationRecord] = []
     usage = UsageCollector()
     for item in records:
@@ -72,13 +72,13 @@ class _Estimator:
     def __init__(self, *, resamples: int, seed: int) -> None:
         self.resamples, self.seed = resamples, seed
 
-    def __call__(self, name: str, rows: Iterable[m.Seat], label: str) -> dict[str, Any]:
+    def __call__(self, name: str, rows: Iterable[m.SeatStats], label: str) -> dict[str, Any]:
         return m.estimate(
             name, rows, label=label, resamples=self.resamples, seed=self.seed
         ).as_dict()
 
 
-def _ranked_agents(rows: Sequence[m.Seat]) -> list[str]:
+def _ranked_agents(rows: Sequence[m.SeatStats]) -> list[str]:
     by_agent = m.group(rows, lambda s: s.agent)
     share = {a: m.surplus_share(seats) for a, seats in by_agent.items()}
 
@@ -89,7 +89,7 @@ def _ranked_agents(rows: Sequence[m.Seat]) -> list[str]:
     return sorted(by_agent, key=rank)
 
 
-def _views(rows: Sequence[m.Seat], agent: str) -> dict[str, list[m.Seat]]:
+def _views(rows: Sequence[m.SeatStats], agent: str) -> dict[str, list[m.SeatStats]]:
     mine = [s for s in rows if s.agent == agent]
     return {
         "both": mine,
@@ -99,7 +99,7 @@ def _views(rows: Sequence[m.Seat], agent: str) -> dict[str, list[m.Seat]]:
 
 
 def _leaderboard(
-    rows: Sequence[m.Seat], agents: Sequence[str], est: _Estimator
+    rows: Sequence[m.SeatStats], agents: Sequence[str], est: _Estimator
 ) -> list[dict[str, Any]]:
     board = []
     for agent in agents:
@@ -119,7 +119,7 @@ def _leaderboard(
     return board
 
 
-def _head_to_head(rows: Sequence[m.Seat], agents: Sequence[str]) -> list[dict[str, Any]]:
+def _head_to_head(rows: Sequence[m.SeatStats], agents: Sequence[str]) -> list[dict[str, Any]]:
     cells = m.group(rows, lambda s: (s.agent, s.opponent))
     return [
         {
@@ -138,7 +138,7 @@ def _head_to_head(rows: Sequence[m.Seat], agents: Sequence[str]) -> list[dict[st
 
 
 def _per_tier(
-    rows: Sequence[m.Seat], agents: Sequence[str], tiers: Sequence[str], est: _Estimator
+    rows: Sequence[m.SeatStats], agents: Sequence[str], tiers: Sequence[str], est: _Estimator
 ) -> list[dict[str, Any]]:
     table = []
     for agent in agents:
@@ -165,7 +165,7 @@ def _per_tier(
     return table
 
 
-def _features(rows: Sequence[m.Seat], agents: Sequence[str]) -> list[dict[str, Any]]:
+def _features(rows: Sequence[m.SeatStats], agents: Sequence[str]) -> list[dict[str, Any]]:
     table = []
     for agent in agents:
         for role, seats in _views(rows, agent).items():

@@ -88,9 +88,9 @@ class _Sum:
     refused: int = 0
     turn_limits: int = 0
     failures: int = 0
-    rows: list[m.Seat] = field(default_factory=list[m.Seat])
+    rows: list[m.SeatStats] = field(default_factory=list[m.SeatStats])
 
-    def add(self, data: Mapping[str, Any], error: bool, seat: m.Seat) -> None:
+    def add(self, data: Mapping[str, Any], error: bool, seat: m.SeatStats) -> None:
         self.seats += 1
         self.calls += int(data.get("model_calls", 0))
         self.failed += int(data.get("failed_attempts", 0))

@@ -13,6 +13,9 @@ from dealroom.protocol import TIERS, AgentFactory, Scenario, Tier
 from dealroom.protocol.generator import ScenarioFileError, loads_jsonl, scenario_at
 from dealroom.protocol.secret import SECRET_ENV, Secret, SecretError
 
+ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
+"""Where the CLI reads an HTTP server's admin token (serve, room, match --server)."""
+
 
 def usage_error(message: str) -> Exception:
     """The CLI's one-line error (imported late: the CLI package imports this module)."""

@@ -16,8 +16,14 @@ from typing import Any
 import anyio
 
 from dealroom.analysis.transcript import format_record
-from dealroom.cli._common import report_fresh_secret, run_secret, scenario, usage_error
-from dealroom.cli._players import ADMIN_TOKEN_ENV, player, store_match
+from dealroom.cli._common import (
+    ADMIN_TOKEN_ENV,
+    report_fresh_secret,
+    run_secret,
+    scenario,
+    usage_error,
+)
+from dealroom.cli._players import player, store_match
 from dealroom.play.players import closing
 from dealroom.play.remote import RemoteMatchError, play_remote_match
 from dealroom.play.runner import MatchResult, play_match

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dealroom.cli._common import positive_int, usage_error
+from dealroom.cli._common import ADMIN_TOKEN_ENV, positive_int, usage_error
 from dealroom.play.registry import AgentSpecError, PlayerOptions, is_scripted, resolve_player
 
 if TYPE_CHECKING:
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from dealroom.play.players import Player
     from dealroom.protocol.record import NegotiationRecord
 
-ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 
 # Defaults of LLMSettings and RetryPolicy (a test keeps them equal), as literals so that building
 # the parser does not import the Agents SDK.

@@ -10,7 +10,7 @@ from typing import Any
 from dealroom.agents import AgentSpecError, resolve
 from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import agent, usage_error
-from dealroom.cli.report import open_store
+from dealroom.cli.report import open_existing_store
 from dealroom.engine.fork import ForkError, fork
 from dealroom.engine.match import play
 from dealroom.protocol import DEFAULT_RULES, AgentFactory, Rules
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise usage_error("--from-event needs --buyer or --seller (the agent that takes over)")
     if args.from_event is not None and args.from_event < 0:
         raise usage_error("--from-event must be at least 0")
-    with open_store(args.store) as store:
+    with open_existing_store(args.store) as store:
         row = store.get(args.key)
         if row is None:
             raise usage_error(f"{args.store}: no negotiation with key {args.key!r}")

@@ -27,7 +27,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(handler=run)
 
 
-def open_store(path: Path) -> ResultsStore:
+def open_existing_store(path: Path) -> ResultsStore:
     """An existing results store, or a usage error (never creates a file)."""
     if not path.is_file():
         raise usage_error(f"{path}: no such results store")
@@ -55,7 +55,7 @@ def choose_run(store: ResultsStore, run: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Build the report and print it (text or JSON); write the HTML page if asked."""
-    with open_store(args.store) as store:
+    with open_existing_store(args.store) as store:
         name = choose_run(store, args.run)
         report = build_report(
             store.iter(name),

@@ -14,10 +14,8 @@ from typing import Any
 
 import httpx2
 
-from dealroom.cli._common import add_secret_flag, run_secret, usage_error
+from dealroom.cli._common import ADMIN_TOKEN_ENV, add_secret_flag, run_secret, usage_error
 from dealroom.protocol import TIERS, RoomCreated, RoomRequest
-
-ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -14,6 +14,7 @@ import anyio
 
 from dealroom.cli import _players
 from dealroom.cli._common import (
+    ADMIN_TOKEN_ENV,
     add_scenario_flags,
     agent,
     read_scenarios,
@@ -31,8 +32,6 @@ from dealroom.store.writer import ResultWriter
 STORE_BUSY_S = 5.0
 """How long one write waits for another process's lock on the store before it is retried
 later (in a worker thread: the server itself never waits)."""
-
-ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 
 
 def default_results_path() -> Path:
@@ -120,7 +119,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def open_store(path: Path | None) -> ResultWriter:
+def open_writer(path: Path | None) -> ResultWriter:
     """The results store and its writer, its directory created if needed, with what an earlier
     process left in the spool written to it; a usage error if it cannot be opened."""
     path = path or default_results_path()
@@ -186,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     # Never printed: the host's log is not the operator's alone. The results store keeps it.
     secret, _ = run_secret(args)
     scenarios = house_scenarios(args, secret)
-    writer = open_store(args.results)
+    writer = open_writer(args.results)
     try:
         room = Room(
             f"house-{secrets.token_hex(6)}",
@@ -228,7 +227,7 @@ def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
         sys.stderr.write(
             f"dealroom: {ADMIN_TOKEN_ENV} is not set: the admin API (room creation) is disabled\n"
         )
-    writer = open_store(args.results)
+    writer = open_writer(args.results)
     try:
         journals = Journals.beside(writer.store.path)
         registry = RoomRegistry(

@@ -2,7 +2,7 @@
 
 Usage::
 
-    async with Seat.stdio(["dealroom", "serve", "--role", "buyer"]) as seat:
+    async with SeatClient.stdio(["dealroom", "serve", "--role", "buyer"]) as seat:
         state = await seat.get_state()
         result = await seat.make_offer(900, message="My best offer.")
         async for event in seat.events():
@@ -54,7 +54,7 @@ from dealroom.protocol.tools import arguments_of
 M = TypeVar("M", bound=BaseModel)
 
 SEAT_TOKEN_ENV = "DEALROOM_SEAT_TOKEN"
-"""Where ``dealroom seat`` and ``Seat.http`` read a seat token when none is given."""
+"""Where ``dealroom seat`` and ``SeatClient.http`` read a seat token when none is given."""
 
 
 _VALIDATORS: dict[str, Any] = {}
@@ -116,7 +116,7 @@ class SeatClosedError(DealroomError):
     kind = "seat_closed"
 
 
-class Seat:
+class SeatClient:
     """One seat of a negotiation, over any MCP transport. Use as an async context manager."""
 
     def __init__(
@@ -135,7 +135,7 @@ class Seat:
     # -- connecting ----------------------------------------------------------------------------
 
     @classmethod
-    def memory(cls, app: MCPServer) -> Seat:
+    def memory(cls, app: MCPServer) -> SeatClient:
         """A seat of an in-process server app (no transport, for tests and local matches)."""
         return cls(app)
 
@@ -146,7 +146,7 @@ class Seat:
         *,
         env: dict[str, str] | None = None,
         read_timeout_s: float | None = None,
-    ) -> Seat:
+    ) -> SeatClient:
         """A seat of a server launched as a subprocess (``dealroom serve ...``), over stdio."""
         if isinstance(command, StdioServerParameters):
             params = command
@@ -162,7 +162,7 @@ class Seat:
         *,
         timeout_s: float = 30.0,
         read_timeout_s: float = 120.0,
-    ) -> Seat:
+    ) -> SeatClient:
         """A seat of a room on an HTTP server (``.../mcp``), with its bearer token.
 
         The token defaults to ``$DEALROOM_SEAT_TOKEN``.
@@ -176,7 +176,7 @@ class Seat:
         )
         return cls(url, http_client=client, read_timeout_s=read_timeout_s)
 
-    async def __aenter__(self) -> Seat:
+    async def __aenter__(self) -> SeatClient:
         stack = AsyncExitStack()
         try:
             server = self._server

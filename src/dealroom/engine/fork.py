@@ -55,7 +55,7 @@ class ForkError(DealroomError):
     kind = "fork"
 
 
-def action_of(event: Event) -> Action | None:
+def action_of_event(event: Event) -> Action | None:
     """The action that caused an event; None for consequences (withdrawals, the end)."""
     match event:
         case OfferMade():
@@ -87,7 +87,7 @@ def _batches(prefix: tuple[Event, ...], rules: Rules) -> dict[Role, deque[_Batch
     after the seat's previous one was queued with it (a seat is never woken in between)."""
     plan: dict[Role, deque[_Batch]] = {"buyer": deque(), "seller": deque()}
     for event in prefix:
-        action = action_of(event)
+        action = action_of_event(event)
         if action is None or event.by is None:
             continue
         cost = rules.costs.of(action.type)

@@ -26,7 +26,7 @@ from dealroom.engine.seats import (
     HouseSeat,
     RemoteSeat,
     RemoteState,
-    Seat,
+    ScheduledSeat,
     Wake,
     action_costs,
 )
@@ -49,7 +49,15 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.wire import ClockKind
 
-__all__ = ["HouseSeat", "RemoteSeat", "RemoteState", "Scheduler", "Seat", "Wake", "live_offers"]
+__all__ = [
+    "HouseSeat",
+    "RemoteSeat",
+    "RemoteState",
+    "ScheduledSeat",
+    "Scheduler",
+    "Wake",
+    "live_offers",
+]
 
 
 def _t(x: float) -> float:
@@ -76,7 +84,7 @@ class Scheduler:
         self.clock: ClockKind = clock
         self.deadline = referee.scenario.deadline
         costs = action_costs(self.rules.costs)
-        self.seats: dict[Role, Seat] = {
+        self.seats: dict[Role, ScheduledSeat] = {
             role: HouseSeat(role, costs, houses.get(role))
             if role in houses or role in driven
             else RemoteSeat(role)
@@ -244,7 +252,7 @@ class Scheduler:
         """When the next item is due (wall clock: when to run ``advance`` again)."""
         return min(self._earliest()[1], self.deadline)
 
-    def _earliest(self) -> tuple[Seat, float, bool]:
+    def _earliest(self) -> tuple[ScheduledSeat, float, bool]:
         # The one ordering rule: by time; at equal times an action taking effect goes before a
         # wake-up (so the woken seat sees it), then the first mover.
         first, second = self._first, self._second
@@ -305,7 +313,7 @@ class Scheduler:
         seat.errors.clear()
         seat.queue(agent.act(observation), self._per_wake)
 
-    def _apply(self, seat: Seat, action: Action, at: float) -> list[Event] | RuleViolation:
+    def _apply(self, seat: ScheduledSeat, action: Action, at: float) -> list[Event] | RuleViolation:
         try:
             events = self.referee.apply(seat.role, action, at)
         except RuleViolation as violation:

@@ -171,4 +171,4 @@ class RemoteSeat:
         self.news_at = min(self.news_at, at)
 
 
-Seat = HouseSeat | RemoteSeat
+ScheduledSeat = HouseSeat | RemoteSeat

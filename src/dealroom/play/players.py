@@ -1,6 +1,6 @@
 """Players: anything that can sit in a seat and play one negotiation through its MCP tools.
 
-A ``Player`` gets a connected ``Seat`` and plays the current negotiation to its end. Scripted
+A ``Player`` gets a connected ``SeatClient`` and plays the current negotiation to its end. Scripted
 strategies (``ScriptedPlayer``), LLM agents (``dealroom.agents.llm.LLMPlayer``), a person at a
 terminal (``dealroom.agents.human.HumanPlayer``) and your own code all fit; ``play_match`` seats
 any two of them. What a player returns is stored beside the negotiation (usage, counts); a
@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 
-from dealroom.client.seat import Seat, SeatError
+from dealroom.client.seat import SeatClient, SeatError
 from dealroom.engine.match import seat_rng
 from dealroom.protocol import (
     Action,
@@ -69,7 +69,7 @@ class Player(Protocol):
     name: str
     """Recorded as the seat's agent (e.g. ``boulware`` or ``llm:gpt-4.1-mini``)."""
 
-    async def play(self, seat: Seat, context: SeatContext) -> Mapping[str, Any]:
+    async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
         """Play the seat's current negotiation to its end; return data to store with it."""
         ...
 
@@ -107,7 +107,7 @@ class PlayerFailed(DealroomError):
 
 
 class ToolSeat(Protocol):
-    """The seat calls a scripted player makes: ``Seat`` over MCP, or the SFT export's seat
+    """The seat calls a scripted player makes: ``SeatClient`` over MCP, or the SFT export's seat
     (``dealroom.training.sft``), which replays a record through the same calls. A refused call
     raises ``SeatError``."""
 

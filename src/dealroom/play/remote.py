@@ -20,7 +20,7 @@ import anyio
 import httpx2
 import structlog
 
-from dealroom.client.seat import Seat, SeatError
+from dealroom.client.seat import SeatClient, SeatError
 from dealroom.play.players import Player, PlayerFailed, ScriptedPlayer, SeatContext
 from dealroom.play.runner import FAILED_MESSAGE, MatchResult
 from dealroom.protocol import (
@@ -149,7 +149,7 @@ async def _remote_player(
     error: str | None = None
     data: Mapping[str, Any] = {}
     try:
-        async with Seat.http(url, token) as seat:
+        async with SeatClient.http(url, token) as seat:
             data = await player.play(seat, context)
             if (await seat.get_state()).observation.outcome is None:
                 error = "the player stopped before the negotiation ended"
@@ -167,7 +167,7 @@ async def _remote_player(
 async def _walk_away(url: str, token: str, cleanup_s: float) -> None:
     with anyio.move_on_after(cleanup_s):
         try:
-            async with Seat.http(url, token) as seat:
+            async with SeatClient.http(url, token) as seat:
                 await seat.walk_away(FAILED_MESSAGE)
         except (SeatError, Exception) as exc:
             log.info("walk-away for failed seat refused", error=str(exc))
@@ -182,7 +182,7 @@ async def _record(
     url: str,
 ) -> NegotiationRecord:
     token = next(iter(created.tokens.values()))
-    async with Seat.http(url, token) as seat:
+    async with SeatClient.http(url, token) as seat:
         observation = (await seat.get_state()).observation
     outcome = await admin.outcome(created.room)
     if outcome is None:

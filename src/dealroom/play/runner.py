@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 import structlog
 
-from dealroom.client.seat import Seat
+from dealroom.client.seat import SeatClient
 from dealroom.engine.match import play
 from dealroom.play.players import Charge, Player, PlayerFailed, ScriptedPlayer, SeatContext
 from dealroom.protocol import (
@@ -47,7 +47,7 @@ from dealroom.protocol.wire import ClockKind
 from dealroom.server.mcp_app import build_app
 from dealroom.server.negotiation import Negotiation, RoomLimits
 from dealroom.server.room import House, Room, SeatPlayer
-from dealroom.server.seat import LocalSeat
+from dealroom.server.seat import RoomBackend
 from dealroom.store.results import ResultsStore
 
 log = structlog.stdlib.get_logger(__name__)
@@ -181,7 +181,7 @@ def _finish(
 
 def seat_app(room: Room, role: Role):
     """The server's MCP app for one seat of an in-process room (no series tool)."""
-    seat = LocalSeat(room, role)
+    seat = RoomBackend(room, role)
     return build_app(lambda: seat, name=f"dealroom-{role}", series=False)
 
 
@@ -213,7 +213,7 @@ async def _seat_player(
     error: str | None = None
     data: Mapping[str, Any] = {}
     try:
-        async with Seat.memory(seat_app(room, role)) as seat:
+        async with SeatClient.memory(seat_app(room, role)) as seat:
             data = await player.play(seat, context)
     except PlayerFailed as failure:
         error, data = failure.message, failure.extra
@@ -236,7 +236,7 @@ async def _walk_away(room: Room, role: Role, cleanup_s: float) -> None:
         return
     with anyio.move_on_after(cleanup_s):
         try:
-            await LocalSeat(room, role).act(WalkAway(message=FAILED_MESSAGE))
+            await RoomBackend(room, role).act(WalkAway(message=FAILED_MESSAGE))
         except Exception as exc:
             log.info("walk-away for failed seat refused", seat=role, error=str(exc))
 

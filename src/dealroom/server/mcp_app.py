@@ -41,7 +41,7 @@ from dealroom.protocol.tools import (
 from dealroom.protocol.tools import (
     seat_tools as tool_specs,
 )
-from dealroom.server.seat import SeatBackend, SeatError
+from dealroom.server.seat import CallRefused, SeatBackend
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -112,7 +112,7 @@ def _function(seat: SeatProvider, spec: SeatTool) -> Callable[..., Awaitable[Cal
         with structlog.contextvars.bound_contextvars(**backend.log_context, tool=spec.name):
             try:
                 result = await _dispatch(backend, spec, spec.args.model_validate(arguments))
-            except SeatError as error:
+            except CallRefused as error:
                 log.info("tool refused", code=error.payload.code)
                 return _error_result(error.payload.text())
             text = await _render(backend, spec.result, result)
@@ -229,7 +229,7 @@ async def _or_mcp_error(read: Awaitable[str]) -> str:
     an MCP error with its code first, not an internal error with a traceback."""
     try:
         return await read
-    except SeatError as error:
+    except CallRefused as error:
         log.info("read refused", code=error.payload.code)
         raise MCPError(INTERNAL_ERROR, error.payload.text()) from None
 

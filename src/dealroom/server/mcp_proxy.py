@@ -38,7 +38,7 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.tools import arguments_of
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
-from dealroom.server.seat import SeatError
+from dealroom.server.seat import CallRefused
 from dealroom.server.stdio_wire import serve_stdio_wire
 
 log = structlog.stdlib.get_logger(__name__)
@@ -74,7 +74,7 @@ class Upstream:
             await anyio.sleep_forever()
 
     async def client(self) -> Client:
-        """The connected client; raises SeatError (upstream_unavailable) if it cannot be."""
+        """The connected client; raises CallRefused (upstream_unavailable) if it cannot be."""
         async with self._lock:
             if self._client is None:
                 assert self._group is not None, "Upstream.run is not running"
@@ -153,7 +153,7 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return found
 
 
-class RemoteSeat:
+class UpstreamBackend:
     """A SeatBackend that relays to a seat of an HTTP room through an MCP client."""
 
     def __init__(self, upstream: Upstream | Client, server: str, *, call_s: float = 20.0) -> None:
@@ -184,7 +184,7 @@ class RemoteSeat:
         if self._descriptions is None:
             try:
                 listed = await self._call(lambda c: c.list_tools())
-            except SeatError:
+            except CallRefused:
                 return {}  # the local descriptions, until the room server answers
             self._descriptions = {t.name: t.description or "" for t in listed.tools}
         return self._descriptions
@@ -241,7 +241,7 @@ class RemoteSeat:
         result = await self._call(lambda c: c.call_tool(name, arguments), extra_s)
         text = "".join(c.text for c in result.content if isinstance(c, TextContent))
         if result.is_error:
-            raise SeatError(ToolErrorPayload.parse(text))
+            raise CallRefused(ToolErrorPayload.parse(text))
         try:
             return model.model_validate(result.structured_content)
         except ValidationError:
@@ -253,9 +253,9 @@ class RemoteSeat:
         return "".join(getattr(c, "text", "") for c in result.contents)
 
 
-def _unavailable(reason: str) -> SeatError:
+def _unavailable(reason: str) -> CallRefused:
     log.warning("upstream call failed", error=reason)
-    return SeatError(
+    return CallRefused(
         seat_text.error_payload(
             SessionErrorCode.UPSTREAM_UNAVAILABLE, f"The room server did not answer ({reason})."
         )
@@ -265,7 +265,7 @@ def _unavailable(reason: str) -> SeatError:
 async def serve_proxy(server: str, token: str) -> None:
     """Relay stdin/stdout MCP to ``server`` (the room server's /mcp URL) until stdin closes."""
     upstream = Upstream(server, token)
-    seat = RemoteSeat(upstream, server)
+    seat = UpstreamBackend(upstream, server)
     app = build_app(lambda: seat, name="dealroom-seat")
     async with anyio.create_task_group() as group:
         group.start_soon(upstream.run)

@@ -33,7 +33,7 @@ from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.journal import Journals
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room
-from dealroom.server.seat import LocalSeat
+from dealroom.server.seat import RoomBackend
 from dealroom.store.writer import ResultWriter
 
 log = structlog.stdlib.get_logger(__name__)
@@ -164,9 +164,9 @@ class RoomRegistry:
             return None
         return entry.room, entry.role
 
-    def seat(self, room_id: str, role: Role) -> LocalSeat:
+    def seat(self, room_id: str, role: Role) -> RoomBackend:
         """The seat object for a room and role."""
-        return LocalSeat(self.rooms[room_id], role)
+        return RoomBackend(self.rooms[room_id], role)
 
     async def reap(self, interval: float = 1.0) -> None:
         """Forever: advance wall clocks, end abandoned negotiations, forget old finished rooms;
@@ -228,10 +228,10 @@ class SeatTokens(TokenVerifier):
         return AccessToken(token=token, client_id=room, subject=role, scopes=[SEAT_SCOPE])
 
 
-def seat_of_request(registry: RoomRegistry) -> Callable[[], LocalSeat]:
+def seat_of_request(registry: RoomRegistry) -> Callable[[], RoomBackend]:
     """A SeatProvider reading the seat from the request's verified bearer token."""
 
-    def provider() -> LocalSeat:
+    def provider() -> RoomBackend:
         token = get_access_token()
         if token is None or token.subject not in ("buyer", "seller"):
             # The transport rejects requests without a valid token before any tool runs.

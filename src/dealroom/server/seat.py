@@ -1,7 +1,7 @@
 """One seat, as the MCP tools see it: a Protocol with a local and a remote implementation.
 
-``LocalSeat`` plays a seat of a ``Room`` in this process (stdio house mode, HTTP rooms);
-``dealroom.server.mcp_proxy.RemoteSeat`` forwards to a seat of a room on an HTTP server.
+``RoomBackend`` plays a seat of a ``Room`` in this process (stdio house mode, HTTP rooms);
+``dealroom.server.mcp_proxy.UpstreamBackend`` forwards to a seat of a room on an HTTP server.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def descriptions(rules: Rules) -> Mapping[str, str]:
     return cached
 
 
-class SeatError(DealroomError):
+class CallRefused(DealroomError):
     """A refused call; ``payload`` is what the model reads. Nothing changed."""
 
     def __init__(self, payload: ToolErrorPayload) -> None:
@@ -64,7 +64,7 @@ class SeatBackend(Protocol):
         ...
 
     async def act(self, action: Action) -> ActionResult:
-        """One action; raises SeatError if refused."""
+        """One action; raises CallRefused if refused."""
         ...
 
     async def viewer(self) -> tuple[Role, str]:
@@ -84,7 +84,7 @@ class SeatBackend(Protocol):
         ...
 
     async def new_negotiation(self) -> SeatState:
-        """Start the next negotiation of the series; raises SeatError if not possible now."""
+        """Start the next negotiation of the series; raises CallRefused if not possible now."""
         ...
 
     async def observation_json(self) -> str:
@@ -100,7 +100,7 @@ class SeatBackend(Protocol):
         ...
 
 
-class LocalSeat:
+class RoomBackend:
     """A seat of a room in this process."""
 
     def __init__(self, room: Room, role: Role) -> None:
@@ -126,18 +126,18 @@ class LocalSeat:
         """One action on the current negotiation.
 
         An action that took effect and ended the negotiation, whose result could not be saved
-        yet, raises SeatError ``result_pending``: it says that the action counted.
+        yet, raises CallRefused ``result_pending``: it says that the action counted.
         """
         negotiation = self.room.current
         try:
             result = await negotiation.act(self.role, action)
         except RuleViolation as violation:
-            raise SeatError(seat_text.error_payload(violation.code, violation.message)) from None
+            raise CallRefused(seat_text.error_payload(violation.code, violation.message)) from None
         finally:
             await self.room.save()
         if result.ok and result.outcome is not None and not self.room.saved(negotiation):
             message = texts.result_pending(action, result.outcome, negotiation.scenario.currency)
-            raise SeatError(seat_text.error_payload(SessionErrorCode.RESULT_PENDING, message))
+            raise CallRefused(seat_text.error_payload(SessionErrorCode.RESULT_PENDING, message))
         return result
 
     async def wait(self, timeout_s: float) -> WaitResult:
@@ -171,7 +171,7 @@ class LocalSeat:
         try:
             self.room.new_negotiation()
         except RoomError as error:
-            raise SeatError(seat_text.error_payload(error.code, error.message)) from None
+            raise CallRefused(seat_text.error_payload(error.code, error.message)) from None
         return await self.state()
 
     async def observation_json(self) -> str:

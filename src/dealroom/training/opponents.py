@@ -47,7 +47,7 @@ from dealroom.protocol import (
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
 from dealroom.training import _text
-from dealroom.training.sft import TOOLS
+from dealroom.training.sft import TOOL_SCHEMAS
 
 Transport = Callable[[str, dict[str, Any]], dict[str, Any]]
 """Sends one chat-completions request body for a negotiation (``scenario_id/role``); returns
@@ -239,7 +239,7 @@ class _LLMAgent:
         body: dict[str, Any] = {
             "model": owner.model,
             "messages": json.loads(json.dumps(self._messages)),
-            "tools": TOOLS,
+            "tools": TOOL_SCHEMAS,
             "temperature": owner.temperature,
             "max_tokens": owner.max_tokens,
         }

@@ -9,7 +9,7 @@ dealroom`` there and import ``dealroom.training.remote``: neither pulls in a dep
 
 Usage::
 
-    with RemoteSeat("http://127.0.0.1:8000/mcp", token="<seat token>") as seat:
+    with HttpSeatClient("http://127.0.0.1:8000/mcp", token="<seat token>") as seat:
         print(seat.get_state().text)
         result = seat.make_offer(1200.0, "Cash today.")
         if result.is_error:
@@ -249,7 +249,7 @@ class McpHttpClient:
         return [item for item in items if isinstance(item, dict)]
 
 
-class RemoteSeat(McpHttpClient):
+class HttpSeatClient(McpHttpClient):
     """One seat of a negotiation on a dealroom HTTP server, with the seat's tools as methods.
 
     The methods mirror ``dealroom.protocol.tools`` (names and arguments; a test checks them,
@@ -260,7 +260,7 @@ class RemoteSeat(McpHttpClient):
     tool the server offers.
     """
 
-    def __enter__(self) -> RemoteSeat:
+    def __enter__(self) -> HttpSeatClient:
         self.connect()
         return self
 

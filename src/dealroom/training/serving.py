@@ -151,7 +151,7 @@ def _completion(
 
 
 @dataclass(frozen=True, slots=True)
-class Endpoint:
+class ServedEndpoint:
     """A running endpoint."""
 
     base_url: str
@@ -207,13 +207,13 @@ def _handler(chat: ChatModel) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve(chat: ChatModel, host: str = "127.0.0.1", port: int = 0) -> Iterator[Endpoint]:
+def serve(chat: ChatModel, host: str = "127.0.0.1", port: int = 0) -> Iterator[ServedEndpoint]:
     """Serve ``chat`` in a background thread for the duration of the block."""
     server = ThreadingHTTPServer((host, port), _handler(chat))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1})
     thread.start()
-    endpoint = Endpoint(f"http://{host}:{server.server_address[1]}/v1", server)
+    endpoint = ServedEndpoint(f"http://{host}:{server.server_address[1]}/v1", server)
     log.info("serve.started", base_url=endpoint.base_url, model=chat.name)
     try:
         yield endpoint

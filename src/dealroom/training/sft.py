@@ -57,7 +57,7 @@ ArgumentsForm = Literal["object", "json"]
 """Tool-call arguments as JSON objects (the default: most chat templates expect them) or as
 JSON strings (the OpenAI API's form, which Qwen3-style templates also read)."""
 
-TOOLS: list[dict[str, Any]] = function_schemas(DEFAULT_RULES)
+TOOL_SCHEMAS: list[dict[str, Any]] = function_schemas(DEFAULT_RULES)
 """The seat's tools as OpenAI function schemas under the default rules: exactly what TRL builds
 from BargainToolEnv's methods (``dealroom.protocol.tools.function_schemas``)."""
 
@@ -206,7 +206,7 @@ def conversation_example(
     messages = list(conversation.get("messages") or [])
     if len(messages) < 2:
         return None
-    tools = list(conversation.get("tools") or TOOLS)
+    tools = list(conversation.get("tools") or TOOL_SCHEMAS)
     meta = _metadata(record, role, {"source": "conversation", **(metadata or {})})
     return {"messages": messages, "tools": tools, "metadata": meta}
 
