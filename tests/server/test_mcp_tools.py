@@ -73,6 +73,15 @@ async def test_the_server_offers_exactly_the_negotiation_tools_with_typed_inputs
         assert "role" not in tool.input_schema.get("properties", {}), "the seat is never an input"
 
 
+async def test_the_tool_list_stays_small_with_every_output_schema_kept() -> None:
+    async with client_for(house_room(), "buyer") as client:
+        listed = await client.list_tools()
+    wire = listed.model_dump_json(by_alias=True, exclude_none=True)
+    assert len(wire.encode()) <= 15_000, len(wire)
+    assert all(t.output_schema and t.output_schema["type"] == "object" for t in listed.tools)
+    assert "$defs" not in wire
+
+
 async def test_get_state_shows_the_seat_its_own_value_and_the_public_scenario() -> None:
     room = house_room(role="seller", seed=3)
     async with client_for(room, "seller") as client:

@@ -30,6 +30,7 @@ from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextConten
 from mcp.types import Tool as MCPTool
 
 from dealroom.protocol import DEFAULT_RULES, ActionResult, SeatState, WaitResult, seat_text
+from dealroom.protocol.compact_schema import compact_schemas
 from dealroom.protocol.tools import (
     ArgumentError,
     ResultKind,
@@ -63,6 +64,12 @@ _RESULT_MODELS: dict[ResultKind, type[ActionResult | WaitResult | SeatState]] = 
     "wait": WaitResult,
     "state": SeatState,
 }
+
+
+@functools.cache
+def _output_schemas() -> dict[ResultKind, dict[str, Any]]:
+    kinds = list(_RESULT_MODELS)
+    return dict(zip(kinds, compact_schemas([_RESULT_MODELS[k] for k in kinds]), strict=True))
 
 
 def _text_result(text: str, structured: dict[str, Any]) -> CallToolResult:
@@ -127,8 +134,7 @@ def _function(seat: SeatProvider, spec: SeatTool) -> Callable[..., Awaitable[Cal
         )
         for name, info in spec.args.model_fields.items()
     ]
-    returns = Annotated[CallToolResult, _RESULT_MODELS[spec.result]]
-    call.__signature__ = inspect.Signature(parameters, return_annotation=returns)  # type: ignore[attr-defined]
+    call.__signature__ = inspect.Signature(parameters, return_annotation=CallToolResult)  # type: ignore[attr-defined]
     call.__name__ = spec.name
     return call
 
@@ -169,6 +175,12 @@ def _build(seat: SeatProvider, spec: SeatTool) -> _SeatTool:
     )
     assert isinstance(tool, _SeatTool)
     tool.spec = spec
+    # Published: the result's schema cut to its top level (tools/list stays small). Checked
+    # before sending: every result against its full model (mcp validates structured content
+    # against output_model). Set here rather than through the return annotation, which would
+    # have mcp generate the full schema of each tool's model only to replace it.
+    tool.fn_metadata.output_model = _RESULT_MODELS[spec.result]
+    tool.fn_metadata.output_schema = _output_schemas()[spec.result]
     return tool
 
 

@@ -1,0 +1,124 @@
+"""The seat results' published output schemas: their models' schemas cut to the top level.
+
+Cutting only widens, so every real result validates (as the MCP SDKs' clients check it), while
+a result of the wrong shape at the top level is still refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry
+
+from dealroom.protocol import (
+    ActionResult,
+    MakeOffer,
+    Model,
+    SeatState,
+    WaitResult,
+    WalkAway,
+)
+from dealroom.protocol.compact_schema import compact_schema, compact_schemas
+from dealroom.protocol.generator import scenario_at
+from dealroom.server.room import House, Room
+from dealroom.server.seat import LocalSeat
+
+RESULT_MODELS: list[type[Model]] = [ActionResult, WaitResult, SeatState]
+
+
+def _validator(model: type[Model]) -> Draft202012Validator:
+    schema = compact_schema(model)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema, registry=Registry())  # as mcp's client compiles it
+
+
+async def _played_results() -> dict[type[Model], list[dict[str, Any]]]:
+    """The structured results of a negotiation played through a seat, by model."""
+    from dealroom.play.registry import resolve
+
+    room = Room(
+        "room-schema",
+        scenarios=lambda i: scenario_at(0, i, "mid") if i < 2 else None,
+        houses={"seller": House("conceder", resolve("conceder"))},
+    )
+    seat = LocalSeat(room, "buyer")
+    found: dict[type[Model], list[dict[str, Any]]] = {m: [] for m in RESULT_MODELS}
+
+    def keep(result: Model) -> None:
+        found[type(result)].append(result.model_dump(mode="json"))
+
+    keep(await seat.state())
+    list_price = (await seat.state()).observation.scenario.list_price
+    for step in range(12):
+        keep(await seat.act(MakeOffer(price=(list_price * Decimal("0.5")).quantize(Decimal(1)))))
+        wait = await seat.wait(30.0)
+        keep(wait)
+        if wait.outcome is not None:
+            break
+        if step == 5:
+            keep(await seat.act(WalkAway(message="enough")))
+            break
+    keep(await seat.state())
+    keep(await seat.new_negotiation())
+    return found
+
+
+@pytest.mark.anyio
+async def test_every_real_result_validates_against_its_published_schema() -> None:
+    results = await _played_results()
+    for model, dumps in results.items():
+        assert dumps, model.__name__
+        validator = _validator(model)
+        for dump in dumps:
+            assert validator.is_valid(json.loads(json.dumps(dump))), (model.__name__, dump)
+
+
+@pytest.mark.anyio
+async def test_a_result_of_the_wrong_shape_is_refused() -> None:
+    results = await _played_results()
+    action = results[ActionResult][0]
+    validator = _validator(ActionResult)
+    missing = {k: v for k, v in action.items() if k != "now"}
+    wrong_type = {**action, "ok": "yes"}
+    extra = {**action, "their_value": 1000}
+    not_a_list = {**action, "events": {"seq": 1}}
+    bad_woke = {**results[WaitResult][0], "woke": "bored"}
+    for bad in (missing, wrong_type, extra, not_a_list):
+        assert not validator.is_valid(bad), bad
+    assert not _validator(WaitResult).is_valid(bad_woke)
+
+
+@pytest.mark.parametrize("model", RESULT_MODELS, ids=lambda m: m.__name__)
+def test_the_published_schema_is_the_top_level_of_the_full_one(model: type[Model]) -> None:
+    full = model.model_json_schema()
+    compact = compact_schema(model)
+    assert "$defs" not in compact and "$ref" not in json.dumps(compact)
+    assert list(compact["properties"]) == list(full["properties"])
+    assert compact["required"] == full["required"]
+    assert compact["additionalProperties"] is False
+    assert compact["description"] == full["description"]
+    assert len(json.dumps(compact)) < len(json.dumps(full)) / 8
+
+
+def test_schemas_cut_together_equal_schemas_cut_one_by_one() -> None:
+    together = compact_schemas(RESULT_MODELS)
+    assert together == [compact_schema(m) for m in RESULT_MODELS]
+
+
+def test_a_union_cut_to_identical_alternatives_becomes_one_and_never_one_of() -> None:
+    events = compact_schema(ActionResult)["properties"]["events"]
+    assert events == {"type": "array", "items": {"type": "object"}}
+    outcome = compact_schema(ActionResult)["properties"]["outcome"]
+    assert outcome == {"anyOf": [{"type": "object"}, {"type": "null"}]}
+    assert "oneOf" not in json.dumps(compact_schemas(RESULT_MODELS))
+
+
+def test_cutting_leaves_the_models_own_schema_untouched() -> None:
+    before = copy.deepcopy(ActionResult.model_json_schema())
+    compact_schema(ActionResult)
+    assert ActionResult.model_json_schema() == before
