@@ -4,7 +4,8 @@
     python benchmarks/run_all.py [--quick]
 
 Runs: engine throughput side by side with NegMAS (``negmas_compare.py``), Gymnasium
-``dealroom/Bargain-v0`` steps per second (``gym_steps.py``), the 15,000-negotiation
+``dealroom/Bargain-v0`` steps per second (``gym_steps.py``), stdio start-up against a bare MCP
+server and the size of ``tools/list`` (``stdio_startup.py``), the 15,000-negotiation
 tournament (``tournament.py``), MCP tool-call latency in memory and over loopback HTTP with 200
 sessions (``mcp_latency.py``), memory per idle room (``memory.py``) and orchestration efficiency
 of LLM seats against a fake endpoint (``orchestration.py``). Each script also runs alone, with
@@ -33,6 +34,7 @@ import mcp_latency
 import memory
 import negmas_compare
 import orchestration
+import stdio_startup
 import tournament
 from dealroom._logging import configure_logging
 
@@ -88,6 +90,32 @@ def gymnasium_steps(quick: bool) -> list[Figure]:
     met = figures.cpu_rate >= target
     name = "Gymnasium steps per CPU second (one core)"
     return [Figure(name, figures.cpu_rate, f">= {target:,.0f}", met, "/s", note)]
+
+
+def stdio_start(quick: bool) -> list[Figure]:
+    figures = stdio_startup.measure(runs=6 if quick else 12)
+    stdio_startup.report(figures)
+    note = f"{figures.wall_ratio:.2f}x on wall time; dealroom serve vs a bare MCP server"
+    ratio, target = figures.cpu_ratio, stdio_startup.TARGET_RATIO
+    size, limit = figures.tools_bytes, stdio_startup.TARGET_TOOLS_BYTES
+    return [
+        Figure(
+            "stdio start-up ratio (CPU to initialize)",
+            ratio,
+            f"<= {target:g}x",
+            ratio <= target,
+            "x",
+            note,
+        ),
+        Figure(
+            "tools/list reply size",
+            size / 1000,
+            f"<= {limit / 1000:g} KB",
+            size <= limit,
+            " KB",
+            "8 tools, every output schema kept",
+        ),
+    ]
 
 
 def tournament_throughput(quick: bool) -> list[Figure]:
@@ -155,6 +183,7 @@ def orchestration_efficiency(quick: bool) -> list[Figure]:
 SECTIONS: list[tuple[str, str, Callable[[bool], list[Figure]]]] = [
     ("engine throughput, side by side with NegMAS", "engine vs NegMAS", engine_vs_negmas),
     ("Gymnasium steps, linear policy vs linear", "Gymnasium steps/s", gymnasium_steps),
+    ("stdio start-up and tools/list size", "stdio start-up", stdio_start),
     ("tournament throughput", "tournament negotiations/s", tournament_throughput),
     ("MCP tool-call latency", "MCP tool-call latency", mcp_latencies),
     ("memory per idle room", "memory per idle room", room_memory),

@@ -230,3 +230,48 @@ def test_the_console_script_plays_the_same_match_as_in_process(
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == run(capsys, *argv)[1]  # also across processes and hash seeds
+
+
+def test_each_command_module_registers_its_commands_with_the_listed_help() -> None:
+    import argparse
+    import importlib
+
+    from dealroom.cli import COMMANDS
+
+    for module_name in dict.fromkeys(module for module, _ in COMMANDS.values()):
+        commands = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"dealroom.cli.{module_name}").add(commands)
+        helps = {a.dest: a.help for a in commands._choices_actions}
+        assert helps == {
+            name: summary for name, (module, summary) in COMMANDS.items() if module == module_name
+        }
+
+
+def test_the_top_level_help_lists_every_command_in_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dealroom.cli import COMMANDS
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    listed = [
+        line.split()[0] for line in out.splitlines() if line.startswith("    ") and line[4] != " "
+    ]
+    assert listed == list(COMMANDS)
+    for _, summary in COMMANDS.values():
+        assert summary[:40] in " ".join(out.split())
+
+
+def test_serve_loads_neither_the_exports_nor_the_reports_nor_numpy() -> None:
+    code = (
+        "import sys; from dealroom.cli import build_parser; build_parser(['serve']); "
+        "import dealroom.server.mcp_stdio; "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('dealroom', 'numpy')))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
+    assert "dealroom.cli.serve" in loaded
+    for heavy in ("numpy", "dealroom.cli.export_sft", "dealroom.training", "dealroom.analysis"):
+        assert heavy not in loaded, heavy

@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 import dealroom.protocol as protocol
 from dealroom.protocol import (
@@ -36,6 +36,7 @@ from dealroom.protocol import (
     seat_view,
     to_cents,
 )
+from dealroom.protocol._base import Model
 
 D = Decimal
 PROTOCOL_DIR = Path(protocol.__file__).parent
@@ -115,6 +116,25 @@ def test_models_refuse_unknown_fields() -> None:
 def test_field_docstrings_become_schema_descriptions() -> None:
     schema = MakeOffer.model_json_schema()
     assert "rounded to cents" in schema["properties"]["price"]["description"]
+
+
+class _Documented(Model):
+    plain: int
+    """The plain field."""
+    explicit: int = Field(0, description="Said by Field.")
+    """Not this one."""
+
+
+class _Inherits(_Documented):
+    more: str = ""
+    """Added by the subclass."""
+
+
+def test_inherited_field_docstrings_describe_and_an_explicit_description_wins() -> None:
+    properties = _Inherits.model_json_schema()["properties"]
+    assert properties["plain"]["description"] == "The plain field."
+    assert properties["explicit"]["description"] == "Said by Field."
+    assert properties["more"]["description"] == "Added by the subclass."
 
 
 def test_other_is_the_seat_across_the_table() -> None:

@@ -6,40 +6,44 @@ Bad flags, unknown agents and unreadable files print one line to stderr and exit
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from dealroom import __version__
 from dealroom._logging import configure_logging
-from dealroom.cli import export_sft as _export_sft
-from dealroom.cli import match as _match
-from dealroom.cli import play as _play
-from dealroom.cli import replay as _replay
-from dealroom.cli import report as _report
-from dealroom.cli import room as _room
-from dealroom.cli import scenarios as _scenarios
-from dealroom.cli import seat as _seat
-from dealroom.cli import serve as _serve
-from dealroom.cli import tournament as _tournament
-from dealroom.cli import train as _train
 from dealroom.protocol.errors import DealroomError
 from dealroom.store.results import StoreError
 
-# Subcommand modules, in the order ``dealroom --help`` lists them.
-SUBCOMMANDS = [
-    _match,
-    _play,
-    _scenarios,
-    _export_sft,
-    _train,
-    _tournament,
-    _report,
-    _replay,
-    _serve,
-    _room,
-    _seat,
-]
+COMMANDS: dict[str, tuple[str, str]] = {
+    "match": ("match", "play one negotiation between two agents"),
+    "agents": ("match", "list the available agents"),
+    "play": ("play", "play one seat yourself, in the terminal"),
+    "scenarios": ("scenarios", "generate scenarios as JSONL"),
+    "export-sft": (
+        "export_sft",
+        "write stored negotiations as chat transcripts (OpenAI messages, JSONL)",
+    ),
+    "train": ("train", "SFT and GRPO through TRL, a demo model, and serving a checkpoint"),
+    "tournament": (
+        "tournament",
+        "round robin: every agent against every other in both seats, into a results store",
+    ),
+    "report": ("report", "tournament report: leaderboard, tiers, features"),
+    "replay": (
+        "replay",
+        "re-run a stored negotiation, or fork it with a new agent in one seat",
+    ),
+    "serve": ("serve", "serve negotiations over MCP (stdio house mode, or HTTP rooms)"),
+    "room": ("room", "create and inspect rooms on an HTTP server"),
+    "seat": ("seat", "stdio MCP server forwarding to one seat of an HTTP room"),
+}
+"""Each subcommand, in the order ``dealroom --help`` lists them: the module under
+``dealroom.cli`` that defines it (``add(subparsers)``) and its one-line help. Only the module
+of the command being run is imported: ``dealroom serve`` (an MCP host starts it on every
+launch) loads neither the SFT export nor the reports nor numpy. A test checks that each
+module registers its commands with exactly this help."""
 
 
 class UsageError(DealroomError):
@@ -53,8 +57,11 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser for ``argv``: the command it names (the first word that is a
+    command) defined in full by its module, every other command by its name and help alone
+    (enough for ``dealroom --help`` and for argparse's choices). Without ``argv``, every
+    command in full."""
     parser = _Parser(prog="dealroom", description="Bilateral-trade negotiations for agents.")
     parser.add_argument("--version", action="version", version=f"dealroom {__version__}")
     parser.add_argument(
@@ -64,15 +71,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="structured logs on stderr (default: WARNING)",
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in SUBCOMMANDS:
-        module.add(commands)
+    wanted = None if argv is None else next((w for w in argv if w in COMMANDS), "")
+    added: set[str] = set()
+    for name, (module_name, summary) in COMMANDS.items():
+        if name in added:
+            continue
+        if wanted is None or COMMANDS.get(wanted, ("",))[0] == module_name:
+            module = importlib.import_module(f"dealroom.cli.{module_name}")
+            before = set(commands.choices)
+            module.add(commands)
+            added |= set(commands.choices) - before
+        else:
+            commands.add_parser(name, help=summary)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dealroom`` console script."""
     try:
-        args = build_parser().parse_args(argv)
+        words = sys.argv[1:] if argv is None else argv
+        args = build_parser(words).parse_args(words)
         configure_logging(args.log_level)
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)

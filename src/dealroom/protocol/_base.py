@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
+import itertools
 import math
+import sys
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -67,16 +72,77 @@ def is_finite_number(value: object) -> bool:
     return False
 
 
+def field_docstrings(cls: type) -> dict[str, str]:
+    """The docstrings written under the fields of ``cls``'s own body, by field name (none for
+    a class whose source cannot be read, or that is defined inside a function)."""
+    return _module_docstrings(cls.__module__).get(cls.__qualname__, {})
+
+
+@functools.cache
+def _module_docstrings(module_name: str) -> dict[str, dict[str, str]]:
+    """Every class's field docstrings in a module, by qualified class name: the module's
+    source is parsed once (``inspect.getsource`` of a class parses its whole module each
+    time)."""
+    module = sys.modules.get(module_name)
+    try:
+        tree = ast.parse(inspect.getsource(module)) if module is not None else None
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    found: dict[str, dict[str, str]] = {}
+    if tree is not None:
+        _collect(tree.body, "", found)
+    return found
+
+
+def _collect(body: list[ast.stmt], prefix: str, found: dict[str, dict[str, str]]) -> None:
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            name = prefix + node.name
+            found.setdefault(name, _docs_of(node.body))
+            _collect(node.body, name + ".", found)
+
+
+def _docs_of(body: list[ast.stmt]) -> dict[str, str]:
+    docs: dict[str, str] = {}
+    for node, after in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = inspect.cleandoc(after.value.value)
+    return docs
+
+
+def _describe_fields(schema: dict[str, Any], cls: type) -> None:
+    """Give each property of ``cls``'s JSON schema its field's docstring as its description,
+    unless it has one (from ``Field(description=...)``); inherited fields too."""
+    properties = schema.get("properties", {})
+    for klass in reversed(cls.__mro__):
+        if klass in (Model, BaseModel) or not issubclass(klass, Model):
+            continue
+        for name, doc in field_docstrings(klass).items():
+            prop = properties.get(name)
+            if prop is not None and "description" not in prop:
+                prop["description"] = doc
+
+
 class Model(BaseModel):
     """Base of every wire model: immutable, strict about unknown fields, self-describing.
 
     Field docstrings become JSON-schema descriptions, which is what an LLM reads in a tool call.
+    They are read when a schema is generated (``_describe_fields``), not when a class is built:
+    pydantic's ``use_attribute_docstrings`` walks the stack frames of every class definition on
+    Python 3.11, which was half the time of importing the protocol (``dealroom serve``'s
+    start-up) for schemas that most processes never generate.
     """
 
     model_config = ConfigDict(
         frozen=True,
         extra="forbid",
-        use_attribute_docstrings=True,
+        json_schema_extra=_describe_fields,
         ser_json_inf_nan="strings",
     )
 
