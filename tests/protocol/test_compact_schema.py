@@ -26,7 +26,7 @@ from dealroom.protocol import (
 from dealroom.protocol.compact_schema import compact_schema, compact_schemas
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.room import House, Room
-from dealroom.server.seat import LocalSeat
+from dealroom.server.seat import RoomBackend
 
 RESULT_MODELS: list[type[Model]] = [ActionResult, WaitResult, SeatState]
 
@@ -46,7 +46,7 @@ async def _played_results() -> dict[type[Model], list[dict[str, Any]]]:
         scenarios=lambda i: scenario_at(0, i, "mid") if i < 2 else None,
         houses={"seller": House("conceder", resolve("conceder"))},
     )
-    seat = LocalSeat(room, "buyer")
+    seat = RoomBackend(room, "buyer")
     found: dict[type[Model], list[dict[str, Any]]] = {m: [] for m in RESULT_MODELS}
 
     def keep(result: Model) -> None:
