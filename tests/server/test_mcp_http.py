@@ -202,8 +202,9 @@ async def test_room_create_prints_the_room_and_one_token_per_open_seat(
         argv = ["room", "create", "--server", server.url, "--house-seller", "boulware", "--json"]
         code = await anyio.to_thread.run_sync(cli_main, argv)
         created = json.loads(capsys.readouterr().out)
-        assert code == 0 and set(created) == {"room", "tokens"}
+        assert code == 0 and set(created) == {"room", "tokens", "spectator", "links"}
         assert list(created["tokens"]) == ["buyer"]
+        assert set(created["links"]) == {"buyer", "spectator"}
         async with server.seat(created["tokens"]["buyer"]) as client:
             state = await ok(client, "get_state")
         assert state["observation"]["role"] == "buyer"

@@ -36,7 +36,21 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     house = create.add_mutually_exclusive_group()
     house.add_argument("--house-buyer", metavar="SPEC", help="a house agent takes the buyer seat")
     house.add_argument("--house-seller", metavar="SPEC", help="a house agent takes the seller seat")
-    create.add_argument("--json", action="store_true", help='print {"room": ..., "tokens": ...}')
+    experiment = create.add_argument_group("experiments with people (the web seat page)")
+    experiment.add_argument(
+        "--participant", metavar="ID", help="store the room's negotiations under this id (its run)"
+    )
+    experiment.add_argument(
+        "--consent", metavar="TEXT", help="a consent line the seat page asks the person to accept"
+    )
+    experiment.add_argument(
+        "--negotiations", type=int, metavar="N", help="negotiations in the series (default: no end)"
+    )
+    create.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"room": ..., "tokens": ..., "spectator": ..., "links": ...}',
+    )
     create.set_defaults(handler=run_create)
 
     show = actions.add_parser("show", help="print a room's negotiations and outcomes (JSON)")
@@ -82,6 +96,9 @@ def run_create(args: argparse.Namespace) -> int:
             clock=args.clock,
             house_buyer=args.house_buyer,
             house_seller=args.house_seller,
+            participant=args.participant,
+            consent=args.consent,
+            negotiations=args.negotiations,
         )
     except ValueError as exc:
         raise usage_error(str(exc).splitlines()[0]) from None
@@ -89,13 +106,31 @@ def run_create(args: argparse.Namespace) -> int:
     created = RoomCreated.model_validate(
         _admin("POST", f"{base_url(args.server)}/admin/rooms", body)
     )
+    links = web_links(base_url(args.server), created)
     if args.json:
-        sys.stdout.write(json.dumps({"room": created.room, "tokens": created.tokens}) + "\n")
+        body = {
+            "room": created.room,
+            "tokens": created.tokens,
+            "spectator": created.spectator,
+            "links": links,
+        }
+        sys.stdout.write(json.dumps(body) + "\n")
         return 0
     sys.stdout.write(f"room {created.room}\n")
     for role, token in created.tokens.items():
         sys.stdout.write(f"{role:<6} {token}\n")
+    for name, link in links.items():
+        sys.stdout.write(f"{name + ' page':<14} {link}\n")
     return 0
+
+
+def web_links(server: str, created: RoomCreated) -> dict[str, str]:
+    """The room's web pages: the spectator's, and one per client seat (the token rides in the
+    link's fragment, which a browser never sends to the server)."""
+    links = {role: f"{server}/web/seat#token={token}" for role, token in created.tokens.items()}
+    if created.spectator is not None:
+        links["spectator"] = f"{server}/web/room#token={created.spectator}"
+    return links
 
 
 def run_show(args: argparse.Namespace) -> int:

@@ -34,6 +34,9 @@ class SessionErrorCode(StrEnum):
     """The action took effect and ended the negotiation, but its result is not saved yet."""
     INVALID_ARGUMENTS = "invalid_arguments"
     """A tool call whose arguments do not fit the tool's schema; it never reached the referee."""
+    CONSENT_REQUIRED = "consent_required"
+    """The web seat page of an experiment acts only once the person has agreed to its consent
+    line."""
 
 
 class ToolErrorPayload(Model):
@@ -149,6 +152,14 @@ class RoomRequest(Model):
     house_seller: str | None = None
     """Agent spec for a house agent in the seller seat (that seat gets no token)."""
     rules: Rules = Rules()
+    participant: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    """Experiments: the id the experimenter gives the person in this room's client seat. The
+    room's negotiations are stored under it as their run (``dealroom report --run ID``)."""
+    consent: str | None = Field(default=None, min_length=1, max_length=2000)
+    """Experiments: a consent line the web seat page shows with the briefing; the seat's page
+    acts only once the person has agreed, and each stored negotiation records when they did."""
+    negotiations: int | None = Field(default=None, ge=1, le=10_000)
+    """How many negotiations the series has (default: no limit)."""
 
     @field_validator("secret")
     @classmethod
@@ -168,3 +179,6 @@ class RoomCreated(Model):
     room: str
     tokens: dict[Role, str]
     """Bearer token per seat a client may take; give each to one client only."""
+    spectator: str | None = None
+    """Read-only bearer token for the room's web page (``/web/room``): it shows the offers and
+    messages, never a private value before the end."""

@@ -98,9 +98,10 @@ class _SeatTool(Tool):
         return await super().run(arguments, context, convert_result=convert_result)
 
 
-async def _render(
+async def render(
     backend: SeatBackend, kind: ResultKind, result: ActionResult | WaitResult | SeatState
 ) -> str:
+    """A tool result's model-facing text (``seat_text``), as every surface shows it."""
     match result:
         case SeatState():
             return seat_text.state_text(result)
@@ -118,11 +119,11 @@ def _function(seat: SeatProvider, spec: SeatTool) -> Callable[..., Awaitable[Cal
         backend = seat()
         with structlog.contextvars.bound_contextvars(**backend.log_context, tool=spec.name):
             try:
-                result = await _dispatch(backend, spec, spec.args.model_validate(arguments))
+                result = await dispatch(backend, spec, spec.args.model_validate(arguments))
             except CallRefused as error:
                 log.info("tool refused", code=error.payload.code)
                 return _error_result(error.payload.text())
-            text = await _render(backend, spec.result, result)
+            text = await render(backend, spec.result, result)
             return _text_result(text, result.model_dump(mode="json"))
 
     parameters = [
@@ -139,9 +140,11 @@ def _function(seat: SeatProvider, spec: SeatTool) -> Callable[..., Awaitable[Cal
     return call
 
 
-async def _dispatch(
+async def dispatch(
     backend: SeatBackend, spec: SeatTool, args: Any
 ) -> ActionResult | WaitResult | SeatState:
+    """Make one seat tool call with its validated arguments (every surface calls the seat
+    through here: the MCP tools and the web seat page)."""
     match spec.name:
         case "make_offer" | "accept" | "reject" | "send_message" | "walk_away":
             action = action_of(args)

@@ -11,6 +11,7 @@ Connection, request and session limits: ``dealroom.server.http_limits``.
     GET  /admin/rooms/{room}   the room's current negotiation, with its full outcome, and how
                                many have finished (admin only; finished ones are in the store)
     GET  /healthz              {"ok": true}
+    /web/...                   the web pages and their data (``dealroom.server.web``)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dealroom.protocol import RoomRequest
+from dealroom.server import web
 from dealroom.server.http_limits import (
     DEFAULT_HTTP_LIMITS,
     GuardedHttpProtocol,
@@ -92,6 +94,7 @@ def build_http_app(
     app.custom_route("/admin/rooms", methods=["POST"])(admin.create)
     app.custom_route("/admin/rooms/{room}", methods=["GET"])(admin.show)
     app.custom_route("/healthz", methods=["GET"])(_health)
+    web.mount(app, registry, admin=admin.refused)
     security = transport_security(host, allowed_hosts)
     starlette = app.streamable_http_app(
         streamable_http_path="/mcp",
@@ -157,7 +160,7 @@ class _AdminApi:
         self.registry = registry
         self._token = token.encode() if token else None
 
-    def _refused(self, request: Request) -> Response | None:
+    def refused(self, request: Request) -> Response | None:
         if self._token is None:
             return _error(
                 403, "the admin API is disabled: start the server with DEALROOM_ADMIN_TOKEN set"
@@ -171,7 +174,7 @@ class _AdminApi:
         return None
 
     async def create(self, request: Request) -> Response:
-        if (refused := self._refused(request)) is not None:
+        if (refused := self.refused(request)) is not None:
             return refused
         try:
             body = await request.body()
@@ -184,7 +187,7 @@ class _AdminApi:
         return JSONResponse(created.model_dump(mode="json"), status_code=201)
 
     async def show(self, request: Request) -> Response:
-        if (refused := self._refused(request)) is not None:
+        if (refused := self.refused(request)) is not None:
             return refused
         room = self.registry.rooms.get(request.path_params["room"])
         if room is None:

@@ -195,6 +195,12 @@ class Negotiation:
             self.sched.think(role, seconds)
             self._advance()
 
+    async def changed(self, timeout_s: float) -> None:
+        """Return at the schedule's next change, or after ``timeout_s`` wall seconds: for
+        watchers that change nothing (the web pages' live updates)."""
+        with anyio.move_on_after(timeout_s):
+            await self._changed.wait()
+
     def hint(self, role: Role) -> str:
         """What the seat can usefully do next, given what it sees."""
         return self.calls.hint(role)

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import anyio
@@ -112,8 +113,18 @@ class Room:
         writer: ResultWriter | None = None,
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
+        participant: str | None = None,
+        consent: str | None = None,
     ) -> None:
         self.id = room_id
+        self.participant = participant
+        """Experiments: the experimenter's id for the person in the client seat."""
+        self.run = participant or room_id
+        """The results store's run of the room's negotiations: the participant, else the room."""
+        self.consent = consent
+        """Experiments: the consent line the web seat page asks the person to agree to."""
+        self.agreed: dict[Role, str] = {}
+        """When (UTC, ISO 8601) each seat's person agreed to ``consent`` on the web page."""
         self.houses: dict[Role, House] = dict(houses or {})
         self.players: dict[Role, SeatPlayer] = dict(players or {})
         if self.houses.keys() & self.players.keys():
@@ -190,7 +201,7 @@ class Room:
 
     def has_pending(self) -> bool:
         """True while a finished negotiation of this room is not in the store yet."""
-        return self.writer is not None and self.writer.has_pending(self.id)
+        return self.writer is not None and self.writer.has_pending(self.run)
 
     async def save(self) -> None:
         """Write what has finished and is due (off the event loop, bounded; see ResultWriter)."""
@@ -323,6 +334,19 @@ class Room:
             "seats": {role: self.name(role) for role in ROLES},
             **seed_json(self.seed),
             **({"errors": dict(negotiation.errors)} if negotiation.errors else {}),
+            **({"participant": self.participant} if self.participant is not None else {}),
+            **({"consent": self._consent_json()} if self.consent is not None else {}),
         }
         row = SerializedRecord.of(record)
-        self.writer.put(PendingRow(self.key(negotiation), self.id, row, extra))
+        self.writer.put(PendingRow(self.key(negotiation), self.run, row, extra))
+
+    def needs_consent(self, role: Role) -> bool:
+        """True while the room asks for consent and the seat's person has not agreed yet."""
+        return self.consent is not None and role not in self.agreed
+
+    def agree(self, role: Role) -> None:
+        """The seat's person agreed to the consent line (the first time counts)."""
+        self.agreed.setdefault(role, datetime.now(UTC).isoformat(timespec="seconds"))
+
+    def _consent_json(self) -> dict[str, object]:
+        return {"text": self.consent, "agreed": dict(self.agreed)}

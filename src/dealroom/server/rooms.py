@@ -48,7 +48,8 @@ HouseResolver = Callable[[str], AgentFactory]
 class _Token:
     digest: bytes
     room: str
-    role: Role
+    role: Role | None
+    """The seat the token opens; None for the room's read-only spectator token."""
 
 
 class RoomRegistry:
@@ -86,17 +87,20 @@ class RoomRegistry:
             token = secrets.token_urlsafe(32)
             self._tokens[_digest(token)] = _Token(_digest(token), room_id, role)
             tokens[role] = token
+        spectator = secrets.token_urlsafe(32)
+        self._tokens[_digest(spectator)] = _Token(_digest(spectator), room_id, None)
         if self.journals is not None:
             digests = {role: _digest(token).hex() for role, token in tokens.items()}
             header = {
                 "room": room_id,
                 "request": request.model_dump(mode="json"),
                 "tokens": digests,
+                "spectator": _digest(spectator).hex(),
             }
             room.journal = self.journals.create(room_id, header)
         self.rooms[room_id] = room
         log.info("room created", room=room_id, clock=request.clock, seats=list(tokens))
-        return RoomCreated(room=room_id, tokens=tokens)
+        return RoomCreated(room=room_id, tokens=tokens, spectator=spectator)
 
     def restore(self) -> int:
         """At start, before serving: rebuild every journaled room, open negotiations included,
@@ -115,6 +119,9 @@ class RoomRegistry:
                     for role, digest in journal.header["tokens"].items()
                     if role in room.remote_roles
                 }
+                if "spectator" in journal.header:  # journals written before spectators: none
+                    digest = bytes.fromhex(journal.header["spectator"])
+                    seats[digest] = _Token(digest, room_id, None)
             except (ValueError, KeyError, TypeError, RuleViolation) as exc:
                 log.error("room journal cannot be replayed", path=str(path), error=str(exc))
                 continue
@@ -138,8 +145,11 @@ class RoomRegistry:
             spec = DEFAULT_SPEC.model_copy(update={"deadline": request.deadline})
 
         secret = request.run_secret()
+        count = request.negotiations
 
-        def scenarios(index: int) -> Scenario:
+        def scenarios(index: int) -> Scenario | None:
+            if count is not None and index >= count:
+                return None
             return scenario_at(secret, request.index + index, request.tier, spec)
 
         return Room(
@@ -152,17 +162,33 @@ class RoomRegistry:
             writer=self.writer,
             limits=self.limits,
             timer=self._timer,
+            participant=request.participant,
+            consent=request.consent,
         )
 
     def seat_for_token(self, token: str) -> tuple[str, Role] | None:
         """The (room, role) a token opens, compared in constant time; None if it opens none."""
+        entry = self._entry(token)
+        if entry is None or entry.role is None:
+            return None
+        return entry.room, entry.role
+
+    def room_for_spectator(self, token: str) -> Room | None:
+        """The room a spectator token opens (read-only, compared in constant time), or None.
+        A seat token is not a spectator token: it opens no room page."""
+        entry = self._entry(token)
+        if entry is None or entry.role is not None:
+            return None
+        return self.rooms[entry.room]
+
+    def _entry(self, token: str) -> _Token | None:
         digest = _digest(token)
         entry = self._tokens.get(digest)
         if entry is None or not hmac.compare_digest(entry.digest, digest):
             return None
         if entry.room not in self.rooms:
             return None
-        return entry.room, entry.role
+        return entry
 
     def seat(self, room_id: str, role: Role) -> RoomBackend:
         """The seat object for a room and role."""

@@ -1,0 +1,96 @@
+"""The web pages of ``dealroom serve --transport http``: watch a room, play a seat, follow a
+tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in the wheel
+(``static/``), no build step. Live updates are server-sent events.
+
+    GET  /web/room#token=SPECTATOR      the room page (offers chart, messages, clock, outcome)
+    GET  /web/seat#token=SEAT           the seat page (briefing, controls, live offers)
+    GET  /web/tournament#token=ADMIN    the tournament page (progress, leaderboard)
+    GET  /web/static/NAME               the pages' scripts and stylesheet
+    GET  /web/api/room[/events]         spectator view (JSON, or live)      spectator token
+    GET  /web/api/seat[/events]         seat view (JSON, or live)           seat token
+    POST /web/api/seat/call             one tool call                       seat token
+    POST /web/api/seat/consent          agree to the experiment's consent   seat token
+    GET  /web/api/runs[/RUN]            runs, or one run's progress+board   admin token
+
+Pages carry no data and no token: the script reads the token from the link's fragment (which a
+browser never sends) and sends it as ``Authorization: Bearer``. Every page is served with a
+content security policy that allows only this server's own scripts, styles and connections;
+the scripts write text with ``textContent`` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import resources
+
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import Response
+
+from dealroom.server.rooms import RoomRegistry
+from dealroom.server.web.routes import WebApi, error
+from dealroom.server.web.tournament import TournamentApi
+
+AdminCheck = Callable[[Request], Response | None]
+"""None when the request carries the admin token, else the refusal to send."""
+
+PAGES = {"room": "room.html", "seat": "seat.html", "tournament": "tournament.html"}
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+def static_files() -> dict[str, bytes]:
+    """Every file of ``static/`` by name (read once: the set is fixed and small)."""
+    root = resources.files(__name__).joinpath("static")
+    return {
+        item.name: item.read_bytes()
+        for item in root.iterdir()
+        if item.is_file() and any(item.name.endswith(s) for s in _TYPES)
+    }
+
+
+def _file(files: dict[str, bytes], name: str) -> Response:
+    body = files.get(name)
+    if body is None:
+        return error(404, "no such file")
+    kind = next(t for s, t in _TYPES.items() if name.endswith(s))
+    return Response(body, media_type=kind, headers=HEADERS)
+
+
+def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
+    """Add the pages and their data routes to ``app``."""
+    files = static_files()
+    api = WebApi(registry)
+    tournaments = TournamentApi(registry, admin)
+
+    async def page(request: Request) -> Response:
+        return _file(files, PAGES[request.url.path.rsplit("/", 1)[-1]])
+
+    async def static(request: Request) -> Response:
+        return _file(files, str(request.path_params["name"]))
+
+    for name in PAGES:
+        app.custom_route(f"/web/{name}", methods=["GET"])(page)
+    app.custom_route("/web/static/{name}", methods=["GET"])(static)
+    app.custom_route("/web/api/room", methods=["GET"])(api.room)
+    app.custom_route("/web/api/room/events", methods=["GET"])(api.room_events)
+    app.custom_route("/web/api/seat", methods=["GET"])(api.seat)
+    app.custom_route("/web/api/seat/events", methods=["GET"])(api.seat_events)
+    app.custom_route("/web/api/seat/call", methods=["POST"])(api.call)
+    app.custom_route("/web/api/seat/consent", methods=["POST"])(api.consent)
+    app.custom_route("/web/api/runs", methods=["GET"])(tournaments.runs)
+    app.custom_route("/web/api/runs/{run}", methods=["GET"])(tournaments.run)

@@ -1,0 +1,207 @@
+"""The web pages' HTTP routes: static pages, JSON views, live streams and the seat's calls.
+
+Every data route takes a bearer token (``Authorization: Bearer``), looked up as the MCP
+transport looks up seat tokens (``RoomRegistry``, constant time): a seat token opens its seat's
+routes only, a spectator token its room's page only, the admin token the tournament pages only.
+The pages themselves are static files with no data in them; their scripts read the token from
+the link's fragment (``#token=...``, never sent to the server) and send it as a header.
+
+A seat's page calls its tools through ``POST /web/api/seat/call``: the tool must be one the
+seat is offered (``dealroom.protocol.tools``), its arguments are validated strictly by
+``validate_arguments`` and the call goes through ``dispatch``, exactly as an MCP call does; a
+refusal comes back as the same one-line ``code: reason. hint.`` an MCP client reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+import structlog
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from dealroom.protocol import SessionErrorCode, seat_text
+from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
+from dealroom.protocol.wire import ToolErrorPayload
+from dealroom.server.mcp_app import dispatch, render
+from dealroom.server.room import Room
+from dealroom.server.rooms import RoomRegistry
+from dealroom.server.seat import RoomBackend, CallRefused
+from dealroom.server.web.views import SeatPageView, SpectatorView, seat_view, spectator_view
+
+log = structlog.stdlib.get_logger(__name__)
+
+STREAM_S = 25.0
+"""How long one live stream lasts before the page reconnects (so that a server stopping never
+waits long for its streams)."""
+POLL_S = 1.0
+"""Longest a stream goes without looking again (a new negotiation of a series, a wall clock)."""
+MAX_BODY = 16_384
+"""Largest seat call body accepted, in bytes (a message is at most a few thousand characters)."""
+
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+def error(status: int, message: str) -> Response:
+    """A refused request: one line of JSON, with the bearer challenge on 401."""
+    headers = dict(NO_STORE)
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="dealroom-web"'
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def bearer(request: Request) -> str | None:
+    """The request's bearer token, if it has one."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def _json(view: SpectatorView | SeatPageView) -> str:
+    return view.model_dump_json()
+
+
+def _stream(
+    read: Callable[[], Awaitable[str]], room: Room, *, limit_s: float = STREAM_S
+) -> StreamingResponse:
+    """Server-sent events: the view now, then again each time it changes, for ``limit_s``."""
+
+    async def events() -> AsyncIterator[str]:
+        last = ""
+        with anyio.move_on_after(limit_s):
+            while True:
+                body = await read()
+                if body != last:
+                    last = body
+                    yield f"data: {body}\n\n"
+                else:
+                    yield ": idle\n\n"
+                await room.current.changed(POLL_S)
+
+    headers = {**NO_STORE, "X-Accel-Buffering": "no"}
+    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+
+class WebApi:
+    """The data routes of the pages, on one registry."""
+
+    def __init__(self, registry: RoomRegistry) -> None:
+        self.registry = registry
+
+    # -- the room page (spectators) ------------------------------------------------------------
+
+    def _spectated(self, request: Request) -> Room | Response:
+        token = bearer(request)
+        room = None if token is None else self.registry.room_for_spectator(token)
+        return error(401, "missing or wrong spectator token") if room is None else room
+
+    async def room(self, request: Request) -> Response:
+        """GET /web/api/room: the spectator view now."""
+        room = self._spectated(request)
+        if isinstance(room, Response):
+            return room
+        return Response(_json(spectator_view(room)), media_type="application/json")
+
+    async def room_events(self, request: Request) -> Response:
+        """GET /web/api/room/events: the spectator view, live."""
+        room = self._spectated(request)
+        if isinstance(room, Response):
+            return room
+
+        async def read() -> str:
+            return _json(spectator_view(room))
+
+        return _stream(read, room)
+
+    # -- the seat page ---------------------------------------------------------------------------
+
+    def _seat(self, request: Request) -> RoomBackend | Response:
+        token = bearer(request)
+        found = None if token is None else self.registry.seat_for_token(token)
+        if found is None:
+            return error(401, "missing or wrong seat token")
+        return self.registry.seat(*found)
+
+    async def _seat_json(self, seat: RoomBackend) -> str:
+        observation = await seat.room.current.observe(seat.role, deliver=False)
+        return _json(seat_view(seat.room, seat.role, observation))
+
+    async def seat(self, request: Request) -> Response:
+        """GET /web/api/seat: the seat page's view now."""
+        seat = self._seat(request)
+        if isinstance(seat, Response):
+            return seat
+        return Response(await self._seat_json(seat), media_type="application/json")
+
+    async def seat_events(self, request: Request) -> Response:
+        """GET /web/api/seat/events: the seat page's view, live."""
+        seat = self._seat(request)
+        if isinstance(seat, Response):
+            return seat
+
+        async def read() -> str:
+            return await self._seat_json(seat)
+
+        return _stream(read, seat.room)
+
+    async def consent(self, request: Request) -> Response:
+        """POST /web/api/seat/consent: the person agreed to the experiment's consent line."""
+        seat = self._seat(request)
+        if isinstance(seat, Response):
+            return seat
+        if seat.room.consent is None:
+            return error(400, "this room asks for no consent")
+        seat.room.agree(seat.role)
+        log.info("consent given", room=seat.room.id, seat=seat.role)
+        return JSONResponse({"agreed": seat.room.agreed[seat.role]}, headers=NO_STORE)
+
+    async def call(self, request: Request) -> Response:
+        """POST /web/api/seat/call ``{"tool": name, "arguments": {...}}``: one tool call."""
+        seat = self._seat(request)
+        if isinstance(seat, Response):
+            return seat
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return error(413, f"a call is at most {MAX_BODY} bytes")
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return error(400, "the body must be JSON")
+        if not isinstance(data, dict) or not isinstance(data.get("tool"), str):
+            return error(400, 'the body must be {"tool": name, "arguments": {...}}')
+        arguments: Any = data.get("arguments", {})
+        if not isinstance(arguments, dict):
+            return error(400, "arguments must be a JSON object")
+        with structlog.contextvars.bound_contextvars(**seat.log_context, tool=data["tool"]):
+            return JSONResponse(await _call(seat, data["tool"], arguments), headers=NO_STORE)
+
+
+async def _call(seat: RoomBackend, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One tool call as an MCP client would make it: ``{"text", "result"}`` or ``{"error"}``."""
+    offered = {t.name: t for t in seat_tools(series=seat.room.series)}
+    spec = offered.get(name)
+    if spec is None:
+        return _refused(
+            ToolErrorPayload(
+                code=SessionErrorCode.INVALID_ARGUMENTS,
+                message=f"there is no tool {name[:64]!r}; tools: {', '.join(offered)}.",
+            )
+        )
+    if seat.room.needs_consent(seat.role) and spec.name != "get_state":
+        message = "Read the instructions and agree to take part before the first negotiation."
+        return _refused(seat_text.error_payload(SessionErrorCode.CONSENT_REQUIRED, message))
+    try:
+        args = validate_arguments(spec, arguments)
+        result = await dispatch(seat, spec, args)
+    except (ArgumentError, CallRefused) as refusal:
+        return _refused(refusal.payload)
+    text = await render(seat, spec.result, result)
+    return {"text": text, "result": result.model_dump(mode="json")}
+
+
+def _refused(payload: ToolErrorPayload) -> dict[str, Any]:
+    log.info("web call refused", code=payload.code)
+    return {"error": {"code": payload.code, "text": payload.text()}}

@@ -1,0 +1,78 @@
+// The tournament page: the runs of the server's results store, one run's progress and
+// leaderboard, refreshed every few seconds while it is open.
+"use strict";
+
+(() => {
+  const { el, fill, text } = DR;
+  const REFRESH_MS = 3000;
+  let chosen = new URLSearchParams(location.search).get("run");
+
+  function status(message, bad) {
+    const node = document.getElementById("status");
+    node.textContent = message;
+    node.className = bad ? "bad" : "";
+  }
+
+  const pct = (x) => (x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%");
+  const interval = (e) => (e && e.value !== null && e.value !== undefined
+    ? pct(e.value) + (e.low === null ? "" : " [" + pct(e.low) + ", " + pct(e.high) + "]") : "–");
+
+  function showRuns(runs) {
+    fill("runs",
+      el("tr", {}, el("th", { text: "run" }), el("th", { text: "stored" }), el("th", { text: "planned" })),
+      runs.map((r) => el("tr", {},
+        el("td", {}, el("a", { href: "?run=" + encodeURIComponent(r.run), onclick: (event) => {
+          event.preventDefault();
+          chosen = r.run;
+          history.replaceState(null, "", "?run=" + encodeURIComponent(r.run));
+          refresh();
+        } }, r.run)),
+        el("td", { text: String(r.stored) }),
+        el("td", { text: r.planned === null ? "–" : String(r.planned) }))));
+  }
+
+  function showRun(run) {
+    document.getElementById("run-box").classList.remove("hidden");
+    text("run-name", "Run " + run.run);
+    const done = run.planned ? Math.min(1, run.stored / run.planned) : 1;
+    document.getElementById("progress-bar").style.width = (100 * done) + "%";
+    text("progress-text", run.stored + (run.planned ? " of " + run.planned : "") +
+      " negotiations stored, " + run.deals + " deals" + (run.planned && run.stored < run.planned ? " (running)" : ""));
+    fill("leaderboard",
+      el("tr", {}, ["agent", "seat", "negotiations", "surplus share", "on deals", "deal rate", "IR violations"].map((h) => el("th", { text: h }))),
+      run.leaderboard.map((row) => el("tr", { class: "board-row" },
+        el("td", { text: row.agent }), el("td", { text: row.role }),
+        el("td", { text: String(row.negotiations) }),
+        el("td", { text: interval(row.surplus_share) }),
+        el("td", { text: interval(row.surplus_share_on_deals) }),
+        el("td", { text: interval(row.deal_rate) }),
+        el("td", { text: String(row.ir_violations) }))));
+    const agents = run.agents;
+    const cell = (a, b) => {
+      const found = run.head_to_head.find((h) => h.agent === a && h.opponent === b);
+      return found ? pct(found.surplus_share) : "";
+    };
+    fill("h2h",
+      el("tr", {}, el("th", { text: "" }), agents.map((a) => el("th", { text: a }))),
+      agents.map((a) => el("tr", {}, el("td", { text: a }), agents.map((b) => el("td", { text: cell(a, b) })))));
+  }
+
+  async function refresh() {
+    try {
+      const { runs } = await DR.api("/web/api/runs");
+      showRuns(runs);
+      if (!chosen && runs.length) chosen = runs[runs.length - 1].run;
+      if (chosen) showRun(await DR.api("/web/api/runs/" + encodeURIComponent(chosen)));
+      status("updated " + new Date().toLocaleTimeString(), false);
+    } catch (problem) {
+      status(String(problem.message || problem), true);
+    }
+  }
+
+  if (!DR.token()) {
+    status("this link has no token: open it with #token=<admin token>", true);
+    return;
+  }
+  refresh();
+  setInterval(refresh, REFRESH_MS);
+})();

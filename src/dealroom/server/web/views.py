@@ -1,0 +1,173 @@
+"""What the web pages show: pure functions from a room's state to JSON view models.
+
+Nothing here does I/O or waits: the routes (``dealroom.server.web.routes``) read a room, call
+these, and send the model's JSON. Keeping the views pure lets the tests check what each page can
+ever receive without a browser.
+
+- ``spectator_view``: the room page. Before the end it carries the public scenario, the seats'
+  names, the events and the live offers, never a private value; its events stop at what every
+  client seat may already see (on the virtual clock a seat sees the other side's later moves
+  only once its own clock gets there), so a spectator link never shows a seat its future. After
+  the end, ``result`` adds both values, the gains and the surplus split.
+- ``seat_view``: the seat page. Built from the seat's own ``Observation`` (what its MCP tools
+  return) and its briefing: its own value, never the other side's.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from pydantic import BaseModel, ConfigDict
+
+from dealroom.engine.schedule import live_offers
+from dealroom.protocol import (
+    ROLES,
+    Event,
+    LiveOffer,
+    Observation,
+    Outcome,
+    PublicScenario,
+    Role,
+    Scenario,
+    SeriesResult,
+    Status,
+)
+from dealroom.protocol.events import EndReason
+from dealroom.protocol.tools import seat_tools
+from dealroom.protocol.wire import ClockKind
+from dealroom.server import texts
+from dealroom.server.room import Room
+
+
+class View(BaseModel):
+    """A page's JSON: frozen, no extra fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SpectatorResult(View):
+    """The end of a negotiation as the room page shows it: both values and the surplus split."""
+
+    status: Status
+    end_reason: EndReason
+    ended_by: Role | None
+    price: Decimal | None
+    buyer_value: Decimal
+    seller_cost: Decimal
+    gains: Decimal
+    buyer_surplus: Decimal
+    seller_surplus: Decimal
+    buyer_share: float | None
+    seller_share: float | None
+
+
+class SpectatorView(View):
+    """The room page: one negotiation of the room, as a spectator may see it now."""
+
+    room: str
+    negotiation: int
+    """Number of the negotiation in the room's series, from 1."""
+    finished: int
+    """How many negotiations of the room have finished."""
+    clock: ClockKind
+    open: bool
+    seats: dict[Role, str]
+    """Who sits where: a house agent's spec, or ``mcp`` for a client."""
+    scenario: PublicScenario
+    now: float
+    time_left: float
+    events: tuple[Event, ...]
+    live_offers: tuple[LiveOffer, ...]
+    result: SpectatorResult | None
+    """Only once the negotiation has ended."""
+
+
+class SeatPageView(View):
+    """The seat page: the seat's briefing, its view of the negotiation, its controls."""
+
+    room: str
+    role: Role
+    negotiation: int
+    clock: ClockKind
+    observation: Observation
+    """What the seat's MCP tools would show now (its own value; never the other side's)."""
+    briefing: str
+    hint: str
+    tools: tuple[str, ...]
+    """The tools the page may call (``new_negotiation`` only in a series)."""
+    can_start_next: bool
+    finished: int
+    results: tuple[SeriesResult, ...]
+    total_surplus: Decimal
+    consent: str | None
+    """The experiment's consent line, if the room has one."""
+    needs_consent: bool
+    """True until the person has agreed to ``consent``: until then the page acts on nothing."""
+
+
+def spectator_view(room: Room) -> SpectatorView:
+    """The room page's view of the room's current negotiation (see the module docstring)."""
+    negotiation = room.current
+    referee = negotiation.referee
+    scenario = negotiation.scenario
+    outcome = referee.outcome
+    if outcome is not None:
+        upto, now = referee.event_count, outcome.time
+        offers: tuple[LiveOffer, ...] = ()
+    else:
+        sights = [negotiation.sight(role) for role in negotiation.remote_roles]
+        upto = min(s.upto for s in sights)
+        now = min(s.now for s in sights)
+        offers = tuple(live_offers(referee.events_since(0)[:upto]))
+    return SpectatorView(
+        room=room.id,
+        negotiation=negotiation.number,
+        finished=room.finished,
+        clock=room.clock,
+        open=outcome is None,
+        seats={role: room.name(role) for role in ROLES},
+        scenario=scenario.public(),
+        now=now,
+        time_left=round(max(scenario.deadline - now, 0.0), 3),
+        events=tuple(referee.events_since(0)[:upto]),
+        live_offers=offers,
+        result=None if outcome is None else spectator_result(scenario, outcome),
+    )
+
+
+def spectator_result(scenario: Scenario, outcome: Outcome) -> SpectatorResult:
+    """Both sides' values and surplus: only ever built for a negotiation that has ended."""
+    return SpectatorResult(
+        status=outcome.status,
+        end_reason=outcome.end_reason,
+        ended_by=outcome.ended_by,
+        price=outcome.price,
+        buyer_value=scenario.buyer_value,
+        seller_cost=scenario.seller_cost,
+        gains=outcome.gains,
+        buyer_surplus=outcome.buyer_surplus,
+        seller_surplus=outcome.seller_surplus,
+        buyer_share=outcome.buyer_share,
+        seller_share=outcome.seller_share,
+    )
+
+
+def seat_view(room: Room, role: Role, observation: Observation) -> SeatPageView:
+    """The seat page's view, from the seat's own observation of the current negotiation."""
+    negotiation = room.current
+    return SeatPageView(
+        room=room.id,
+        role=role,
+        negotiation=negotiation.number,
+        clock=room.clock,
+        observation=observation,
+        briefing=texts.briefing(observation, room.rules, clock=room.clock),
+        hint=negotiation.hint(role),
+        tools=tuple(t.name for t in seat_tools(series=room.series)),
+        can_start_next=room.can_start_next(),
+        finished=room.finished,
+        results=room.results(role),
+        total_surplus=room.total_surplus(role),
+        consent=room.consent,
+        needs_consent=room.needs_consent(role),
+    )

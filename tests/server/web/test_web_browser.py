@@ -1,0 +1,172 @@
+"""The pages in a real browser (headless Debian Chromium through Selenium): a person plays a
+whole negotiation against a house agent, and a spectator page follows two MCP clients live.
+
+Set DEALROOM_SCREENSHOTS=DIR to save the pages' screenshots there (docs/images comes from it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from anyio.from_thread import start_blocking_portal
+from browser_support import WAIT_S, chromium, needs_browser, server_thread, until
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+pytestmark = needs_browser()
+
+XSS = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
+
+
+def screenshot(driver: Any, name: str) -> None:
+    folder = os.environ.get("DEALROOM_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        height = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(1200, min(int(height) + 140, 2200))
+        driver.execute_script("window.scrollTo(0, 0)")
+        driver.save_screenshot(str(Path(folder) / name))
+
+
+def by_id(driver: Any, element: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.ID, element)
+
+
+def shown(driver: Any, element: str) -> Any:
+    from selenium.common.exceptions import NoSuchElementException
+
+    try:
+        found = by_id(driver, element)
+    except NoSuchElementException:
+        return None
+    return found if found.is_displayed() else None
+
+
+def test_a_person_plays_a_whole_negotiation_in_the_browser_against_a_house_agent(
+    tmp_path: Path,
+) -> None:
+    with server_thread(tmp_path) as server, chromium() as driver:
+        created = server.create(house_seller="conceder", secret="cd" * 16, deadline=600)
+        driver.get(f"{server.url}/web/seat#token={created.tokens['buyer']}")
+        until(lambda: by_id(driver, "status").text == "live", "the seat page to go live")
+        assert "#token" not in driver.current_url  # the token leaves the address bar
+        value = by_id(driver, "value").text
+        assert value.startswith("your private value $")
+        # A refused offer shows its message, exactly as an MCP client reads it.
+        by_id(driver, "offer-price").send_keys("-5")
+        by_id(driver, "make-offer").click()
+        until(lambda: "invalid_arguments" in by_id(driver, "refusals").text, "the refusal")
+        price = by_id(driver, "offer-price")
+        price.clear()
+        price.send_keys("1.00")
+        by_id(driver, "offer-message").send_keys(XSS)
+        by_id(driver, "make-offer").click()
+        until(lambda: by_id(driver, "chart").get_attribute("data-offers") != "0", "my offer")
+        for _ in range(20):  # wait for their offers until one is live, then take it
+            if shown(driver, "accept"):
+                break
+            by_id(driver, "wait").click()
+            until(lambda: not by_id(driver, "wait").get_attribute("disabled"), "the wait")
+        until(lambda: shown(driver, "accept"), "their live offer")
+        screenshot(driver, "web-seat.png")
+        by_id(driver, "accept").click()
+        until(lambda: "Deal at" in by_id(driver, "outcome").text, "the deal")
+        assert "your surplus" in by_id(driver, "outcome").text
+        assert driver.title == "dealroom: your seat"  # the message never ran as HTML
+        messages = by_id(driver, "messages")
+        assert "<script>" in messages.text
+        assert messages.find_elements("tag name", "img") == []
+        room = server.registry.rooms[created.room]
+        assert room.finished == 1 and room.current.referee.outcome is not None
+        assert room.current.referee.outcome.status == "deal"
+
+
+@asynccontextmanager
+async def mcp_seat(url: str, token: str) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(WAIT_S)) as http,
+        Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,  # type: ignore[arg-type]
+    ):
+        yield client
+
+
+Call = tuple[Client, str, dict[str, Any]]
+
+
+async def ok(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def concurrently(*calls: Call) -> None:
+    with anyio.fail_after(WAIT_S):
+        async with anyio.create_task_group() as group:
+            for client, name, arguments in calls:
+                group.start_soon(ok, client, name, arguments)
+
+
+def test_a_spectator_page_follows_two_mcp_clients_live(tmp_path: Path) -> None:
+    with (
+        server_thread(tmp_path) as server,
+        chromium() as driver,
+        start_blocking_portal() as portal,
+    ):
+        created = server.create(secret="ef" * 16)
+        room = server.registry.rooms[created.room]
+        scenario = room.current.scenario
+        driver.get(f"{server.url}/web/room#token={created.spectator}")
+        until(lambda: by_id(driver, "status").text == "live", "the room page to go live")
+        offers = lambda: by_id(driver, "chart").get_attribute("data-offers")  # noqa: E731
+        with (
+            portal.wrap_async_context_manager(mcp_seat(server.url, created.tokens["buyer"])) as b,
+            portal.wrap_async_context_manager(mcp_seat(server.url, created.tokens["seller"])) as s,
+        ):
+
+            def tool(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+                return portal.call(ok, client, name, arguments)
+
+            def together(first: Call, second: Call) -> None:
+                """Two seats' calls at once: on the virtual clock an action of one client
+                takes effect once the other client has made its own move or wait."""
+                portal.call(concurrently, first, second)
+
+            low = round(float(scenario.list_price) * 0.5, 2)
+            together(
+                (b, "make_offer", {"price": low, "message": XSS}),
+                (s, "wait_for_opponent", {"timeout_s": 30}),
+            )
+            until(lambda: offers() == "1", "the buyer's offer on the page")
+            assert "<script>" in by_id(driver, "messages").text
+            high = float(scenario.list_price)
+            together(
+                (s, "make_offer", {"price": high, "message": "meet me here"}),
+                (b, "wait_for_opponent", {"timeout_s": 30}),
+            )
+            until(lambda: offers() == "2", "the seller's offer on the page")
+            page = driver.find_element("tag name", "body").text
+            for secret in (scenario.buyer_value, scenario.seller_cost):
+                assert f"{secret:,.2f}" not in page  # no private value before the end
+            screenshot(driver, "web-room.png")
+            theirs = tool(b, "get_state")["observation"]["live_offers"]
+            offer = next(o for o in theirs if o["by"] == "seller")
+            together(
+                (b, "accept", {"offer_id": offer["offer_id"]}),
+                (s, "wait_for_opponent", {"timeout_s": 30}),
+            )
+        until(lambda: "Deal at" in by_id(driver, "outcome").text, "the outcome on the page")
+        split = by_id(driver, "split").text
+        assert f"{scenario.buyer_value:,.2f}" in split and f"{scenario.seller_cost:,.2f}" in split
+        assert driver.title == "dealroom: live room"
+        assert by_id(driver, "messages").find_elements("tag name", "img") == []
+        screenshot(driver, "web-room-ended.png")

@@ -1,0 +1,224 @@
+"""The web pages' routes on a real loopback server: tokens, the seat's calls, live streams,
+experiments (consent, participant ids) and the tournament data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp_support import ADMIN, HttpServer, http_server, share_schema_validators, text_of, tls
+
+from dealroom.cli import main as cli_main
+from dealroom.play.tournament import SerialBackend, Tournament, TournamentConfig
+from dealroom.store.results import ResultsStore
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _shared_validators(monkeypatch: pytest.MonkeyPatch) -> None:
+    share_schema_validators(monkeypatch)
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def call(
+    http: httpx2.AsyncClient, server: HttpServer, token: str, tool: str, **arguments: Any
+) -> dict[str, Any]:
+    body = {"tool": tool, "arguments": arguments}
+    response = await http.post(f"{server.url}/web/api/seat/call", json=body, headers=auth(token))
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+async def test_pages_are_static_with_a_strict_content_security_policy(tmp_path: Path) -> None:
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        for page in ("room", "seat", "tournament"):
+            response = await http.get(f"{server.url}/web/{page}")
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/html")
+            csp = response.headers["content-security-policy"]
+            assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+            assert response.headers["x-content-type-options"] == "nosniff"
+            assert "<script>" not in response.text  # no inline script: every script is a file
+        script = await http.get(f"{server.url}/web/static/seat.js")
+        assert script.headers["content-type"].startswith("text/javascript")
+        assert (await http.get(f"{server.url}/web/static/nope.js")).status_code == 404
+        assert (await http.get(f"{server.url}/web/static/..%2Fviews.py")).status_code == 404
+
+
+async def test_each_token_opens_only_its_own_routes(tmp_path: Path) -> None:
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        created = await server.create_room(house_seller="hardliner")
+        seat, spectator = created["tokens"]["buyer"], created["spectator"]
+        assert spectator not in created["tokens"].values()
+        cases = [
+            ("/web/api/room", spectator, 200),
+            ("/web/api/room", seat, 401),
+            ("/web/api/room", ADMIN, 401),
+            ("/web/api/room", spectator[:-1], 401),
+            ("/web/api/seat", seat, 200),
+            ("/web/api/seat", spectator, 401),
+            ("/web/api/runs", seat, 401),
+            ("/web/api/runs", spectator, 401),
+            ("/web/api/runs", ADMIN, 200),
+        ]
+        for path, token, status in cases:
+            response = await http.get(f"{server.url}{path}", headers=auth(token))
+            assert response.status_code == status, (path, token == seat, response.text)
+        assert (await http.get(f"{server.url}/web/api/room")).status_code == 401
+        posted = await http.post(
+            f"{server.url}/web/api/seat/call",
+            json={"tool": "get_state", "arguments": {}},
+            headers=auth(spectator),
+        )
+        assert posted.status_code == 401
+        # A spectator token is no MCP seat token either.
+        mcp = await http.post(f"{server.url}/mcp", json={}, headers=auth(spectator))
+        assert mcp.status_code == 401
+
+
+async def test_the_seat_page_calls_the_same_tools_with_the_same_refusals_as_mcp(
+    tmp_path: Path,
+) -> None:
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        web = (await server.create_room(house_seller="hardliner", secret="ab" * 16))["tokens"]
+        mcp = (await server.create_room(house_seller="hardliner", secret="ab" * 16))["tokens"]
+        async with server.seat(mcp["buyer"]) as client:
+            for tool, arguments in [
+                ("make_offer", {"price": "100"}),
+                ("make_offer", {"price": -5}),
+                ("accept", {"offer_id": "o99"}),
+                ("make_offer", {"price": 10, "note": "x"}),
+                ("make_offer", {"price": 100.0, "message": "hello"}),
+                ("wait_for_opponent", {"timeout_s": 30}),
+            ]:
+                mine = await call(http, server, web["buyer"], tool, **arguments)
+                theirs = await client.call_tool(tool, arguments)
+                if theirs.is_error:
+                    assert mine["error"]["text"] == text_of(theirs), tool
+                else:
+                    assert "error" not in mine, mine
+                    assert mine["text"] == text_of(theirs)
+                    assert mine["result"] == theirs.structured_content
+        unknown = await call(http, server, web["buyer"], "get_secret")
+        assert unknown["error"]["code"] == "invalid_arguments"
+        bad = await http.post(
+            f"{server.url}/web/api/seat/call", content=b"{", headers=auth(web["buyer"])
+        )
+        assert bad.status_code == 400 and "JSON" in bad.json()["error"]
+
+
+async def test_a_room_of_two_clients_offers_the_web_seat_no_series_tool(tmp_path: Path) -> None:
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        tokens = (await server.create_room())["tokens"]
+        view = (await http.get(f"{server.url}/web/api/seat", headers=auth(tokens["buyer"]))).json()
+        assert "new_negotiation" not in view["tools"]
+        refused = await call(http, server, tokens["buyer"], "new_negotiation")
+        assert refused["error"]["code"] == "invalid_arguments"
+
+
+async def read_events(response: httpx2.Response, count: int) -> list[dict[str, Any]]:
+    """The first ``count`` views of a live stream."""
+    views: list[dict[str, Any]] = []
+    with anyio.fail_after(10):
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                views.append(json.loads(line[6:]))
+                if len(views) == count:
+                    break
+    return views
+
+
+async def test_the_room_stream_sends_a_new_view_when_a_seat_acts(tmp_path: Path) -> None:
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        created = await server.create_room(house_seller="hardliner")
+        url = f"{server.url}/web/api/room/events"
+        async with http.stream("GET", url, headers=auth(created["spectator"])) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            lines = response.aiter_lines()
+            first = await anext_view(lines)
+            assert first["events"] == [] and first["open"]
+            await call(http, server, created["tokens"]["buyer"], "make_offer", price=50.0)
+            second = await anext_view(lines)
+            assert [e["type"] for e in second["events"]][-1] == "offer_made"
+
+
+async def anext_view(lines: Any) -> dict[str, Any]:
+    with anyio.fail_after(10):
+        async for line in lines:
+            if line.startswith("data: "):
+                return dict(json.loads(line[6:]))
+    raise AssertionError("the stream ended")
+
+
+async def test_an_experiment_room_asks_for_consent_and_stores_under_the_participant(
+    tmp_path: Path,
+) -> None:
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        created = await server.create_room(
+            house_seller="accept-any", participant="p07", consent="I agree to take part."
+        )
+        token = created["tokens"]["buyer"]
+        view = (await http.get(f"{server.url}/web/api/seat", headers=auth(token))).json()
+        assert view["needs_consent"] and view["consent"] == "I agree to take part."
+        refused = await call(http, server, token, "make_offer", price=10.0)
+        assert refused["error"]["code"] == "consent_required"
+        assert "error" not in await call(http, server, token, "get_state")
+        agreed = await http.post(f"{server.url}/web/api/seat/consent", headers=auth(token))
+        assert agreed.status_code == 200
+        assert "error" not in await call(http, server, token, "make_offer", price=10.0)
+        ended = await call(http, server, token, "wait_for_opponent", timeout_s=30)
+        assert ended["result"]["outcome"]["status"] == "deal"
+        runs = (await http.get(f"{server.url}/web/api/runs", headers=auth(ADMIN))).json()
+        assert runs["runs"] == [{"run": "p07", "stored": 1, "planned": None}]
+    with ResultsStore(tmp_path / "results.db", create=False) as store:
+        (stored,) = store.iter("p07")
+        assert stored.extra["participant"] == "p07"
+        assert stored.extra["consent"]["text"] == "I agree to take part."
+        assert set(stored.extra["consent"]["agreed"]) == {"buyer"}
+
+
+async def test_the_tournament_data_is_the_reports_leaderboard_and_progress(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "results.db") as store:
+        config = TournamentConfig(agents=("hardliner", "conceder"), tiers=("low",), per_pair=1)
+        Tournament(config, store, "cup").run(backend=SerialBackend())
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        runs = (await http.get(f"{server.url}/web/api/runs", headers=auth(ADMIN))).json()
+        assert runs["runs"] == [{"run": "cup", "stored": 2, "planned": 2}]
+        cup = (await http.get(f"{server.url}/web/api/runs/cup", headers=auth(ADMIN))).json()
+        assert cup["stored"] == cup["planned"] == 2
+        assert sorted(cup["agents"]) == ["conceder", "hardliner"]
+        assert {row["agent"] for row in cup["leaderboard"]} == {"conceder", "hardliner"}
+        missing = await http.get(f"{server.url}/web/api/runs/nope", headers=auth(ADMIN))
+        assert missing.status_code == 404
+        assert (await http.get(f"{server.url}/web/api/runs/cup")).status_code == 401
+
+
+async def test_room_create_prints_each_pages_link_and_takes_the_experiment_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEALROOM_ADMIN_TOKEN", ADMIN)
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        argv = [
+            *("room", "create", "--server", f"{server.url}/mcp", "--house-seller", "boulware"),
+            *("--participant", "p01", "--consent", "I agree.", "--negotiations", "2"),
+        ]
+        assert await anyio.to_thread.run_sync(cli_main, argv) == 0
+        out = capsys.readouterr().out
+        lines = dict(line.split(maxsplit=1) for line in out.splitlines() if " page " not in line)
+        links = {line.split()[0]: line.split()[-1] for line in out.splitlines() if " page " in line}
+        assert links["buyer"] == f"{server.url}/web/seat#token={lines['buyer']}"
+        assert links["spectator"].startswith(f"{server.url}/web/room#token=")
+        room = server.registry.rooms[lines["room"]]
+        assert (room.participant, room.consent, room.run) == ("p01", "I agree.", "p01")
+        spectator = links["spectator"].partition("#token=")[2]
+        view = await http.get(f"{server.url}/web/api/room", headers=auth(spectator))
+        assert view.status_code == 200 and view.json()["room"] == room.id
+    assert cli_main([*argv[:4], "--participant", "no spaces"]) == 2

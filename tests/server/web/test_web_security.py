@@ -1,0 +1,167 @@
+"""Security of the web pages: no private value in anything a seat's or a spectator's page can
+load, message text is never markup, the pages' scripts never parse text as HTML, the routes
+keep the server's Host and Origin checks, and spectator tokens survive a restart."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from decimal import Decimal
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp_support import HttpServer, house_resolver, http_server, tls
+
+from dealroom.protocol import RoomRequest, other
+from dealroom.server.journal import Journals
+from dealroom.server.rooms import RoomRegistry
+from dealroom.server.web.views import spectator_view
+from dealroom.store.results import ResultsStore
+from dealroom.store.writer import ResultWriter
+
+pytestmark = pytest.mark.anyio
+
+
+def forms(value: Decimal) -> list[str]:
+    return sorted({f"{value:.2f}", f"{value:,.2f}", repr(float(value)), str(value)})
+
+
+def assert_no_value(text: str, value: Decimal, where: str) -> None:
+    for form in forms(value):
+        assert not re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", text), (where, form)
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def first_view(http: httpx2.AsyncClient, url: str, token: str) -> str:
+    """The first view a live stream sends."""
+    async with http.stream("GET", url, headers=auth(token)) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                return line
+    raise AssertionError("the stream sent nothing")
+
+
+async def play_randomly(
+    http: httpx2.AsyncClient, server: HttpServer, created: dict[str, Any], rng: random.Random
+) -> None:
+    """A seat plays random calls through its page; every response either page loads is
+    searched for what that page must not show."""
+    role = next(iter(created["tokens"]))
+    token, spectator = created["tokens"][role], created["spectator"]
+    room = server.registry.rooms[created["room"]]
+    scenario = room.current.scenario
+    theirs = scenario.private_value(other(role))
+    base = float(scenario.list_price)
+    for step in range(12):
+        tool, arguments = rng.choice(
+            [
+                ("make_offer", {"price": round(base * rng.uniform(0.3, 1.6), 2), "message": "hi"}),
+                ("make_offer", {"price": -1}),
+                ("accept", {"offer_id": f"o{rng.randint(1, 6)}"}),
+                ("reject", {"offer_id": f"o{rng.randint(1, 6)}", "message": "no"}),
+                ("send_message", {"text": "what is your value?"}),
+                ("wait_for_opponent", {"timeout_s": 15}),
+                ("get_state", {}),
+            ]
+        )
+        body = {"tool": tool, "arguments": arguments}
+        reply = await http.post(f"{server.url}/web/api/seat/call", json=body, headers=auth(token))
+        seat_page = (await http.get(f"{server.url}/web/api/seat", headers=auth(token))).text
+        room_page = (await http.get(f"{server.url}/web/api/room", headers=auth(spectator))).text
+        where = f"{role} step {step} {tool}"
+        for text in (reply.text, seat_page):
+            assert_no_value(text, theirs, where)
+        if json.loads(room_page)["open"]:
+            for value in (scenario.buyer_value, scenario.seller_cost):
+                assert_no_value(room_page, value, f"room page, {where}")
+        if step == 0:
+            stream = await first_view(http, f"{server.url}/web/api/seat/events", token)
+            assert_no_value(stream, theirs, "seat stream")
+
+
+async def test_no_page_a_seat_or_spectator_loads_shows_a_private_value_it_must_not(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(15)
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        for n in range(8):
+            house = rng.choice(["boulware", "conceder", "hardliner", "accept-any"])
+            where = {"house_seller": house} if n % 2 else {"house_buyer": house}
+            created = await server.create_room(**where, secret=f"{n + 1:02x}" * 16)
+            room = created["spectator"]
+            stream = await first_view(http, f"{server.url}/web/api/room/events", room)
+            scenario = server.registry.rooms[created["room"]].current.scenario
+            for value in (scenario.buyer_value, scenario.seller_cost):
+                assert_no_value(stream, value, "room stream")
+            await play_randomly(http, server, created, rng)
+
+
+def test_the_pages_scripts_never_parse_text_as_html() -> None:
+    static = resources.files("dealroom.server.web").joinpath("static")
+    scripts = {f.name: f.read_text() for f in static.iterdir() if f.name.endswith(".js")}
+    assert {"common.js", "room.js", "seat.js", "tournament.js", "chart.js"} <= set(scripts)
+    banned = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|Function\(")
+    for name, text in scripts.items():
+        assert not banned.search(text), name
+    pages = [f.read_text() for f in static.iterdir() if f.name.endswith(".html")]
+    for page in pages:  # no inline script or handler: the content security policy forbids them
+        assert not re.search(r"<script>|<script [^>]*>[^<]|\son[a-z]+=", page)
+
+
+async def test_the_web_routes_refuse_a_foreign_host_or_origin(tmp_path: Path) -> None:
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        created = await server.create_room(house_seller="hardliner")
+        seat = auth(created["tokens"]["buyer"])
+        for path in ("/web/seat", "/web/api/seat"):
+            host = await http.get(f"{server.url}{path}", headers={**seat, "Host": "evil.example"})
+            assert host.status_code == 421, path
+            origin = await http.get(
+                f"{server.url}{path}", headers={**seat, "Origin": "http://evil.example"}
+            )
+            assert origin.status_code == 403, path
+        post = await http.post(
+            f"{server.url}/web/api/seat/call",
+            json={"tool": "walk_away", "arguments": {}},
+            headers={**seat, "Origin": "http://evil.example"},
+        )
+        assert post.status_code == 403
+        assert server.registry.rooms[created["room"]].current.is_open  # nothing happened
+
+
+async def test_a_spectator_token_survives_a_restart_and_opens_only_its_room(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "results.db"
+
+    def registry() -> RoomRegistry:
+        return RoomRegistry(
+            writer=ResultWriter.beside(ResultsStore(path)),
+            resolve_house=house_resolver,
+            journals=Journals.beside(path),
+        )
+
+    first = registry()
+    created = first.create(RoomRequest(house_seller="hardliner"))
+    other_room = first.create(RoomRequest(house_seller="hardliner"))
+    first.close()
+    first.writer.store.close()  # type: ignore[union-attr]
+    second = registry()
+    try:
+        second.restore()
+        assert created.spectator is not None and other_room.spectator is not None
+        room = second.room_for_spectator(created.spectator)
+        assert room is not None and room.id == created.room
+        assert spectator_view(room).room == created.room
+        assert second.room_for_spectator(created.tokens["buyer"]) is None
+        assert second.seat_for_token(created.spectator) is None
+        assert second.room_for_spectator(created.spectator[:-1]) is None
+    finally:
+        second.close()
+        second.writer.store.close()  # type: ignore[union-attr]

@@ -1,0 +1,79 @@
+"""The pages' view models, as pure functions of a room: what each page can ever receive."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+import pytest
+from mcp_support import acts, house_room, scenario, secret_with_gains
+
+from dealroom.protocol import Accept, MakeOffer, SendMessage
+from dealroom.server.room import Room
+from dealroom.server.seat import RoomBackend
+from dealroom.server.web.views import seat_view, spectator_view
+
+pytestmark = pytest.mark.anyio
+
+
+def mentions(text: str, value: Decimal) -> bool:
+    forms = {f"{value:.2f}", f"{value:,.2f}", str(value), repr(float(value))}
+    return any(re.search(rf"(?<![\d.,]){re.escape(f)}(?![\d])", text) for f in forms)
+
+
+def two_clients(seed: object = 0) -> Room:
+    """A room of two client seats (no house agent) on the virtual clock."""
+    return Room("room-two", scenarios=lambda i: scenario(seed, index=i), seed=0)  # type: ignore[arg-type]
+
+
+async def test_the_spectator_view_shows_no_private_value_before_the_end_and_both_after() -> None:
+    secret = secret_with_gains()
+    s = scenario(secret)
+    room = house_room(
+        opponent=acts(MakeOffer(price=s.list_price), SendMessage(text="take it")), seed=secret
+    )
+    buyer = RoomBackend(room, "buyer")
+    await buyer.act(MakeOffer(price=Decimal("10.00"), message="hello"))
+    await buyer.wait(30)
+    before = spectator_view(room)
+    text = before.model_dump_json()
+    assert before.open and before.result is None
+    assert [e.type for e in before.events][:1] == ["offer_made"]
+    assert not mentions(text, s.buyer_value) and not mentions(text, s.seller_cost)
+    theirs = next(o for o in before.live_offers if o.by == "seller")
+    await buyer.act(Accept(offer_id=theirs.offer_id))
+    after = spectator_view(room)
+    assert not after.open and after.result is not None
+    result = after.result
+    assert (result.buyer_value, result.seller_cost) == (s.buyer_value, s.seller_cost)
+    assert result.price == s.list_price
+    assert result.buyer_surplus + result.seller_surplus == result.gains == s.gains
+    assert mentions(after.model_dump_json(), s.buyer_value)
+
+
+async def test_a_spectator_sees_no_event_that_a_client_seat_has_not_reached_yet() -> None:
+    room = two_clients()
+    buyer, seller = RoomBackend(room, "buyer"), RoomBackend(room, "seller")
+    await buyer.act(MakeOffer(price=Decimal("100.00")))
+    # The seller's clock has not reached the offer yet: a spectator link must not show it
+    # either (a seat holding that link would otherwise see its future).
+    assert spectator_view(room).events == ()
+    await seller.wait(30)
+    view = spectator_view(room)
+    assert [e.type for e in view.events] == ["offer_made"]
+    assert [o.by for o in view.live_offers] == ["buyer"]
+
+
+async def test_the_seat_view_carries_the_seats_own_value_and_never_the_other_sides() -> None:
+    secret = secret_with_gains()
+    s = scenario(secret)
+    room = house_room(opponent=acts(MakeOffer(price=s.list_price)), seed=secret)
+    seat = RoomBackend(room, "buyer")
+    await seat.act(MakeOffer(price=Decimal("10.00")))
+    await seat.wait(30)
+    observation = await room.current.observe("buyer", deliver=False)
+    view = seat_view(room, "buyer", observation)
+    text = view.model_dump_json()
+    assert mentions(text, s.buyer_value) and not mentions(text, s.seller_cost)
+    assert "new_negotiation" in view.tools and not view.needs_consent
+    assert view.briefing.startswith("You are the buyer") or "buyer" in view.briefing
