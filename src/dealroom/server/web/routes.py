@@ -29,7 +29,7 @@ from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.mcp_app import dispatch, render
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.seat import RoomBackend, CallRefused
+from dealroom.server.seat import CallRefused, RoomBackend
 from dealroom.server.web.views import SeatPageView, SpectatorView, seat_view, spectator_view
 
 log = structlog.stdlib.get_logger(__name__)
