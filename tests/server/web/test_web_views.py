@@ -11,7 +11,7 @@ from mcp_support import acts, house_room, scenario, secret_with_gains
 from dealroom.protocol import Accept, MakeOffer, SendMessage
 from dealroom.server.room import Room
 from dealroom.server.seat import RoomBackend
-from dealroom.server.web.views import seat_view, spectator_view
+from dealroom.server.web.views import seat_page_view, spectator_view
 
 pytestmark = pytest.mark.anyio
 
@@ -72,7 +72,7 @@ async def test_the_seat_view_carries_the_seats_own_value_and_never_the_other_sid
     await seat.act(MakeOffer(price=Decimal("10.00")))
     await seat.wait(30)
     observation = await room.current.observe("buyer", deliver=False)
-    view = seat_view(room, "buyer", observation)
+    view = seat_page_view(room, "buyer", observation)
     text = view.model_dump_json()
     assert mentions(text, s.buyer_value) and not mentions(text, s.seller_cost)
     assert "new_negotiation" in view.tools and not view.needs_consent

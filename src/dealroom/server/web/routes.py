@@ -30,16 +30,16 @@ from dealroom.server.mcp_app import dispatch, render
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import CallRefused, RoomBackend
-from dealroom.server.web.views import SeatPageView, SpectatorView, seat_view, spectator_view
+from dealroom.server.web.views import SeatPageView, SpectatorView, seat_page_view, spectator_view
 
 log = structlog.stdlib.get_logger(__name__)
 
 STREAM_S = 25.0
 """How long one live stream lasts before the page reconnects (so that a server stopping never
 waits long for its streams)."""
-POLL_S = 1.0
+STREAM_POLL_S = 1.0
 """Longest a stream goes without looking again (a new negotiation of a series, a wall clock)."""
-MAX_BODY = 16_384
+MAX_CALL_BYTES = 16_384
 """Largest seat call body accepted, in bytes (a message is at most a few thousand characters)."""
 
 NO_STORE = {"Cache-Control": "no-store"}
@@ -79,7 +79,7 @@ def _stream(
                     yield f"data: {body}\n\n"
                 else:
                     yield ": idle\n\n"
-                await room.current.changed(POLL_S)
+                await room.current.changed(STREAM_POLL_S)
 
     headers = {**NO_STORE, "X-Accel-Buffering": "no"}
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
@@ -127,7 +127,7 @@ class WebApi:
 
     async def _seat_json(self, seat: RoomBackend) -> str:
         observation = await seat.room.current.observe(seat.role, deliver=False)
-        return _json(seat_view(seat.room, seat.role, observation))
+        return _json(seat_page_view(seat.room, seat.role, observation))
 
     async def seat(self, request: Request) -> Response:
         """GET /web/api/seat: the seat page's view now."""
@@ -164,8 +164,8 @@ class WebApi:
         if isinstance(seat, Response):
             return seat
         body = await request.body()
-        if len(body) > MAX_BODY:
-            return error(413, f"a call is at most {MAX_BODY} bytes")
+        if len(body) > MAX_CALL_BYTES:
+            return error(413, f"a call is at most {MAX_CALL_BYTES} bytes")
         try:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError):

@@ -9,7 +9,7 @@ ever receive without a browser.
   client seat may already see (on the virtual clock a seat sees the other side's later moves
   only once its own clock gets there), so a spectator link never shows a seat its future. After
   the end, ``result`` adds both values, the gains and the surplus split.
-- ``seat_view``: the seat page. Built from the seat's own ``Observation`` (what its MCP tools
+- ``seat_page_view``: the seat page. Built from the seat's own ``Observation`` (what its MCP tools
   return) and its briefing: its own value, never the other side's.
 """
 
@@ -152,7 +152,7 @@ def spectator_result(scenario: Scenario, outcome: Outcome) -> SpectatorResult:
     )
 
 
-def seat_view(room: Room, role: Role, observation: Observation) -> SeatPageView:
+def seat_page_view(room: Room, role: Role, observation: Observation) -> SeatPageView:
     """The seat page's view, from the seat's own observation of the current negotiation."""
     negotiation = room.current
     return SeatPageView(
