@@ -363,10 +363,12 @@ async def test_a_token_off_by_one_character_or_a_prefix_opens_nothing(tmp_path: 
 
 
 def test_tokens_are_compared_in_constant_time() -> None:
-    verifier = inspect.getsource(rooms.RoomRegistry.seat_for_token)
+    verifier = inspect.getsource(rooms.RoomRegistry._entry)  # pyright: ignore[reportPrivateUsage]
     assert "hmac.compare_digest" in verifier
     assert "==" not in verifier.replace("is None", ""), "no short-circuit comparison of tokens"
-    admin = inspect.getsource(mcp_http._AdminApi._refused)  # pyright: ignore[reportPrivateUsage]
+    for lookup in (rooms.RoomRegistry.seat_for_token, rooms.RoomRegistry.room_for_spectator):
+        assert "self._entry(token)" in inspect.getsource(lookup)  # seat and spectator tokens
+    admin = inspect.getsource(mcp_http._AdminApi.refused)  # pyright: ignore[reportPrivateUsage]
     assert "hmac.compare_digest" in admin
     assert "secrets.token_urlsafe(32)" in inspect.getsource(rooms.RoomRegistry.create)
 
