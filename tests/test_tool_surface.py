@@ -106,7 +106,10 @@ def test_the_stdlib_remote_seats_methods_take_the_specs_arguments(spec: Any) -> 
 
 def test_the_sft_tools_column_is_the_spec_as_function_schemas() -> None:
     assert function_schemas(DEFAULT_RULES) == SFT_TOOLS
-    assert [t["function"]["name"] for t in SFT_TOOLS] == [s.name for s in seat_tools(series=False)]
+    # In name order: what TRL offers from the environment's methods (inspect.getmembers).
+    assert [t["function"]["name"] for t in SFT_TOOLS] == sorted(
+        s.name for s in seat_tools(series=False)
+    )
 
 
 @pytest.mark.parametrize("rules", [DEFAULT_RULES, ODD_RULES], ids=["default", "odd"])
@@ -115,7 +118,8 @@ def test_trl_reads_the_same_schemas_from_the_environments_methods(rules: Rules) 
     env_class = env_with_rules(rules)
     methods = dict(inspect.getmembers(env_class, inspect.isfunction))
     tools = [n for n in methods if not n.startswith("_") and n not in ("reset", "get_reward")]
-    assert sorted(tools) == sorted(s.name for s in seat_tools(series=False))
+    # Same schemas, same order (the template renders them in the order TRL offers them).
+    assert tools == [t["function"]["name"] for t in function_schemas(rules)]
     for spec in seat_tools(series=False):
         assert transformers_utils.get_json_schema(methods[spec.name]) == function_schema(
             spec, rules

@@ -76,6 +76,17 @@ def test_sft_tool_schemas_match_the_environment_tools() -> None:
     assert {tool["function"]["name"] for tool in TOOL_SCHEMAS} == TOOL_NAMES
 
 
+def test_sft_tools_are_in_the_order_trl_lists_the_environment_methods() -> None:
+    """GRPOTrainer offers an environment's public methods in ``inspect.getmembers`` order; the
+    chat template renders tools in the order given, so SFT rows must list them the same way."""
+    offered = [
+        name
+        for name, _ in inspect.getmembers(BargainToolEnv, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
+    assert [tool["function"]["name"] for tool in TOOLS] == offered
+
+
 def test_reset_returns_the_briefing_only() -> None:
     env = BargainToolEnv()
     text = env.reset(index=3, prompt=[{"role": "user", "content": ""}])

@@ -28,6 +28,7 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     ├── AgentCheckError (AssertionError) agent_check  testing   an agent that broke the contract
     ├── OpponentError (RuntimeError)   opponent       training  an opponent model that failed
     ├── TrainingSetupError (RuntimeError) training_setup training a run that cannot start
+    │   └── NotPrefixConsistent        not_prefix_consistent   a template no sequence can train
     ├── NotReplayable                  not_replayable training  an SFT record that does not replay
     └── UsageError                     usage          cli       a bad command-line value
 

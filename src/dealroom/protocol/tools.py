@@ -433,8 +433,12 @@ RESULT_DOC: dict[ResultKind, str] = {
 
 
 def function_schemas(rules: Rules, *, series: bool = False) -> list[dict[str, Any]]:
-    """Every tool a seat is offered, as OpenAI function schemas (the SFT ``tools`` column)."""
-    return [function_schema(t, rules) for t in seat_tools(series=series)]
+    """Every tool a seat is offered, as OpenAI function schemas (the SFT ``tools`` column), in
+    name order: TRL lists an environment's methods that way (``inspect.getmembers``), and the
+    chat template renders the tools in the order given, so this is the order a model trained in
+    ``BargainToolEnv`` reads them in."""
+    tools = sorted(seat_tools(series=series), key=lambda t: t.name)
+    return [function_schema(t, rules) for t in tools]
 
 
 def docstring(tool: SeatTool, rules: Rules) -> str:

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dealroom.training.sequences import TrainingSequence, tokenize
+
 Row = dict[str, Any]
 """A conversation row: ``{"messages": [...], "tools": [...]}`` (the SFT export's format)."""
 
@@ -41,12 +43,6 @@ class Lengths:
         )
 
 
-def prompt_messages(messages: Sequence[Row]) -> list[Row]:
-    """The messages before the seat's first action (system and user)."""
-    first = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), len(messages))
-    return list(messages[:first])
-
-
 def first_turns(row: Row, turns: int) -> Row:
     """The row cut after its ``turns``-th assistant message and that message's tool results."""
     messages = row["messages"]
@@ -60,31 +56,24 @@ def first_turns(row: Row, turns: int) -> Row:
     return {**row, "messages": list(messages[:end])}
 
 
-def _count(tokenizer: Any, messages: Sequence[Row], tools: Any, *, generation: bool) -> int:
-    ids = tokenizer.apply_chat_template(
-        list(messages),
-        tools=tools,
-        tokenize=True,
-        add_generation_prompt=generation,
-        return_dict=False,
-    )
-    return len(ids)
-
-
 def measure(tokenizer: Any, rows: Sequence[Row]) -> Lengths:
-    """Token lengths of ``rows`` in the tokenizer's chat template."""
+    """Token lengths of ``rows`` as the model reads them: the training sequences of
+    ``dealroom.training.sequences`` (the served template; the prompt is what comes before the
+    model's first turn)."""
     if not rows:
         raise ValueError("no conversations to measure")
-    totals, prompts, completions = [], [], []
-    for row in rows:
-        tools = row.get("tools")
-        total = _count(tokenizer, row["messages"], tools, generation=False)
-        prompt = _count(tokenizer, prompt_messages(row["messages"]), tools, generation=True)
-        totals.append(total)
-        prompts.append(prompt)
-        completions.append(max(total - prompt, 0))
+    return lengths_of([tokenize(tokenizer, row) for row in rows])
+
+
+def lengths_of(sequences: Sequence[TrainingSequence]) -> Lengths:
+    """Lengths of sequences already tokenized."""
+    if not sequences:
+        raise ValueError("no conversations to measure")
+    totals = [len(s.input_ids) for s in sequences]
+    prompts = [s.prompt_tokens for s in sequences]
+    completions = [total - prompt for total, prompt in zip(totals, prompts, strict=True)]
     return Lengths(
-        count=len(rows),
+        count=len(sequences),
         longest=max(totals),
         longest_prompt=max(prompts),
         longest_completion=max(completions),

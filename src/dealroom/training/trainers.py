@@ -37,9 +37,17 @@ from dealroom.engine.match import play
 from dealroom.play.registry import resolve
 from dealroom.protocol import DEFAULT_RULES, AgentFactory, Role, Rules, Tier
 from dealroom.protocol.generator import scenario_at
-from dealroom.training.lengths import Lengths, Row, first_turns, measure, with_margin
+from dealroom.training.lengths import (
+    Lengths,
+    Row,
+    first_turns,
+    lengths_of,
+    measure,
+    with_margin,
+)
 from dealroom.training.models import TrainingSetupError, lib, load_tokenizer, require_train_extra
 from dealroom.training.rewards import RewardSpec
+from dealroom.training.sequences import tokenize
 from dealroom.training.sft import sft_example
 from dealroom.training.trl import BargainToolEnv
 
@@ -305,26 +313,31 @@ def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]
 
     tokenizer = load_tokenizer(settings.model, settings.chat_template)
     data = template_rows(rows, settings.arguments, settings.max_turns)
-    lengths = measure(tokenizer, data)
+    sequences = [tokenize(tokenizer, row) for row in data]
+    if empty := sum(1 for s in sequences if s.written_tokens == 0):
+        raise TrainingSetupError(f"{empty} of {len(data)} rows have no assistant turn to train on")
+    lengths = lengths_of(sequences)
     max_length = sft_max_length(settings, lengths)
     args = trl.SFTConfig(
         **_common_args(settings),
         per_device_train_batch_size=settings.per_device_train_batch_size or 1,
         num_train_epochs=settings.num_train_epochs,
         max_length=max_length,
-        assistant_only_loss=True,
     )
+    # Tokenized here (dealroom.training.sequences): the served template's text, with labels only
+    # on what the model writes; TRL keeps a dataset's own labels.
+    dataset = Dataset.from_list([{"input_ids": s.input_ids, "labels": s.labels} for s in sequences])
     trainer = trl.SFTTrainer(
         model=settings.model,
         args=args,
-        train_dataset=Dataset.from_list(data),
+        train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=_peft_config(settings.lora),
     )
     if len(trainer.train_dataset) < len(data):
         raise TrainingSetupError(
-            f"TRL dropped {len(data) - len(trainer.train_dataset)} of {len(data)} examples "
-            "(no assistant tokens left); check the rows and --max-length"
+            f"TRL dropped {len(data) - len(trainer.train_dataset)} of {len(data)} examples; "
+            "check the rows and --max-length"
         )
     log.info("sft.ready", lengths=lengths.describe(), max_length=max_length, rows=len(data))
     return trainer, lengths
