@@ -53,6 +53,8 @@ from dealroom.training.models import (  # noqa: E402
     load_tokenizer,
     write_demo_model,
 )
+from dealroom.training.opponents import training_opponent  # noqa: E402
+from dealroom.training.sequences import pieces, tokenize  # noqa: E402
 from dealroom.training.sft import sft_example  # noqa: E402
 from dealroom.training.trainers import (  # noqa: E402
     GRPOSettings,
@@ -60,10 +62,14 @@ from dealroom.training.trainers import (  # noqa: E402
     build_grpo,
     build_sft,
     finish,
+    grpo_rows,
+    template_rows,
 )
 from dealroom.training.trl import BargainToolEnv  # noqa: E402
+from fake_openai import negotiator  # noqa: E402
+from fake_openai import serve as serve_fake  # noqa: E402
 
-SFT_STEPS = 3
+SFT_STEPS = 2
 SFT_LR = 2e-4
 
 
@@ -134,20 +140,25 @@ def grpo_run(sft_run: dict[str, Any], work: Path) -> Iterator[dict[str, Any]]:
 
     BargainToolEnv.get_reward = counted  # type: ignore[method-assign]
     try:
-        settings = GRPOSettings(
-            model=str(sft_run["dir"]),
-            output_dir=work / "grpo",
-            opponent="boulware",
-            max_steps=1,
-            num_generations=2,
-            max_tool_calling_iterations=1,
-            scenarios=4,
-            temperature=0.7,
-        )
-        trainer, lengths = build_grpo(settings)
-        trainer.train()
-        result = finish(trainer, settings, lengths, 0.0)
-        yield {"trainer": trainer, "result": result, "settings": settings}
+        # The paper's setting: a fixed LLM opponent, here behind a loopback endpoint.
+        with serve_fake(negotiator()) as fake:
+            opponent = training_opponent(
+                "llm:frontier", base_url=fake.base_url, api_key="x", log=work / "opponent.jsonl"
+            )
+            settings = GRPOSettings(
+                model=str(sft_run["dir"]),
+                output_dir=work / "grpo",
+                opponent=opponent,
+                max_steps=1,
+                num_generations=2,
+                max_tool_calling_iterations=1,
+                scenarios=4,
+                temperature=0.7,
+            )
+            trainer, lengths = build_grpo(settings)
+            trainer.train()
+            result = finish(trainer, settings, lengths, 0.0)
+            yield {"trainer": trainer, "result": result, "settings": settings, "fake": fake}
     finally:
         BargainToolEnv.get_reward = original  # type: ignore[method-assign]
 
@@ -192,6 +203,102 @@ def test_grpo_tool_calls_reach_the_referee(grpo_run: dict[str, Any]) -> None:
     assert [str(o.price) for o in offers] == ["612.50"]
 
 
+def test_a_grpo_rollout_is_the_sft_row_of_the_same_negotiation(grpo_run: dict[str, Any]) -> None:
+    """What SFT trains on is what GRPO rolls out: the SFT row of a scripted negotiation, with
+    its assistant turns written as the model would write them, played through TRL's own rollout
+    pieces (prompt rendering with the environment's tools, TRL's tool-call parser, the trainer's
+    tool table, TRL's tool-result suffix) gives the same tokens, the same loss mask and the same
+    negotiation."""
+    import inspect
+
+    from trl.chat_template_utils import parse_response
+
+    trainer, settings = grpo_run["trainer"], grpo_run["settings"]
+    tokenizer = trainer.processing_class
+    index, seed = 1, settings.scenario_seed
+    scenario = scenario_at(seed, index, settings.tier)
+    record = play(
+        scenario, resolve("linear"), resolve("boulware"), seed=seed, names=("linear", "boulware")
+    )
+    example = sft_example(record, "buyer", seed=seed, rules=settings.rules)
+    assert example is not None
+    (row,) = template_rows([example])
+    expected = tokenize(tokenizer, row)
+
+    env = BargainToolEnv(opponent="boulware", seed=seed)
+    tools = trainer._env_tools[None]  # the env's methods, as TRL renders them
+    table = {
+        name: getattr(env, name)
+        for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    }
+    dataset_row = grpo_rows(settings)[index]
+    observation = env.reset(**dataset_row)
+    prompt = [
+        {**dataset_row["prompt"][0], "content": dataset_row["prompt"][0]["content"] + observation}
+    ]
+    ids = tokenizer.apply_chat_template(
+        prompt, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
+    assert len(ids) == expected.prompt_tokens
+    written = [0] * len(ids)
+    for piece in pieces(tokenizer, row):
+        if not piece.written:
+            continue
+        generated = tokenizer(piece.text, add_special_tokens=False)["input_ids"]
+        parsed = parse_response(tokenizer, generated, prefix=ids, tools=tools)
+        results = []
+        for call in parsed["tool_calls"]:
+            name = call["function"]["name"]
+            results.append(
+                {
+                    "role": "tool",
+                    "name": name,
+                    "content": str(table[name](**call["function"]["arguments"])),
+                }
+            )
+        suffix = trainer._get_tool_suffix_ids(results)
+        ids = ids + generated + suffix
+        written += [1] * len(generated) + [0] * len(suffix)
+
+    assert ids[: len(expected.input_ids)] == expected.input_ids
+    assert written[: len(expected.labels)] == [int(label != -100) for label in expected.labels]
+    generation_prompt = tokenizer.decode(ids[len(expected.input_ids) :])
+    assert generation_prompt.strip() == "<|im_start|>assistant"
+    env._seat.finish()
+    assert tuple(env._seat.referee.events_since(0)) == record.events
+
+
+def test_grpo_trains_against_an_llm_opponent(grpo_run: dict[str, Any], work: Path) -> None:
+    """The opponent's model was called during the rollouts, and each call was logged."""
+    assert grpo_run["fake"].requests
+    logged = (work / "opponent.jsonl").read_text().splitlines()
+    assert len(logged) == len(grpo_run["fake"].requests)
+
+
+def test_the_trained_checkpoint_is_evaluated_on_its_training_surface(
+    grpo_run: dict[str, Any], work: Path
+) -> None:
+    """The evaluation path: the GRPO checkpoint served over HTTP, played in TRL's rollout loop
+    against an opponent it was not trained against, stored, and reported."""
+    from dealroom.store.results import ResultsStore
+    from dealroom.training.evaluate import EvalSettings, evaluate, openai_complete
+    from dealroom.training.serving import ChatModel, serve
+
+    chat = ChatModel(str(grpo_run["result"].output_dir), name="trained", max_new_tokens=48)
+    settings = EvalSettings(
+        name="trained", opponents=("conceder",), scenarios=1, max_tool_calling_iterations=1
+    )
+    with serve(chat) as endpoint, ResultsStore(work / "eval.db") as store:
+        summary = evaluate(settings, openai_complete(endpoint.base_url, "trained"), store, "eval")
+        (stored,) = store.iter("eval")
+    assert summary.played == 1
+    conversation = stored.extra["players"]["buyer"]["conversation"]
+    assert conversation["messages"][0]["content"].startswith("You are the buyer")
+    assert stored.record.buyer == "trained" and stored.record.outcome is not None
+    assert main(["report", str(work / "eval.db")]) == 0
+
+
 def test_sft_then_grpo_runs_end_to_end(grpo_run: dict[str, Any]) -> None:
     out = grpo_run["result"].output_dir
     assert (out / "model.safetensors").is_file()
@@ -201,7 +308,15 @@ def test_sft_then_grpo_runs_end_to_end(grpo_run: dict[str, Any]) -> None:
 
 def test_lengths_too_small_are_one_line_errors_before_training(demo: Path, work: Path) -> None:
     rows = [
-        sft_example(play(scenario_at(0, i, "mid"), resolve("linear"), resolve("boulware")), "buyer")
+        sft_example(
+            play(
+                scenario_at(0, i, "mid"),
+                resolve("linear"),
+                resolve("boulware"),
+                names=("linear", "boulware"),
+            ),
+            "buyer",
+        )
         for i in range(2)
     ]
     with pytest.raises(TrainingSetupError, match="--max-length 512 is shorter") as caught:

@@ -117,3 +117,11 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
     return value
+
+
+def tier_list(text: str) -> list[Tier]:
+    """argparse type: comma-separated tiers."""
+    tiers = [t.strip() for t in text.split(",") if t.strip()]
+    if bad := [t for t in tiers if t not in TIERS]:
+        raise argparse.ArgumentTypeError(f"unknown tier {bad[0]!r} (tiers: {', '.join(TIERS)})")
+    return [t for t in TIERS if t in tiers]

@@ -10,7 +10,13 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from dealroom.cli._common import add_secret_flag, positive_int, run_secret, usage_error
+from dealroom.cli._common import (
+    add_secret_flag,
+    positive_int,
+    run_secret,
+    tier_list,
+    usage_error,
+)
 from dealroom.cli._players import Lineup, add_llm_flags, lineup, scripted
 from dealroom.play.tournament import (
     DEFAULT_RUN,
@@ -27,7 +33,7 @@ from dealroom.play.tournament import (
     TournamentError,
     stored_seed,
 )
-from dealroom.protocol import TIERS, Tier
+from dealroom.protocol import TIERS
 from dealroom.protocol.secret import Seed
 from dealroom.store.results import ResultsStore, StoreError
 
@@ -124,14 +130,6 @@ def agent_list(text: str) -> list[str]:
     if not specs:
         raise argparse.ArgumentTypeError("no agents given")
     return specs
-
-
-def tier_list(text: str) -> list[Tier]:
-    """argparse type: comma-separated tiers."""
-    tiers = [t.strip() for t in text.split(",") if t.strip()]
-    if bad := [t for t in tiers if t not in TIERS]:
-        raise argparse.ArgumentTypeError(f"unknown tier {bad[0]!r} (tiers: {', '.join(TIERS)})")
-    return [t for t in TIERS if t in tiers]
 
 
 def _backend(args: argparse.Namespace) -> Backend:

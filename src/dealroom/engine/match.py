@@ -16,6 +16,7 @@ from dealroom.protocol import (
 )
 from dealroom.protocol._base import trusted
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.referee import Referee
 from dealroom.protocol.secret import Secret, Seed
 
 
@@ -60,14 +61,19 @@ def seat_agents(
 
 def record_of(room: VirtualRoom, names: tuple[str, str]) -> NegotiationRecord:
     """The record of a room played to its end."""
-    outcome = room.referee.outcome
+    return record_from(room.referee, names)
+
+
+def record_from(referee: Referee, names: tuple[str, str]) -> NegotiationRecord:
+    """The record of a negotiation its referee closed."""
+    outcome = referee.outcome
     assert outcome is not None
     # Built from the validated scenario and the referee's own events and outcome.
     return trusted(
         NegotiationRecord,
-        scenario=room.referee.scenario,
+        scenario=referee.scenario,
         buyer=names[0],
         seller=names[1],
-        events=room.referee.events,
+        events=referee.events,
         outcome=outcome,
     )

@@ -183,6 +183,12 @@ class BargainToolEnv:
 
     # -- internals ----------------------------------------------------------------------
 
+    @property
+    def seat(self) -> LocalSeat | None:
+        """The negotiation since the last ``reset`` (its referee holds the events), None before
+        the first; a property, so TRL does not offer it as a tool."""
+        return self._seat
+
     def _require(self) -> LocalSeat:
         if self._seat is None:
             raise RuntimeError("call reset() before using the environment")

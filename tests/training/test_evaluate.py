@@ -1,0 +1,233 @@
+"""Evaluation on the training surface: TRL's rollout loop, played against opponents and stored.
+
+The model here is a script: it writes the tool calls of a scripted agent's SFT row (the same
+negotiation replayed), so the evaluation's conversation can be compared with the SFT row and
+its record with the scripted match. ``openai_complete`` and the CLI run against the loopback
+endpoint of tests/fake_openai.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dealroom.cli import main
+from dealroom.engine.match import play
+from dealroom.play.registry import resolve
+from dealroom.protocol.generator import scenario_at
+from dealroom.store.results import ResultsStore
+from dealroom.training.evaluate import (
+    Completion,
+    EvalSettings,
+    evaluate,
+    openai_complete,
+    rollout,
+    wire_message,
+)
+from dealroom.training.sft import conversation_example, sft_example
+from dealroom.training.trl import BargainToolEnv
+from fake_openai import Text, ToolCalls, scripted, serve
+
+
+def _scripted_row(index: int, seed: int = 1) -> tuple[Any, dict[str, Any]]:
+    record = play(
+        scenario_at(seed, index, "mid"),
+        resolve("linear"),
+        resolve("boulware"),
+        seed=seed,
+        names=("linear", "boulware"),
+    )
+    row = sft_example(record, "buyer", seed=seed)
+    assert row is not None
+    return record, row
+
+
+class RowModel:
+    """Writes the assistant turns of an SFT row in order, then answers in text."""
+
+    def __init__(self, row: Mapping[str, Any]) -> None:
+        self.turns = [m for m in row["messages"] if m["role"] == "assistant"]
+        self.seen: list[list[dict[str, Any]]] = []
+
+    def __call__(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> Completion:
+        del tools
+        self.seen.append([dict(m) for m in messages])
+        if not self.turns:
+            return Completion(content="Done.")
+        turn = self.turns.pop(0)
+        calls = tuple(
+            (c["function"]["name"], dict(c["function"]["arguments"])) for c in turn["tool_calls"]
+        )
+        return Completion(content="", tool_calls=calls, input_tokens=10, output_tokens=3)
+
+
+def _without_ids(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for message in messages:
+        kept = {k: v for k, v in message.items() if k != "tool_call_id"}
+        if "tool_calls" in kept:
+            kept["tool_calls"] = [
+                {k: v for k, v in c.items() if k != "id"} for c in kept["tool_calls"]
+            ]
+        out.append(kept)
+    return out
+
+
+def test_a_rollout_is_the_sft_row_of_the_same_negotiation() -> None:
+    record, row = _scripted_row(2)
+    env = BargainToolEnv(opponent="boulware", seed=1)
+    out = rollout(env, RowModel(row), {"index": 2, "seed": 1}, names=("linear", "boulware"))
+    assert out.tools == row["tools"]
+    # The model's last reply can only come while the negotiation is open: a scripted row ends
+    # with the call that closed it, and the loop stops there.
+    assert _without_ids(out.messages) == _without_ids(row["messages"])
+    assert out.record.events == record.events
+    assert out.record.outcome == record.outcome
+    assert out.calls == len([m for m in row["messages"] if m["role"] == "assistant"])
+
+
+def test_every_model_call_reads_the_conversation_so_far() -> None:
+    _, row = _scripted_row(4)
+    model = RowModel(row)
+    out = rollout(BargainToolEnv(seed=1), model, {"index": 4, "seed": 1}, names=("m", "boulware"))
+    for n, seen in enumerate(model.seen):
+        assert seen == out.messages[: len(seen)]
+        assert seen[-1]["role"] == ("user" if n == 0 else "tool")
+
+
+def test_failing_calls_read_as_trl_writes_them_and_change_nothing() -> None:
+    replies = iter(
+        [
+            Completion("", (("shout", {}),)),
+            Completion("", (("make_offer", {"prize": 5}),)),
+            Completion("", (("make_offer", "not json"),)),
+            Completion("I give up."),
+        ]
+    )
+    env = BargainToolEnv(seed=1)
+    out = rollout(env, lambda m, t: next(replies), {"index": 0, "seed": 1}, names=("m", "o"))
+    texts = [m["content"] for m in out.messages if m["role"] == "tool"]
+    assert texts[0] == "{'error': 'Tool shout not found.'}"
+    assert texts[1].startswith("{'error': ") and "prize" in texts[1]
+    assert texts[2] == "{'error': \"arguments are not a JSON object: 'not json'\"}"
+    assert out.tool_errors == 3
+    assert not [e for e in out.record.events if e.by == "buyer" and e.type == "offer"]
+
+
+def test_the_loop_stops_at_the_iteration_limit() -> None:
+    forever = Completion("", (("get_state", {}),))
+    out = rollout(
+        BargainToolEnv(seed=1),
+        lambda m, t: forever,
+        {"index": 0},
+        names=("m", "o"),
+        max_iterations=3,
+    )
+    assert out.calls == 4 and out.iterations_hit
+    assert len([m for m in out.messages if m["role"] == "tool"]) == 3
+    assert out.record.outcome is not None  # played out with the seat silent
+
+
+def test_evaluate_stores_each_negotiation_with_its_conversation_and_resumes(tmp_path: Path) -> None:
+    settings = EvalSettings(name="trained", opponents=("boulware", "conceder"), scenarios=2)
+    model_calls = 0
+
+    def model(messages: Sequence[dict[str, Any]], tools: Any) -> Completion:
+        nonlocal model_calls
+        model_calls += 1
+        if len(messages) == 1:
+            return Completion("", (("make_offer", {"price": 1000.0}),))
+        return Completion("Waiting.")
+
+    db = tmp_path / "eval.db"
+    with ResultsStore(db) as store:
+        summary = evaluate(settings, model, store, "eval")
+        assert (summary.played, summary.skipped) == (4, 0)
+        rows = list(store.iter("eval"))
+        assert {(r.record.buyer, r.record.seller) for r in rows} == {
+            ("trained", "boulware"),
+            ("trained", "conceder"),
+        }
+        stored = rows[0].extra["players"]["buyer"]
+        example = conversation_example(rows[0].record, "buyer", stored["conversation"])
+        assert example is not None and example["messages"][0]["role"] == "user"
+        assert stored["requests"] == 2 and stored["model"] == "trained"
+        assert store.run_config("eval")["seed"] == 1
+    calls_before = model_calls
+    with ResultsStore(db) as store:
+        again = evaluate(settings, model, store, "eval")
+    assert (again.played, again.skipped) == (0, 4) and model_calls == calls_before
+
+
+def test_openai_complete_speaks_the_wire_form(tmp_path: Path) -> None:
+    brain = scripted([ToolCalls([("make_offer", {"price": 900.0}), ("wait_for_opponent", {})])])
+    with serve(brain) as fake:
+        complete = openai_complete(fake.base_url, "fake")
+        history = [
+            {"role": "user", "content": "Hello"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "get_state", "arguments": {}},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "state"},
+        ]
+        reply = complete(history, [{"type": "function", "function": {"name": "get_state"}}])
+        sent = fake.requests[-1]
+    assert reply.tool_calls == (("make_offer", {"price": 900.0}), ("wait_for_opponent", {}))
+    assert sent["messages"][1]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert sent["messages"] == [wire_message(m) for m in history]
+
+
+def test_cli_evaluate_against_a_loopback_endpoint_then_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "eval.db"
+    brain = scripted([ToolCalls([("make_offer", {"price": 1500.0})])], then=Text("Done."))
+    with serve(brain) as fake:
+        argv = [
+            "train", "evaluate", "--model", "fake", "--base-url", fake.base_url,
+            "--name", "trained", "--opponents", "boulware,linear", "--scenarios", "2",
+            "--out", str(db),
+        ]  # fmt: skip
+        assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "4 negotiations played, 0 already stored" in err
+    assert main(["report", str(db), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "trained" in json.dumps(report)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--opponents", "nobody", "unknown agent"),
+        ("--base-url", "ftp://x", "not an http(s) URL"),
+        ("--tiers", "huge", "unknown tier"),
+    ],
+)
+def test_cli_evaluate_refuses_bad_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str
+) -> None:
+    argv = {
+        "--model": "m",
+        "--base-url": "http://127.0.0.1:9/v1",
+        "--opponents": "boulware",
+        "--out": str(tmp_path / "e.db"),
+    }
+    argv[flag] = value
+    assert main(["train", "evaluate", *[x for pair in argv.items() for x in pair]]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "e.db").exists()
