@@ -84,7 +84,7 @@ def test_sft_tools_are_in_the_order_trl_lists_the_environment_methods() -> None:
         for name, _ in inspect.getmembers(BargainToolEnv, predicate=inspect.isfunction)
         if name not in ("reset", "get_reward") and not name.startswith("_")
     ]
-    assert [tool["function"]["name"] for tool in TOOLS] == offered
+    assert [tool["function"]["name"] for tool in TOOL_SCHEMAS] == offered
 
 
 def test_reset_returns_the_briefing_only() -> None:

@@ -33,8 +33,8 @@ from dealroom.training.trl import BargainToolEnv
 
 log = structlog.get_logger(__name__)
 
-Message = dict[str, Any]
-Complete = Callable[[Sequence[Message], Sequence[Mapping[str, Any]]], "Completion"]
+ChatMessage = dict[str, Any]
+Complete = Callable[[Sequence[ChatMessage], Sequence[Mapping[str, Any]]], "Completion"]
 """One model call: the conversation so far and the tools, to the assistant's reply."""
 
 MAX_ITERATIONS = 100
@@ -57,7 +57,7 @@ class Completion:
 class Rollout:
     """One negotiation as the model played it."""
 
-    messages: list[Message]
+    messages: list[ChatMessage]
     tools: list[dict[str, Any]]
     record: NegotiationRecord
     reward: float
@@ -94,7 +94,9 @@ def rollout(
     loop ends on a reply without tool calls, after ``max_iterations`` tool-calling turns, or
     once the negotiation is over. The environment then plays it out and scores it."""
     prompt = row.get("prompt") or [{"role": "user", "content": ""}]
-    messages: list[Message] = [{**prompt[-1], "content": prompt[-1]["content"] + env.reset(**row)}]
+    messages: list[ChatMessage] = [
+        {**prompt[-1], "content": prompt[-1]["content"] + env.reset(**row)}
+    ]
     seat = env.seat
     assert seat is not None
     tools = function_schemas(env.rules)
@@ -152,8 +154,8 @@ def _run(
         return str({"error": str(exc)}), True
 
 
-def _assistant(reply: Completion, n: int) -> Message:
-    message: Message = {"role": "assistant", "content": reply.content}
+def _assistant(reply: Completion, n: int) -> ChatMessage:
+    message: ChatMessage = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
             {
@@ -169,7 +171,7 @@ def _assistant(reply: Completion, n: int) -> Message:
 # -- a model behind an OpenAI-compatible endpoint -------------------------------------------
 
 
-def wire_message(message: Message) -> Message:
+def wire_message(message: ChatMessage) -> ChatMessage:
     """A conversation message in the chat-completions wire form (arguments as JSON strings)."""
     calls = message.get("tool_calls")
     if not calls:
@@ -204,7 +206,7 @@ def openai_complete(
 
     client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=2)
 
-    def complete(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> Completion:
+    def complete(messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]]) -> Completion:
         response = client.chat.completions.create(
             model=model,
             messages=[wire_message(m) for m in messages],  # type: ignore[misc]

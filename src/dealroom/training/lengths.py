@@ -15,10 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dealroom.training.sequences import TrainingSequence, tokenize
-
-Row = dict[str, Any]
-"""A conversation row: ``{"messages": [...], "tools": [...]}`` (the SFT export's format)."""
+from dealroom.training.sequences import Row, TrainingSequence, tokenize
 
 
 @dataclass(frozen=True, slots=True)

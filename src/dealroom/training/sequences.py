@@ -31,6 +31,7 @@ from typing import Any
 from dealroom.training.models import TrainingSetupError
 
 Row = dict[str, Any]
+"""A conversation row: ``{"messages": [...], "tools": [...]}`` (the SFT export's format)."""
 
 
 class NotPrefixConsistent(TrainingSetupError):
