@@ -1,10 +1,13 @@
 """Issue 10's parity test: the text a model reads is the same bytes on every surface.
 
 For 50 scenarios and three opponents, one fixed script of tool calls (offers, messages, waits,
-get_state, an accept) is played through the TRL environment's methods, over MCP in memory and
-from the built-in LLM seat's view (ScriptedModel through the same MCP tools); over MCP stdio for
-a few of them (a subprocess each). Every tool result's text, and the briefing, must be equal
-byte for byte, and the briefing is the first user message of the LLM seat as of TRL's rollout.
+get_state, an accept) is played through the TRL environment's methods, over MCP in memory,
+through the direct session in-process players use (``SeatClient.local``: no protocol) and from the
+built-in LLM seat's view (ScriptedModel, both over MCP and through ``SeatClient.local``); over MCP
+stdio for a few of them (a subprocess each). Every tool result's text, and the briefing, must
+be equal byte for byte, and the briefing is the first user message of the LLM seat as of TRL's
+rollout. The direct session must also list the same tools and return the same whole results
+(structured content and error flags) as the MCP session.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dealroom.play.players import SeatContext
 from dealroom.play.registry import resolve
 from dealroom.protocol import DEFAULT_RULES
 from dealroom.protocol.generator import dumps_jsonl, scenario_at
-from dealroom.server.mcp_app import build_app
+from dealroom.server.mcp_app import DirectSession, build_app
 from dealroom.server.room import House, Room
 from dealroom.server.seat import RoomBackend
 from dealroom.training.trl import BargainToolEnv
@@ -75,20 +78,33 @@ def text_of(result: Any) -> str:
     return "".join(c.text for c in result.content if isinstance(c, TextContent))
 
 
-async def over_mcp(client: Client, calls: list[Call]) -> tuple[str, list[str]]:
+async def over_mcp(client: Client | DirectSession, calls: list[Call]) -> tuple[str, list[str]]:
+    briefing, results = await whole_results(client, calls)
+    return briefing, [text_of(result) for result in results]
+
+
+async def whole_results(client: Client | DirectSession, calls: list[Call]) -> tuple[str, list[Any]]:
     prompt = await client.get_prompt("briefing")
     briefing = "".join(
         m.content.text for m in prompt.messages if isinstance(m.content, TextContent)
     )
-    return briefing, [text_of(await client.call_tool(name, args)) for name, args in calls]
+    return briefing, [await client.call_tool(name, args) for name, args in calls]
+
+
+def dumped(results: list[Any]) -> list[dict[str, Any]]:
+    """Whole results as JSON, less the wire's own metadata (the server's name in ``_meta``)."""
+    return [result.model_dump(mode="json", exclude={"meta"}) for result in results]
 
 
 _ids = itertools.count()
 
 
-async def from_the_llm_seat(index: int, opponent: str, calls: list[Call]) -> tuple[str, list[str]]:
-    """The LLM seat plays the script (through the seat's MCP tools, charged per wake as a
-    remote seat): what its model was shown."""
+async def from_the_llm_seat(
+    index: int, opponent: str, calls: list[Call], *, local: bool
+) -> tuple[str, list[str]]:
+    """The LLM seat plays the script (through the seat's MCP tools, or ``SeatClient.local`` as in
+    local matches and tournaments; charged per wake as a remote seat): what its model was
+    shown."""
     steps = [[function_call(name, args, call_id=f"p{next(_ids)}")] for name, args in calls]
     model = ScriptedModel(steps)
     the_room = room(index, opponent)
@@ -98,7 +114,12 @@ async def from_the_llm_seat(index: int, opponent: str, calls: list[Call]) -> tup
         name="llm:scripted",
         settings=LLMSettings(retry=RetryPolicy(attempts=1, timeout_s=10), max_turns=20),
     )
-    async with SeatClient.memory(build_app(lambda: seat, series=the_room.series)) as client_seat:
+    chosen = (
+        SeatClient.local(seat)
+        if local
+        else SeatClient.memory(build_app(lambda: seat, series=False))
+    )
+    async with chosen as client_seat:
         await player.play(client_seat, SeatContext(role="buyer", rules=DEFAULT_RULES))
     model.assert_complete()
     inputs = model.calls[-1].input
@@ -120,15 +141,26 @@ async def test_trl_mcp_and_the_llm_seat_read_the_same_bytes(opponent: str) -> No
         seat = RoomBackend(the_room, "buyer")
         app = build_app(lambda seat=seat: seat, series=the_room.series)
         async with Client(app) as client:
-            mcp_briefing, mcp_texts = await over_mcp(client, calls)
+            mcp_briefing, mcp_results = await whole_results(client, calls)
+            mcp_tools = await client.list_tools()
+        mcp_texts = [text_of(result) for result in mcp_results]
         assert mcp_briefing == briefing, (opponent, index)
         assert mcp_texts == texts, (opponent, index)
+        direct_room = room(index, opponent)
+        direct = DirectSession(RoomBackend(direct_room, "buyer"), series=direct_room.series)
+        direct_briefing, direct_results = await whole_results(direct, calls)
+        assert direct_briefing == briefing, (opponent, index)
+        assert dumped(direct_results) == dumped(mcp_results), (opponent, index)
+        assert dumped((await direct.list_tools()).tools) == dumped(mcp_tools.tools)
         if index % 10 == 0:  # the LLM seat runs a model loop per negotiation: every 10th
-            llm_briefing, llm_texts = await from_the_llm_seat(index, opponent, calls)
-            assert llm_briefing == briefing, (opponent, index)
-            # The model saw every result in order, but the last: the seat's loop ends once a
-            # result ends the negotiation, without another model call.
-            assert llm_texts == texts[: len(llm_texts)] and len(llm_texts) >= len(texts) - 1
+            for local in (False, True):
+                llm_briefing, llm_texts = await from_the_llm_seat(
+                    index, opponent, calls, local=local
+                )
+                assert llm_briefing == briefing, (opponent, index, local)
+                # The model saw every result in order, but the last: the seat's loop ends once
+                # a result ends the negotiation, without another model call.
+                assert llm_texts == texts[: len(llm_texts)] and len(llm_texts) >= len(texts) - 1
         assert any(t.startswith("invalid_arguments: price") for t in texts)
         assert texts[-1].splitlines()[0] in ("ok",) or texts[-1].startswith(
             ("negotiation_closed", "offer_")

@@ -96,6 +96,51 @@ def test_a_third_party_seat_entry_plays_a_tournament_through_the_seats(tmp_path:
     assert {row.record.outcome.status for row in rows} <= {"deal", "no_deal"}
 
 
+class Closable(Mirror):
+    """A mirror that holds something to close (as an LLM player holds an HTTP client)."""
+
+    def __init__(self, strategy: str) -> None:
+        super().__init__(strategy)
+        self.negotiations = 0
+        self.closed = False
+
+    async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
+        assert not self.closed
+        self.negotiations += 1
+        return await super().play(seat, context)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def test_a_tournament_plays_each_seat_spec_with_one_player_then_closes_it(
+    tmp_path: Path,
+) -> None:
+    built: list[Closable] = []
+
+    def resolver(spec: str) -> Any:
+        if not spec.startswith("mirror:"):
+            return resolve_player(spec)
+        built.append(Closable(spec.partition(":")[2]))
+        return built[-1]
+
+    agents = ("mirror:conceder", "mirror:boulware", "hardliner")
+    config = TournamentConfig(agents=agents, tiers=("mid", "low"), per_pair=2)
+    with ResultsStore(tmp_path / "t.db") as store:
+        progress = Tournament(config, store).run(resolver)
+    assert progress.done == 24
+    players = [p for p in built if p.negotiations]
+    # Each mirror sits in 4 pairings (2 as buyer, 2 as seller) x 2 tiers x 2 indices.
+    assert sorted((p.name, p.negotiations) for p in players) == [
+        ("mirror:boulware", 16),
+        ("mirror:conceder", 16),
+    ]
+    assert all(p.closed for p in players)
+    # Built once to tell whether the spec is scripted, once to play: never per negotiation
+    # (an LLM player builds an HTTP client, whose TLS context alone costs tens of ms of CPU).
+    assert len(built) == 2 * len(players)
+
+
 def test_a_scripted_job_plays_in_the_engine_and_a_seat_job_does_not() -> None:
     player = ChunkPlayer()
     scripted = Job("r", "boulware", "conceder", "mid", 0, 0)

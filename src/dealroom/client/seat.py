@@ -50,6 +50,8 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.tools import arguments_of
+from dealroom.server.mcp_app import DirectSession
+from dealroom.server.seat import SeatBackend
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -129,15 +131,23 @@ class SeatClient:
         self._server = server
         self._http_client = http_client
         self._read_timeout_s = read_timeout_s
-        self._client: Client | None = None
+        self._client: Client | DirectSession | None = None
         self._stack: AsyncExitStack | None = None
 
     # -- connecting ----------------------------------------------------------------------------
 
     @classmethod
     def memory(cls, app: MCPServer) -> SeatClient:
-        """A seat of an in-process server app (no transport, for tests and local matches)."""
+        """A seat of an in-process server app, through an in-memory MCP session (no
+        transport, for tests)."""
         return cls(app)
+
+    @classmethod
+    def local(cls, seat: SeatBackend) -> SeatClient:
+        """A seat of a room in this process, its tools called as functions (``DirectSession``):
+        the same tools, results and briefing as over MCP, without the protocol's CPU (local
+        matches and tournaments). No series tool: one negotiation."""
+        return cls(DirectSession(seat, series=False))
 
     @classmethod
     def stdio(
@@ -177,6 +187,9 @@ class SeatClient:
         return cls(url, http_client=client, read_timeout_s=read_timeout_s)
 
     async def __aenter__(self) -> SeatClient:
+        if isinstance(self._server, DirectSession):
+            self._client, self._stack = self._server, AsyncExitStack()
+            return self
         stack = AsyncExitStack()
         try:
             server = self._server
@@ -198,8 +211,8 @@ class SeatClient:
             await stack.aclose()
 
     @property
-    def client(self) -> Client:
-        """The underlying MCP client."""
+    def client(self) -> Client | DirectSession:
+        """The underlying MCP client (or, for ``local`` seats, the direct session)."""
         if self._client is None:
             raise SeatClosedError("the seat is not connected; use it inside 'async with'")
         return self._client

@@ -1,8 +1,10 @@
 """Play one negotiation between any two players, each through its seat's MCP tools.
 
-``play_match`` opens a room in this process (the server's own ``Room``, seats and MCP app, so
-every player sees exactly what a remote MCP client sees), connects each player to its seat in
-memory and runs both until the negotiation ends. Scripted players sit as house agents (the same
+``play_match`` opens a room in this process (the server's own ``Room`` and seats), connects
+each player to its seat with ``SeatClient.local`` (the MCP app's own tools, results and briefing,
+called as functions: every player reads exactly what a remote MCP client reads, without the
+protocol's CPU; ``tests/test_surface_parity.py`` checks it) and runs both until the negotiation
+ends. Scripted players sit as house agents (the same
 simulation as ``dealroom.engine.match.play``) unless ``scripted_as_house=False``.
 
 On the virtual clock a player's own thinking can be charged instead of the flat per-wake cost:
@@ -213,7 +215,7 @@ async def _seat_player(
     error: str | None = None
     data: Mapping[str, Any] = {}
     try:
-        async with SeatClient.memory(seat_app(room, role)) as seat:
+        async with SeatClient.local(RoomBackend(room, role)) as seat:
             data = await player.play(seat, context)
     except PlayerFailed as failure:
         error, data = failure.message, failure.extra

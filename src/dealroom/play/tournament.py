@@ -41,7 +41,7 @@ import multiprocessing.context
 import os
 import signal
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -250,7 +250,7 @@ class ChunkPlayer:
 
     async def _play_all_seated(self, jobs: list[Job]) -> dict[str, Played]:
         # Players are built in the task's own event loop (their HTTP clients belong to it).
-        players = {spec: self.resolver(spec) for job in jobs for spec in (job.buyer, job.seller)}
+        players = build_players(self.resolver, jobs)
         limiter = anyio.CapacityLimiter(self.concurrency)
         out: dict[str, Played] = {}
 
@@ -265,6 +265,13 @@ class ChunkPlayer:
         finally:
             await close_players(players.values())
         return out
+
+
+def build_players(resolver: Resolver, jobs: Iterable[Job]) -> dict[str, Player]:
+    """One player per spec the jobs name, shared by all its negotiations (an LLM's HTTP client
+    and its kept-alive connections are built once, not once per negotiation)."""
+    specs = dict.fromkeys(spec for job in jobs for spec in (job.buyer, job.seller))
+    return {spec: resolver(spec) for spec in specs}
 
 
 class Backend(Protocol):
@@ -564,7 +571,7 @@ class Tournament:
         on_progress: ProgressCallback | None,
         budget: Budget,
     ) -> None:
-        players = {spec: player.resolver(spec) for job in jobs for spec in (job.buyer, job.seller)}
+        players = build_players(player.resolver, jobs)
         endpoints: dict[str, anyio.CapacityLimiter] = {}
         for seat in players.values():
             if (endpoint := getattr(seat, "endpoint", None)) is not None:

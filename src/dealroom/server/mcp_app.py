@@ -19,14 +19,23 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, assert_never
 
 import structlog
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    ListToolsResult,
+    PromptMessage,
+    TextContent,
+    ToolAnnotations,
+)
 from mcp.types import Tool as MCPTool
 
 from dealroom.protocol import DEFAULT_RULES, ActionResult, SeatState, WaitResult, seat_text
@@ -112,19 +121,23 @@ async def render(
             raise TypeError(f"no text for a {kind} result")
 
 
+async def _respond(backend: SeatBackend, spec: SeatTool, args: Any) -> CallToolResult:
+    """One call of a tool whose arguments are valid: its text and JSON, or its refusal."""
+    with structlog.contextvars.bound_contextvars(**backend.log_context, tool=spec.name):
+        try:
+            result = await dispatch(backend, spec, args)
+        except CallRefused as error:
+            log.info("tool refused", code=error.payload.code)
+            return _error_result(error.payload.text())
+        text = await render(backend, spec.result, result)
+        return _text_result(text, result.model_dump(mode="json"))
+
+
 def _function(seat: SeatProvider, spec: SeatTool) -> Callable[..., Awaitable[CallToolResult]]:
     """The tool's function: its signature is the spec's argument model, field by field."""
 
     async def call(**arguments: Any) -> CallToolResult:
-        backend = seat()
-        with structlog.contextvars.bound_contextvars(**backend.log_context, tool=spec.name):
-            try:
-                result = await dispatch(backend, spec, spec.args.model_validate(arguments))
-            except CallRefused as error:
-                log.info("tool refused", code=error.payload.code)
-                return _error_result(error.payload.text())
-            text = await render(backend, spec.result, result)
-            return _text_result(text, result.model_dump(mode="json"))
+        return await _respond(seat(), spec, spec.args.model_validate(arguments))
 
     parameters = [
         inspect.Parameter(
@@ -218,12 +231,7 @@ class SeatServer(MCPServer):
 
     async def list_tools(self) -> list[MCPTool]:
         """The tools, each described under the rules of the seat's room."""
-        tools = await super().list_tools()
-        descriptions = await self._seat().tool_descriptions()
-        return [
-            t.model_copy(update={"description": descriptions.get(t.name, t.description)})
-            for t in tools
-        ]
+        return _described(await super().list_tools(), await self._seat().tool_descriptions())
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
@@ -239,6 +247,12 @@ class SeatServer(MCPServer):
         raise MCPError(INVALID_PARAMS, problem)
 
 
+def _described(tools: list[MCPTool], descriptions: Mapping[str, str]) -> list[MCPTool]:
+    return [
+        t.model_copy(update={"description": descriptions.get(t.name, t.description)}) for t in tools
+    ]
+
+
 async def _or_mcp_error(read: Awaitable[str]) -> str:
     """A resource's or prompt's text; a refusal (the seat proxy's upstream_unavailable) becomes
     an MCP error with its code first, not an internal error with a traceback."""
@@ -247,6 +261,12 @@ async def _or_mcp_error(read: Awaitable[str]) -> str:
     except CallRefused as error:
         log.info("read refused", code=error.payload.code)
         raise MCPError(INTERNAL_ERROR, error.payload.text()) from None
+
+
+_BRIEFING = (
+    "Your briefing: role, item, your private value, rules, deadline, how to use the tools and "
+    "what counts as success."
+)
 
 
 def register(app: MCPServer, seat: SeatProvider) -> None:
@@ -270,11 +290,7 @@ def register(app: MCPServer, seat: SeatProvider) -> None:
     async def transcript() -> str:
         return await _or_mcp_error(seat().transcript())
 
-    @app.prompt(
-        name="briefing",
-        description="Your briefing: role, item, your private value, rules, deadline, how to "
-        "use the tools and what counts as success.",
-    )
+    @app.prompt(name="briefing", description=_BRIEFING)
     async def briefing() -> str:
         return await _or_mcp_error(seat().briefing())
 
@@ -303,3 +319,52 @@ def build_app(
     )
     register(app, seat)
     return app
+
+
+class DirectSession:
+    """One seat's MCP surface called as functions in this process, without the protocol.
+
+    The same tool list (schemas, descriptions under the room's rules), the same results (text
+    content and ``structuredContent``), the same refusals and the same briefing as an MCP
+    client of ``build_app(lambda: seat, series=series)`` gets, built by the same code;
+    ``tests/test_surface_parity.py`` checks them byte for byte. What it leaves out is the wire:
+    no JSON-RPC, no session, no JSON round trip, no client-side output-schema validation. For
+    players in the room's own process (local matches, tournaments), where those cost more CPU
+    than the negotiation itself. Its methods are those of ``mcp.Client`` that seats use.
+    """
+
+    def __init__(self, seat: SeatBackend, *, series: bool = True) -> None:
+        self._seat = seat
+        self._series = series
+        self._specs = {spec.name: spec for spec in tool_specs(series=series)}
+
+    async def list_tools(self) -> ListToolsResult:
+        """The tools, as ``tools/list`` lists them."""
+        listed = await MCPServer.list_tools(_template_app(self._series))
+        return ListToolsResult(tools=_described(listed, await self._seat.tool_descriptions()))
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        """One tool call, as ``tools/call`` answers it (refusals are error results)."""
+        spec = self._specs.get(name)
+        if spec is None:
+            return _error_result(f"Unknown tool: {name}")
+        try:
+            args = validate_arguments(spec, arguments or {})
+        except ArgumentError as error:
+            log.info("tool refused", tool=name, code=error.payload.code)
+            return _error_result(error.payload.text())
+        return await _respond(self._seat, spec, args)
+
+    async def get_prompt(self, name: str) -> GetPromptResult:
+        """The briefing prompt (the only prompt)."""
+        if name != "briefing":
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {name[:64]!r}; prompts: briefing")
+        text = await _or_mcp_error(self._seat.briefing())
+        message = PromptMessage(role="user", content=TextContent(type="text", text=text))
+        return GetPromptResult(description=_BRIEFING, messages=[message])
+
+
+@functools.cache
+def _template_app(series: bool) -> MCPServer:
+    """An app whose tools are the templates: what ``tools/list`` lists, before descriptions."""
+    return MCPServer("templates", log_level="WARNING", tools=list(_tool_templates(series).values()))
