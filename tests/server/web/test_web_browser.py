@@ -18,6 +18,10 @@ from anyio.from_thread import start_blocking_portal
 from browser_support import WAIT_S, chromium, needs_browser, server_thread, until
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_support import ADMIN
+
+from dealroom.play.tournament import SerialBackend, Tournament, TournamentConfig
+from dealroom.store.results import ResultsStore
 
 pytestmark = needs_browser()
 
@@ -170,3 +174,46 @@ def test_a_spectator_page_follows_two_mcp_clients_live(tmp_path: Path) -> None:
         assert driver.title == "dealroom: live room"
         assert by_id(driver, "messages").find_elements("tag name", "img") == []
         screenshot(driver, "web-room-ended.png")
+
+
+def test_a_participant_agrees_then_plays_on_the_wall_clock_and_the_deal_is_stored(
+    tmp_path: Path,
+) -> None:
+    consent = "I agree to take part; my offers and messages are recorded."
+    with server_thread(tmp_path) as server, chromium() as driver:
+        created = server.create(
+            house_seller="conceder", clock="wall", deadline=60, participant="p01", consent=consent
+        )
+        driver.get(f"{server.url}/web/seat#token={created.tokens['buyer']}")
+        until(lambda: shown(driver, "consent-page"), "the instructions and consent")
+        assert by_id(driver, "consent-text").text == consent
+        assert "You are the buyer" in by_id(driver, "consent-briefing").text
+        assert not shown(driver, "seat-page")
+        screenshot(driver, "web-consent.png")
+        by_id(driver, "agree").click()
+        until(lambda: shown(driver, "seat-page"), "the seat page after agreeing")
+        # On the wall clock the house agent's offer arrives by itself: no wait pressed.
+        until(lambda: shown(driver, "accept"), "the house agent's offer, live", timeout=15)
+        by_id(driver, "accept").click()
+        until(lambda: "Deal at" in by_id(driver, "outcome").text, "the deal")
+        room = server.registry.rooms[created.room]
+        until(lambda: not room.has_pending(), "the result in the store")
+    with ResultsStore(tmp_path / "results.db", create=False) as store:
+        (row,) = store.iter("p01")
+        assert row.extra["participant"] == "p01"
+        assert list(row.extra["consent"]["agreed"]) == ["buyer"]
+        assert row.record.outcome.status == "deal"
+
+
+def test_the_tournament_page_shows_a_runs_progress_and_leaderboard(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "results.db") as store:
+        agents = ("boulware", "conceder", "hardliner")
+        config = TournamentConfig(agents=agents, tiers=("low", "mid"), per_pair=2)
+        Tournament(config, store, "cup").run(backend=SerialBackend())
+    with server_thread(tmp_path) as server, chromium() as driver:
+        driver.get(f"{server.url}/web/tournament#token={ADMIN}")
+        until(lambda: "24 of 24" in by_id(driver, "progress-text").text, "the run's progress")
+        rows = driver.find_elements("css selector", "#leaderboard tr.board-row")
+        assert {r.text.split()[0] for r in rows} == set(agents)
+        assert "cup" in by_id(driver, "runs").text
+        screenshot(driver, "web-tournament.png")

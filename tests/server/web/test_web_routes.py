@@ -222,3 +222,16 @@ async def test_room_create_prints_each_pages_link_and_takes_the_experiment_optio
         view = await http.get(f"{server.url}/web/api/room", headers=auth(spectator))
         assert view.status_code == 200 and view.json()["room"] == room.id
     assert cli_main([*argv[:4], "--participant", "no spaces"]) == 2
+
+
+async def test_a_series_of_n_negotiations_ends_after_n(tmp_path: Path) -> None:
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        token = (await server.create_room(house_seller="accept-any", negotiations=2))["tokens"]
+        for n in (1, 2):
+            assert "error" not in await call(http, server, token["buyer"], "make_offer", price=5.0)
+            ended = await call(http, server, token["buyer"], "wait_for_opponent", timeout_s=30)
+            assert ended["result"]["outcome"]["status"] == "deal", n
+            started = await call(http, server, token["buyer"], "new_negotiation")
+            if n == 1:
+                assert started["result"]["negotiation"] == 2
+        assert started["error"]["code"] == "series_over"

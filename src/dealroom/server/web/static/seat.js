@@ -5,6 +5,7 @@
   const { el, fill, text, money, seconds } = DR;
   let view = null;
   let busy = false;
+  let joined = false;
 
   function status(message, bad) {
     const node = document.getElementById("status");
@@ -28,6 +29,11 @@
     }
     show("consent-page", false);
     show("seat-page", true);
+    if (!joined) {
+      // The seat's first call starts its clock (on the wall clock, time runs from here on).
+      joined = true;
+      DR.api("/web/api/seat/call", { tool: "get_state", arguments: {} }).catch(() => { joined = false; });
+    }
     text("item", s.item.name + " (negotiation " + view.negotiation + ")");
     text("role", "you are the " + view.role + " · list price " + money(s.list_price, cur));
     text("value", "your private value " + money(o.private_value, cur));
