@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import random
 import socket
@@ -207,7 +208,7 @@ async def over_http(calls: int, sessions: int, seconds: float, rates: list[float
             rate_seen = len(samples) / duration
             print(
                 f"  {label:<46} {percentiles(samples)}   {rate_seen:,.0f} calls/s   "
-                f"{errors} connection errors"
+                f"{errors} failed calls"
             )
             figures[label] = samples
     return figures
@@ -246,8 +247,28 @@ class RawSeat:
         }
         response = await self.http.post(self.url, json=body, headers=headers)
         response.raise_for_status()
-        result: dict[str, Any] = response.json()["result"]
+        result: dict[str, Any] = _message(response)["result"]
         return result
+
+
+class BadReply(Exception):
+    """A 2xx reply that held no JSON-RPC message (counted as a failed call)."""
+
+
+def _message(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a reply: a JSON body, or the last ``data:`` line of an event
+    stream (the server may answer a call as a stream)."""
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        text = data[-1] if data else ""
+    try:
+        message: dict[str, Any] = json.loads(text)
+    except ValueError:
+        raise BadReply(
+            f"no JSON-RPC message in a {response.status_code} reply: {text[:80]!r}"
+        ) from None
+    return message
 
 
 async def concurrent(
@@ -259,7 +280,8 @@ async def concurrent(
     rate: float,
 ) -> int:
     """Every session calls at Poisson times at ``rate`` per second (0: back to back); the
-    number of calls that failed with a connection error (counted, then the session goes on)."""
+    number of calls that failed (a connection error, or a reply with no JSON-RPC message:
+    counted, then the session goes on)."""
     ready = anyio.Event()
     connected = [0]
     errors = [0]
@@ -282,7 +304,7 @@ async def concurrent(
                 start = time.perf_counter()
                 try:
                     result = await seat.call(tool, args)
-                except httpx2.TransportError:
+                except (httpx2.TransportError, BadReply):
                     errors[0] += 1
                     continue
                 samples.append(time.perf_counter() - start)

@@ -52,7 +52,7 @@ class RoomMemory:
 
 
 def _fill(request: RoomRequest, count: int) -> RoomRegistry:
-    registry = RoomRegistry(store=None, resolve_house=resolve)
+    registry = RoomRegistry(writer=None, resolve_house=resolve)
     for _ in range(count):
         registry.create(request)
     return registry
