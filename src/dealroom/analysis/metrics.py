@@ -32,15 +32,17 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from statistics import fmean
-from typing import Any, TypeVar
+from typing import Any, TypeVar, assert_never
 
 import numpy as np
 
 from dealroom.protocol import (
     MessageSent,
+    NegotiationEnded,
     OfferAccepted,
     OfferMade,
     OfferRejected,
+    OfferWithdrawn,
     Role,
     Tier,
     WalkedAway,
@@ -49,8 +51,6 @@ from dealroom.protocol import (
 from dealroom.protocol.record import NegotiationRecord
 
 K = TypeVar("K", bound=Hashable)
-
-_ACTION_EVENTS = (OfferMade, OfferAccepted, OfferRejected, MessageSent, WalkedAway)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +108,23 @@ def _seat(record: NegotiationRecord, role: Role) -> SeatStats:
     texts: list[str] = []
     actions = 0
     for event in record.events:
-        if event.by != role or not isinstance(event, _ACTION_EVENTS):
+        if event.by != role:
             continue
+        match event:
+            case OfferMade():
+                offers.append(float(event.price))
+                text = event.message
+            case OfferAccepted():
+                text = None
+            case OfferRejected() | WalkedAway():
+                text = event.message
+            case MessageSent():
+                text = event.text
+            case OfferWithdrawn() | NegotiationEnded():
+                continue  # consequences, not the seat's actions
+            case _:
+                assert_never(event)
         actions += 1
-        if isinstance(event, OfferMade):
-            offers.append(float(event.price))
-        text = event.text if isinstance(event, MessageSent) else getattr(event, "message", None)
         if text:
             texts.append(text)
     names = {"buyer": record.buyer, "seller": record.seller}

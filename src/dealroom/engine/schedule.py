@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Collection, Mapping, Sequence
+from typing import assert_never
 
 from dealroom.engine.seats import (
     MIN_STEP,
@@ -36,6 +37,7 @@ from dealroom.protocol import (
     Decision,
     Event,
     LiveOffer,
+    MessageSent,
     NegotiationEnded,
     OfferAccepted,
     OfferMade,
@@ -45,6 +47,7 @@ from dealroom.protocol import (
     Role,
     Rules,
     RuleViolation,
+    WalkedAway,
     other,
 )
 from dealroom.protocol.wire import ClockKind
@@ -332,17 +335,23 @@ def live_offers(events: Sequence[Event]) -> tuple[LiveOffer, ...]:
     """The live offers after ``events`` (seller's first, as the referee lists them)."""
     live: dict[Role, OfferMade] = {}
     for event in events:
+        by = event.by
         match event:
-            case OfferMade(by=by) if by is not None:
-                live[by] = event
-            case OfferWithdrawn(by=by) if by is not None:
-                live.pop(by, None)
-            case OfferRejected(by=by) if by is not None:
-                live.pop(other(by), None)
+            case OfferMade():
+                if by is not None:
+                    live[by] = event
+            case OfferWithdrawn():
+                if by is not None:
+                    live.pop(by, None)
+            case OfferRejected():
+                if by is not None:
+                    live.pop(other(by), None)
             case OfferAccepted() | NegotiationEnded():
                 live.clear()
+            case MessageSent() | WalkedAway():
+                pass  # no offer changes (a walk-away ends the negotiation just after)
             case _:
-                pass
+                assert_never(event)
     return tuple(
         LiveOffer.model_construct(offer_id=made.offer_id, by=role, price=made.price, t=made.t)
         for role in ("seller", "buyer")

@@ -5,6 +5,8 @@ Every number here is documented in docs/design.md; change them there too.
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from pydantic import Field
 
 from dealroom.protocol._base import Model, Role
@@ -21,8 +23,20 @@ class ActionCosts(Model):
     walk_away: float = Field(default=1.0, ge=0)
 
     def of(self, action_type: ActionType) -> float:
-        """Cost of one action type."""
-        return float(getattr(self, action_type))
+        """Cost of one action type (exhaustive: a new action type fails the type check here)."""
+        match action_type:
+            case "make_offer":
+                return self.make_offer
+            case "accept":
+                return self.accept
+            case "reject":
+                return self.reject
+            case "send_message":
+                return self.send_message
+            case "walk_away":
+                return self.walk_away
+            case _:
+                assert_never(action_type)
 
 
 class ThinkingCosts(Model):

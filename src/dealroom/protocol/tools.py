@@ -147,7 +147,7 @@ ArgsModel = (
 )
 
 
-def action_of(args: Model) -> Action | None:
+def action_of(args: ArgsModel) -> Action | None:
     """The action a tool's validated arguments stand for (None for the tools that do not act).
 
     Exhaustive over the argument models: a new action type fails the type check here.
@@ -166,7 +166,7 @@ def action_of(args: Model) -> Action | None:
         case WaitArgs() | NoArgs():
             return None
         case _:
-            raise TypeError(f"not a seat tool's arguments: {type(args).__name__}")
+            assert_never(args)
 
 
 def arguments_of(action: Action) -> dict[str, Any]:
@@ -297,7 +297,7 @@ class SeatTool:
 
     name: ToolName
     title: str
-    args: type[Model]
+    args: type[ArgsModel]
     """The argument model: field types, constraints and descriptions."""
     result: ResultKind
     hints: ToolHints
@@ -314,7 +314,7 @@ class SeatTool:
 def _tool(
     name: ToolName,
     title: str,
-    args: type[Model],
+    args: type[ArgsModel],
     result: ResultKind,
     describe: Callable[[Rules], str],
     *,
@@ -452,7 +452,7 @@ def docstring(tool: SeatTool, rules: Rules) -> str:
     return "\n".join(lines)
 
 
-def validate_arguments(tool: SeatTool, arguments: Mapping[str, Any]) -> Model:
+def validate_arguments(tool: SeatTool, arguments: Mapping[str, Any]) -> ArgsModel:
     """The tool's arguments, validated strictly; raises ``ArgumentError`` if they are wrong."""
     extra = sorted(set(arguments) - set(tool.args.model_fields))
     if extra:

@@ -107,9 +107,7 @@ class _SeatTool(Tool):
         return await super().run(arguments, context, convert_result=convert_result)
 
 
-async def render(
-    backend: SeatBackend, kind: ResultKind, result: ActionResult | WaitResult | SeatState
-) -> str:
+async def render(backend: SeatBackend, result: ActionResult | WaitResult | SeatState) -> str:
     """A tool result's model-facing text (``seat_text``), as every surface shows it."""
     match result:
         case SeatState():
@@ -118,7 +116,7 @@ async def render(
             role, currency = await backend.viewer()
             return seat_text.update_text(result, role, currency)
         case _:
-            raise TypeError(f"no text for a {kind} result")
+            assert_never(result)
 
 
 async def _respond(backend: SeatBackend, spec: SeatTool, args: Any) -> CallToolResult:
@@ -129,7 +127,7 @@ async def _respond(backend: SeatBackend, spec: SeatTool, args: Any) -> CallToolR
         except CallRefused as error:
             log.info("tool refused", code=error.payload.code)
             return _error_result(error.payload.text())
-        text = await render(backend, spec.result, result)
+        text = await render(backend, result)
         return _text_result(text, result.model_dump(mode="json"))
 
 

@@ -198,7 +198,7 @@ async def _call(seat: RoomBackend, name: str, arguments: dict[str, Any]) -> dict
         result = await dispatch(seat, spec, args)
     except (ArgumentError, CallRefused) as refusal:
         return _refused(refusal.payload)
-    text = await render(seat, spec.result, result)
+    text = await render(seat, result)
     return {"text": text, "result": result.model_dump(mode="json")}
 
 
