@@ -156,20 +156,20 @@ async def dispatch(
 ) -> ActionResult | WaitResult | SeatState:
     """Make one seat tool call with its validated arguments (every surface calls the seat
     through here: the MCP tools and the web seat page)."""
-    match spec.name:
-        case "make_offer" | "accept" | "reject" | "send_message" | "walk_away":
+    match spec.result:  # by kind, not by name: a new action tool needs nothing here
+        case "action":
             action = action_of(args)
             assert action is not None
             return await backend.act(action)
-        case "wait_for_opponent":
+        case "wait":
             assert isinstance(args, WaitArgs)
             return await backend.wait(args.timeout_s)
-        case "get_state":
-            return await backend.state()
-        case "new_negotiation":
+        case "state" if spec.name == "new_negotiation":
             return await backend.new_negotiation()
+        case "state":
+            return await backend.state()
         case _:
-            assert_never(spec.name)
+            assert_never(spec.result)
 
 
 def _annotations(spec: SeatTool) -> ToolAnnotations:
