@@ -420,3 +420,19 @@ def test_the_protocol_imports_only_the_stdlib_pydantic_and_itself() -> None:
                 assert top in allowed, f"{path.name} imports {name}"
                 if top == "dealroom":
                     assert name.startswith("dealroom.protocol"), f"{path.name} imports {name}"
+
+
+def test_trusted_instances_share_a_fields_set_that_copies_never_change() -> None:
+    from dealroom.protocol import OfferWithdrawn
+    from dealroom.protocol._base import trusted
+
+    values = {"seq": 1, "t": 1.0, "by": "buyer", "type": "offer_withdrawn", "offer_id": "o1"}
+    first, second = trusted(OfferWithdrawn, **values), trusted(OfferWithdrawn, **values)
+    assert first.model_fields_set == set(OfferWithdrawn.model_fields)
+    assert first == OfferWithdrawn.model_validate(values)
+    copied = first.model_copy(update={"offer_id": "o2"})
+    assert copied.offer_id == "o2" and first.offer_id == "o1"
+    assert second.model_fields_set == set(OfferWithdrawn.model_fields)
+    with pytest.raises(ValidationError):
+        first.offer_id = "o3"  # type: ignore[misc]
+    assert second.model_fields_set == set(OfferWithdrawn.model_fields)

@@ -158,15 +158,25 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
+_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
+"""Each trusted class's field names: the ``__pydantic_fields_set__`` its trusted instances
+share. Never mutated: pydantic adds to a model's fields set only on attribute assignment,
+which frozen models refuse, and ``model_copy`` copies the set before adding to it."""
+
+
 def trusted(cls: type[M], **values: Any) -> M:
     """Build a model from values that are valid by construction, without validating again.
 
     Only for the referee's hot path (events and observations built from its own validated state);
     ``values`` must name every field. Equivalent to ``cls.model_construct``, several times faster.
+    Only for frozen models (their instances share one fields set).
     """
     obj = _new(cls)
     _set_dict(obj, values)
-    _set_fields_set(obj, set(values))
+    fields = _ALL_FIELDS.get(cls)
+    if fields is None:
+        fields = _ALL_FIELDS[cls] = set(cls.model_fields)
+    _set_fields_set(obj, fields)
     _set_extra(obj, None)
     _set_private(obj, None)
     return obj
