@@ -34,7 +34,7 @@ from dealroom.server.web.views import SeatPageView, SpectatorView, seat_page_vie
 
 log = structlog.stdlib.get_logger(__name__)
 
-STREAM_S = 25.0
+STREAM_S = 10.0
 """How long one live stream lasts before the page reconnects (so that a server stopping never
 waits long for its streams)."""
 STREAM_POLL_S = 1.0
