@@ -27,9 +27,6 @@ SAME_IDEA = {
     "SEAT_TOKEN_ENV": {"cli/seat.py", "client/seat.py"},
     # an agent entry in the registry, and a seat's tools on an app
     "register": {"play/registry.py", "server/mcp_app.py"},
-    # the old prose, until training/_text.py is retired into protocol/seat_text.py
-    "live_offers": {"engine/schedule.py", "training/_text.py"},
-    "state_text": {"protocol/seat_text.py", "training/_text.py"},
 }
 
 

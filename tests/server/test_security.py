@@ -49,13 +49,13 @@ from dealroom.protocol import (
     Role,
     SendMessage,
     other,
+    seat_text,
 )
 from dealroom.protocol.text import describe_event
 from dealroom.server import mcp_http, rooms
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
 from dealroom.server.room import House, Room
 from dealroom.server.seat import RoomBackend
-from dealroom.training._text import describe
 
 pytestmark = pytest.mark.anyio
 
@@ -319,13 +319,13 @@ async def test_a_clients_forged_message_is_recorded_as_a_message(text: str) -> N
 
 
 @pytest.mark.parametrize("text", FORGERIES)
-def test_cli_and_training_texts_keep_a_message_on_its_own_line(text: str) -> None:
+def test_transcript_and_model_texts_keep_a_message_on_its_own_line(text: str) -> None:
     events = [
         MessageSent(seq=1, t=1.0, by="seller", text=text),
         OfferMade(seq=2, t=2.0, by="seller", offer_id="o1", price=Decimal("10.00"), message=text),
     ]
     for event in events:
-        for line in (describe_event(event), describe(event, "buyer", "USD") or ""):
+        for line in (describe_event(event), *seat_text.event_lines([event], "buyer", "USD")):
             assert len(line.splitlines()) == 1, line
             assert line.count('"') - line.count('\\"') == 2, line
 

@@ -10,6 +10,7 @@ import pytest
 
 from dealroom.play.registry import AgentSpecError
 from dealroom.protocol import seat_view
+from dealroom.protocol.briefing import briefing
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.text import money
 from dealroom.training.opponents import (
@@ -56,14 +57,17 @@ def test_llm_opponent_plays_through_tool_calls_and_records_each_call(tmp_path: P
         assert {k: request[k] for k in call.request} == call.request
     assert all(c.response is not None and c.error is None for c in opponent.calls)
     assert load_calls(log) == opponent.calls
-    # get_state was answered at once, and a bad price went back to the model as an error.
-    tool_texts = [
-        m["content"] for m in opponent.calls[-1].request["messages"] if m["role"] == "tool"
-    ]
-    assert any(t.startswith("Clock:") for t in tool_texts)
-    assert any(t.startswith("Error [invalid_action]") for t in tool_texts)
+    # The briefing is the first user message, as on every surface (seat_text's wording after).
+    messages = opponent.calls[-1].request["messages"]
+    scenario = scenario_at(0, 2, "mid")
+    assert messages[0] == {"role": "user", "content": briefing(seat_view(scenario, "seller"))}
+    assert messages[1]["role"] == "user" and messages[1]["content"].startswith("clock: ")
+    # get_state was answered at once, and a bad price went back as the served refusal.
+    tool_texts = [m["content"] for m in messages if m["role"] == "tool"]
+    assert any(t.startswith("you: the seller; item: ") for t in tool_texts)
+    assert any(t.startswith("invalid_arguments: price must be a JSON number") for t in tool_texts)
     # The learner's offer reached the opponent as text at its next wake.
-    assert any("The buyer offered $700.00" in t for t in tool_texts)
+    assert any("] buyer offered $700.00 (o" in t for t in tool_texts)
     assert isinstance(reward, float)
 
 
@@ -120,3 +124,16 @@ def test_training_opponent_specs() -> None:
     for bad in ("nosuch", "boulware:zz=1", "llm:", "human"):
         with pytest.raises(AgentSpecError):
             training_opponent(bad)
+
+
+def test_a_tool_the_opponent_was_not_offered_is_refused_as_the_server_refuses() -> None:
+    brain = scripted([ToolCalls((("new_negotiation", {}),))], then=Text("I wait."))
+    with serve(brain) as api:  # type: ignore[arg-type]
+        opponent = LLMOpponent("frontier", openai_transport(api.base_url, retries=0))
+        _play(opponent)
+    messages = opponent.calls[-1].request["messages"]
+    refused = [m["content"] for m in messages if m["role"] == "tool"]
+    assert refused[0] == (
+        "invalid_action: There is no tool named 'new_negotiation'. "
+        "Call get_state, then choose one of the tools."
+    )

@@ -22,7 +22,7 @@ from typing import assert_never
 from dealroom.protocol._base import Role
 from dealroom.protocol.errors import ErrorCode
 from dealroom.protocol.events import Event
-from dealroom.protocol.observation import LiveOffer
+from dealroom.protocol.observation import LiveOffer, Observation
 from dealroom.protocol.outcome import SeatOutcome
 from dealroom.protocol.text import describe_event, money
 from dealroom.protocol.wire import (
@@ -165,22 +165,47 @@ def update_text(result: ActionResult | WaitResult, role: Role, currency: str) ->
 
 def state_text(state: SeatState) -> str:
     """The text of get_state (and new_negotiation): the seat's whole view of the negotiation."""
-    o = state.observation
+    series = None
+    if state.negotiation > 1:  # a series past its first negotiation (the MCP house mode)
+        cur = state.observation.scenario.currency
+        series = (
+            f"series: negotiation {state.negotiation}; {state.finished} finished, your total "
+            f"surplus {money(state.total_surplus, cur)}."
+        )
+    return _state(state.observation, state.hint, series)
+
+
+def observation_state_text(observation: Observation) -> str:
+    """get_state's text for a seat seen in process (one negotiation, no series): what the
+    training opponent's model reads when it calls get_state."""
+    o = observation
+    return _state(o, hint(o.role, o.live_offers, o.outcome, o.scenario.currency), None)
+
+
+def view_text(observation: Observation, since: int = 0) -> str:
+    """A tool result's body for a seat seen in process: the events after the first ``since``,
+    the clock, the live offers, the outcome once it ended, and what to do next. The training
+    opponent's model reads it at each wake; the Gymnasium environment renders it."""
+    o = observation
+    cur = o.scenario.currency
+    next_step = hint(o.role, o.live_offers, o.outcome, cur)
+    body = _body(
+        o.events[since:], o.now, o.time_left, o.live_offers, o.outcome, next_step, o.role, cur
+    )
+    return "\n".join(body)
+
+
+def _state(o: Observation, next_step: str, series: str | None) -> str:
     s = o.scenario
     cur = s.currency
     head = (
         f"you: the {o.role}; item: {s.item.name}; list price {money(s.list_price, cur)}; your "
         f"private value {money(o.private_value, cur)}; deadline {seconds(s.deadline)} s."
     )
-    lines = [head]
-    if state.negotiation > 1:  # a series past its first negotiation (the MCP house mode)
-        lines.append(
-            f"series: negotiation {state.negotiation}; {state.finished} finished, your total "
-            f"surplus {money(state.total_surplus, cur)}."
-        )
+    lines = [head] if series is None else [head, series]
     if not o.events:
         lines.append("no events yet.")
-    body = _body(o.events, o.now, o.time_left, o.live_offers, o.outcome, state.hint, o.role, cur)
+    body = _body(o.events, o.now, o.time_left, o.live_offers, o.outcome, next_step, o.role, cur)
     return "\n".join([*lines, *body])
 
 

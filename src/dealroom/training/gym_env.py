@@ -29,8 +29,9 @@ from dealroom.protocol import (
     Role,
     Rules,
     Tier,
+    seat_text,
 )
-from dealroom.training import _text, spaces
+from dealroom.training import spaces
 from dealroom.training._seat import SeatMatch, draw_scenario, opponent_factory
 from dealroom.training.rewards import RewardSpec
 
@@ -110,26 +111,15 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
         return self._observe(), float(reward), terminated, False, self._info()
 
     def render(self) -> str | None:
-        """The seat's view as text (render_mode "ansi"): events so far and the state."""
+        """The seat's view as text (render_mode "ansi"), as a model seat reads it
+        (``seat_text``): the events since the last render, the clock, the live offers, the
+        outcome once it ended."""
         if self.render_mode != "ansi" or self._match is None:
             return None
         observation = self._match.observe()
-        currency = observation.scenario.currency
-        lines = _text.events_text(observation.events[self._shown :], self.role, currency)
+        text = seat_text.view_text(observation, self._shown)
         self._shown = len(observation.events)
-        if observation.outcome is not None:
-            lines.append(_text.outcome_text(observation.outcome, currency))
-        else:
-            lines.append(
-                _text.state_text(
-                    self.role,
-                    observation.now,
-                    observation.scenario.deadline,
-                    observation.live_offers,
-                    currency,
-                )
-            )
-        return "\n".join(lines)
+        return text
 
     # -- internals ----------------------------------------------------------------------
 

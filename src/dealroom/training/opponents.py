@@ -5,10 +5,11 @@ The paper's RL stage trains against a fixed frontier model. ``LLMOpponent`` is a
 plays it on the virtual clock inside TRL's synchronous tool methods: each wake of the opponent
 is one or a few blocking chat-completions calls to an OpenAI-compatible endpoint.
 
-The opponent reads what every model seat reads: its briefing as the system message, then the
-events, clock and live offers as text, with the seat's tools (the same schemas as the learner's).
-Each of its tool calls is answered at its next wake with what happened meanwhile, as the TRL
-environment answers the learner's.
+The opponent reads what every model seat reads (``dealroom.protocol.seat_text``): its briefing
+as the first user message, then at each wake the events since its last one, the clock, the live
+offers and what it can do next, with the seat's tools (the same schemas as the learner's, and
+the same refusals: ``invalid_arguments: ...``). Each of its tool calls is answered at its next
+wake with what happened meanwhile; get_state and a refused call are answered at once.
 
 Every call is recorded (``ModelCall``: which negotiation, the request, the reply, the time), kept
 in ``LLMOpponent.calls`` and, with ``log=PATH``, appended to a JSONL file as it happens, so a
@@ -26,32 +27,32 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from dealroom.play.registry import AgentSpecError, resolve
 from dealroom.protocol import (
     DEFAULT_RULES,
-    Accept,
     Action,
     AgentFactory,
     Decision,
-    MakeOffer,
     Observation,
-    Reject,
-    Role,
     Rules,
     SeatView,
-    SendMessage,
-    WalkAway,
+    SessionErrorCode,
+    ToolErrorPayload,
+    seat_text,
 )
 from dealroom.protocol.briefing import briefing
-from dealroom.protocol.errors import DealroomError
-from dealroom.training import _text
+from dealroom.protocol.errors import DealroomError, ErrorCode
+from dealroom.protocol.tools import ArgumentError, action_of, seat_tools, validate_arguments
 from dealroom.training.sft import TOOL_SCHEMAS
 
 Transport = Callable[[str, dict[str, Any]], dict[str, Any]]
 """Sends one chat-completions request body for a negotiation (``scenario_id/role``); returns
 the reply as JSON, or raises OpponentError."""
+
+_TOOLS = {tool.name: tool for tool in seat_tools(series=False)}
+"""The tools the opponent is offered (``TOOL_SCHEMAS``), by name."""
 
 LLM_PREFIX = "llm:"
 WAIT_S = 30.0
@@ -173,10 +174,9 @@ class _LLMAgent:
 
     def __init__(self, owner: LLMOpponent, view: SeatView) -> None:
         self._owner = owner
-        self._role: Role = view.role
         self._key = f"{view.scenario.id}/{view.role}"
         self._messages: list[dict[str, Any]] = [
-            {"role": "system", "content": briefing(view, owner.rules)}
+            {"role": "user", "content": briefing(view, owner.rules)}
         ]
         self._pending: list[str] = []  # tool call ids answered at the next wake
         self._seen = 0
@@ -207,21 +207,8 @@ class _LLMAgent:
         return Decision(actions=tuple(actions), wait=WAIT_S)
 
     def _tell(self, observation: Observation) -> None:
-        currency = observation.scenario.currency
-        events = observation.events[self._seen :]
+        update = seat_text.view_text(observation, self._seen)
         self._seen = len(observation.events)
-        lines = [] if self._n or self._pending else ["The negotiation has started."]
-        lines += _text.events_text(events, self._role, currency)
-        lines.append(
-            _text.state_text(
-                self._role,
-                observation.now,
-                observation.scenario.deadline,
-                observation.live_offers,
-                currency,
-            )
-        )
-        update = "\n".join(lines)
         if not self._pending:
             self._messages.append({"role": "user", "content": update})
             return
@@ -260,33 +247,32 @@ class _LLMAgent:
         """The action behind a tool call; None for wait; text to answer at once otherwise."""
         function = call.get("function") or {}
         name = function.get("name")
+        tool = _TOOLS.get(name) if isinstance(name, str) else None
+        if tool is None:
+            refusal = seat_text.error_payload(
+                ErrorCode.INVALID_ACTION, f"There is no tool named {name!r}."
+            )
+            return seat_text.error_text(refusal)
         try:
-            args = _arguments(function.get("arguments"))
-            match name:
-                case "make_offer":
-                    return MakeOffer.model_validate(args)
-                case "accept":
-                    return Accept.model_validate(args)
-                case "reject":
-                    return Reject.model_validate(args)
-                case "send_message":
-                    return SendMessage.model_validate(args)
-                case "walk_away":
-                    return WalkAway.model_validate(args)
-                case "wait_for_opponent":
-                    return None
-                case "get_state":
-                    return _text.state_text(
-                        self._role,
-                        observation.now,
-                        observation.scenario.deadline,
-                        observation.live_offers,
-                        observation.scenario.currency,
-                    )
-                case _:
-                    return f"Error [unknown_tool]: no tool named {name!r}."
-        except (ValueError, TypeError) as exc:
-            return f"Error [invalid_action]: {_one_line(exc)}. Nothing was done."
+            args = validate_arguments(tool, _arguments(function.get("arguments")))
+        except ArgumentError as error:
+            return seat_text.error_text(error.payload)
+        except ValueError:
+            refusal = ToolErrorPayload(
+                code=SessionErrorCode.INVALID_ARGUMENTS,
+                message=f"arguments must be a JSON object. Call {tool.name} again with its "
+                "listed arguments.",
+            )
+            return seat_text.error_text(refusal)
+        match tool.result:
+            case "action":
+                return action_of(args)
+            case "wait":
+                return None
+            case "state":
+                return seat_text.observation_state_text(observation)
+            case _:
+                assert_never(tool.result)
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
