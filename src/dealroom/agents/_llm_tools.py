@@ -4,23 +4,21 @@ The schemas and descriptions are the server's own (listed from the seat's MCP se
 model sees exactly what any MCP client sees. Every error goes back to the model as the tool's
 output, and is counted: ``invalid`` for calls that never reached the server (arguments that are
 not a JSON object, unknown tools), ``refused`` for calls the server answered with an error (the
-referee's refusals, argument validation). Calls from one model response run one at a time, in
-the order the model wrote them.
+referee's refusals, argument validation).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import anyio
 from agents.tool_context import ToolContext
 from mcp.types import CallToolResult, ListToolsResult
 
-from agents import FunctionTool
+from agents import FunctionTool, Tool
 from dealroom.protocol import SessionErrorCode
 
 # The series tool is for humans in one chat; the seat loop plays one negotiation at a time.
@@ -72,33 +70,6 @@ class ToolStats:
         }
 
 
-class CallOrder:
-    """Runs the calls of one model response one at a time, in the model's order.
-
-    The runner starts a response's calls concurrently; ``expect`` is told the response's call ids
-    (by the metered model) and ``turn`` makes each call wait for the ones before it.
-    """
-
-    def __init__(self) -> None:
-        self._queue: list[str] = []
-        self._changed = anyio.Condition()
-
-    def expect(self, call_ids: Sequence[str]) -> None:
-        self._queue = list(call_ids)
-
-    async def run(self, call_id: str, body: Callable[[], Awaitable[str]]) -> str:
-        async with self._changed:
-            while call_id in self._queue and self._queue[0] != call_id:
-                await self._changed.wait()
-        try:
-            return await body()
-        finally:
-            async with self._changed:
-                if call_id in self._queue:
-                    self._queue.remove(call_id)
-                self._changed.notify_all()
-
-
 def render_result(result: CallToolResult) -> str:
     """A tool result as the model reads it: the server's text content, the one model-facing
     text every surface shows (``dealroom.protocol.seat_text``); never the structured JSON,
@@ -119,22 +90,80 @@ ResultHook = Callable[[str, CallToolResult], None]
 """Sees every result the server returned (the LLM seat tracks the end of the negotiation)."""
 
 
-async def seat_tools(
-    session: ToolSession, stats: ToolStats, order: CallOrder, on_result: ResultHook | None = None
-) -> list[FunctionTool]:
-    """One function tool per server tool (except the hidden ones)."""
-    listed = await session.list_tools()
-    return [
-        FunctionTool(
-            name=tool.name,
-            description=tool.description or tool.name,
-            params_json_schema=_schema(tool.input_schema),
-            on_invoke_tool=_invoker(session, tool.name, stats, order, on_result),
-            strict_json_schema=False,
-        )
-        for tool in listed.tools
-        if tool.name not in HIDDEN_TOOLS
-    ]
+class SeatTools:
+    """The seat's tools for a model: ``tools`` describe them (the SDK's function tools, which its
+    model classes turn into the API's tool definitions) and ``call`` makes one call, counted,
+    and returns the text the model reads. The seat loop makes a response's calls one at a time,
+    in the order the model wrote them."""
+
+    def __init__(
+        self,
+        session: ToolSession,
+        listed: ListToolsResult,
+        stats: ToolStats,
+        on_result: ResultHook | None = None,
+    ) -> None:
+        self.session = session
+        self.stats = stats
+        self.on_result = on_result
+        self.tools: list[Tool] = [
+            FunctionTool(
+                name=tool.name,
+                description=tool.description or tool.name,
+                params_json_schema=_schema(tool.input_schema),
+                on_invoke_tool=self._invoker(tool.name),
+                strict_json_schema=False,
+            )
+            for tool in listed.tools
+            if tool.name not in HIDDEN_TOOLS
+        ]
+        self.names = frozenset(tool.name for tool in self.tools)
+
+    @classmethod
+    async def of(
+        cls, session: ToolSession, stats: ToolStats, on_result: ResultHook | None = None
+    ) -> SeatTools:
+        """The seat's tools as its server lists them (except the hidden ones)."""
+        return cls(session, await session.list_tools(), stats, on_result)
+
+    def _invoker(self, name: str) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
+        async def invoke(ctx: ToolContext[Any], raw: str) -> str:
+            del ctx
+            return await self.call(name, raw)
+
+        return invoke
+
+    async def call(self, name: str, raw: str) -> str:
+        """One call with the model's raw arguments: the text the model reads."""
+        stats = self.stats
+        stats.calls[name] += 1
+        if name not in self.names:
+            return stats.invalid_call(
+                f"Error: there is no tool {name!r}; use one of the listed tools."
+            )
+        try:
+            arguments = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            return stats.invalid_call(
+                f"{SessionErrorCode.INVALID_ARGUMENTS}: the arguments of {name} are not valid "
+                f"JSON ({exc.msg}). Call it again with a JSON object."
+            )
+        if not isinstance(arguments, dict):
+            return stats.invalid_call(
+                f"{SessionErrorCode.INVALID_ARGUMENTS}: the arguments of {name} must be a JSON "
+                "object. Call it again with one."
+            )
+        result = await self.session.call_tool(name, arguments)
+        if self.on_result is not None:
+            self.on_result(name, result)
+        text = render_result(result)
+        # Arguments the server refused count as malformed too: a model that keeps sending the
+        # same bad argument (which the referee never sees, so it cannot forfeit) is stopped.
+        stats.malformed_in_a_row = stats.malformed_in_a_row + 1 if _bad_arguments(result) else 0
+        if result.is_error:
+            stats.refused += 1
+            return stats.error(text)
+        return text
 
 
 def _schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -142,47 +171,3 @@ def _schema(schema: dict[str, Any]) -> dict[str, Any]:
     out.setdefault("type", "object")
     out.setdefault("properties", {})
     return out
-
-
-def _invoker(
-    session: ToolSession,
-    name: str,
-    stats: ToolStats,
-    order: CallOrder,
-    on_result: ResultHook | None,
-) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
-    async def invoke(ctx: ToolContext[Any], raw: str) -> str:
-        return await order.run(
-            ctx.tool_call_id, lambda: _call(session, name, raw, stats, on_result)
-        )
-
-    return invoke
-
-
-async def _call(
-    session: ToolSession, name: str, raw: str, stats: ToolStats, on_result: ResultHook | None
-) -> str:
-    stats.calls[name] += 1
-    try:
-        arguments = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        return stats.invalid_call(
-            f"{SessionErrorCode.INVALID_ARGUMENTS}: the arguments of {name} are not valid JSON "
-            f"({exc.msg}). Call it again with a JSON object."
-        )
-    if not isinstance(arguments, dict):
-        return stats.invalid_call(
-            f"{SessionErrorCode.INVALID_ARGUMENTS}: the arguments of {name} must be a JSON "
-            "object. Call it again with one."
-        )
-    result = await session.call_tool(name, arguments)
-    if on_result is not None:
-        on_result(name, result)
-    text = render_result(result)
-    # Arguments the server refused count as malformed too: a model that keeps sending the
-    # same bad argument (which the referee never sees, so it cannot forfeit) is stopped.
-    stats.malformed_in_a_row = stats.malformed_in_a_row + 1 if _bad_arguments(result) else 0
-    if result.is_error:
-        stats.refused += 1
-        return stats.error(text)
-    return text

@@ -3,10 +3,16 @@
 The model's tools are the seat's own MCP tools (listed from the server, schemas and all); its
 first user message is the seat's briefing (the server's ``briefing`` prompt, the same text in the
 same role as on every surface) and its instructions say how its turns work. Each wake is one
-``Runner.run``: the model gets the news (the text a tool returned: the one model-facing text of
+turn: the model gets the news (the text a tool returned: the one model-facing text of
 ``dealroom.protocol.seat_text``), acts through tool calls, and ends its turn by calling
 ``wait_for_opponent`` or by replying in text; at most ``max_turns`` model calls per wake. The
 conversation carries over between wakes.
+
+The model is any Agents SDK ``Model`` (chat completions, LiteLLM, ``agents.testing.
+ScriptedModel``), called through its ``get_response`` with the SDK's items and converters; the
+turn loop is this module's own (``_Game._turn``), not ``Runner.run``: a seat's turn needs none
+of the runner's handoffs, guardrails, hooks or run state, which cost more CPU per model call
+than the seat itself (``benchmarks/orchestration.py``).
 
 Clock: where the room runs in this process on the virtual clock, each model call is charged
 ``rules.thinking.per_model_call`` seconds plus ``per_output_token`` per generated token, before
@@ -29,25 +35,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agents.items import TResponseInputItem
+from agents.items import ItemHelpers, TResponseInputItem
 from agents.models.chatcmpl_converter import Converter
-from agents.models.interface import Model
-from agents.run_config import ToolErrorFormatterArgs
-from agents.run_error_handlers import RunErrorHandlerInput, RunErrorHandlerResult
+from agents.models.interface import Model, ModelTracing
 from mcp.types import CallToolResult
 from openai.types.responses import ResponseFunctionToolCall
 from openai.types.shared import Reasoning
 
-from agents import (
-    Agent,
-    FunctionToolResult,
-    ModelResponse,
-    ModelSettings,
-    RunConfig,
-    RunContextWrapper,
-    Runner,
-    ToolsToFinalOutputResult,
-)
+from agents import ModelResponse, ModelSettings, trace
 from dealroom.agents._llm_model import (
     LLMConfigError,
     LLMError,
@@ -58,7 +53,7 @@ from dealroom.agents._llm_model import (
     parse_llm_spec,
     reported_tokens,
 )
-from dealroom.agents._llm_tools import CallOrder, ToolStats, render_result, seat_tools
+from dealroom.agents._llm_tools import SeatTools, ToolStats, render_result
 from dealroom.client.seat import SeatClient
 from dealroom.play.players import Endpoint, PlayerFailed, SeatContext
 from dealroom.protocol import Rules, WaitResult
@@ -72,8 +67,6 @@ __all__ = [
     "RetryPolicy",
     "is_llm_spec",
 ]
-
-TURN_LIMIT_OUTPUT = "(turn limit reached: the turn ended)"
 
 ReasoningEffort = Literal["minimal", "low", "medium", "high"]
 
@@ -151,7 +144,7 @@ class LLMPlayer:
         await self.model.close()
 
     async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
-        """Play the seat's negotiation to its end, one ``Runner.run`` per wake."""
+        """Play the seat's negotiation to its end, one model loop per wake."""
         game = _Game(self, seat, context)
         try:
             await game.run()
@@ -166,23 +159,30 @@ class LLMPlayer:
 
 
 class _Game:
-    """One negotiation of one LLM seat: the agent, its conversation and its counters."""
+    """One negotiation of one LLM seat: its tools, its conversation and its counters."""
 
     def __init__(self, player: LLMPlayer, seat: SeatClient, context: SeatContext) -> None:
         self.player = player
         self.settings = player.settings
         self.seat = seat
         self.context = context
-        self.order = CallOrder()
         self.stats = ToolStats()
         self.model = MeteredModel(player.model, self.settings.retry)
         self.model.on_response = self._on_response
+        self.model_settings = ModelSettings(
+            temperature=self.settings.temperature,
+            max_tokens=self.settings.max_tokens,
+            reasoning=None
+            if self.settings.reasoning_effort is None
+            else Reasoning(effort=self.settings.reasoning_effort),
+        )
+        self.instructions = instructions(context.rules, self.settings, self.charged)
         self.wakes = 0
         self.turn_limit_hits = 0
         self.thinking_s = 0.0
         self.over = False
         self.last_wait: WaitResult | None = None
-        self.agent: Agent[Any] | None = None
+        self.tools: SeatTools | None = None
         self.history: list[TResponseInputItem] = []
 
     def extra(self, error: str | None = None) -> dict[str, Any]:
@@ -207,36 +207,15 @@ class _Game:
 
     def conversation(self) -> dict[str, Any]:
         """The model's conversation as OpenAI chat messages (system message first) and tools."""
-        if self.agent is None:
+        if self.tools is None:
             return {"messages": [], "tools": []}
-        instructions = self.agent.instructions
-        assert isinstance(instructions, str)
-        messages = [{"role": "system", "content": instructions}]
+        messages = [{"role": "system", "content": self.instructions}]
         messages.extend(Converter.items_to_messages(self.history))  # type: ignore[arg-type]
-        tools = [Converter.tool_to_openai(tool) for tool in self.agent.tools]
+        tools = [Converter.tool_to_openai(tool) for tool in self.tools.tools]
         return {"messages": messages, "tools": tools}
 
     async def run(self) -> None:
-        agent = Agent(
-            name=f"dealroom-{self.context.role}",
-            instructions=instructions(self.context.rules, self.settings, self.charged),
-            model=self.model,
-            tools=list(await seat_tools(self.seat, self.stats, self.order, self._on_result)),
-            tool_use_behavior=self._turn_over,
-            model_settings=ModelSettings(
-                temperature=self.settings.temperature,
-                max_tokens=self.settings.max_tokens,
-                reasoning=None
-                if self.settings.reasoning_effort is None
-                else Reasoning(effort=self.settings.reasoning_effort),
-            ),
-        )
-        self.agent = agent
-        run_config = RunConfig(
-            tracing_disabled=not self.settings.tracing,
-            tool_not_found_behavior="return_error_to_model",
-            tool_error_formatter=self._tool_error,
-        )
+        self.tools = await SeatTools.of(self.seat, self.stats, self._on_result)
         # The briefing is the first user message, as on every surface (MCP hosts, the TRL
         # environment, the SFT export); the model then acts through the tools.
         message = await self.seat.briefing()
@@ -245,15 +224,12 @@ class _Game:
             if self.wakes > self.settings.max_wakes:
                 raise LLMError(f"more than {self.settings.max_wakes} wakes")
             self.last_wait = None
-            self.history = [*self.history, {"role": "user", "content": message}]
-            result = await Runner.run(
-                agent,
-                self.history,
-                max_turns=self.settings.max_turns,
-                run_config=run_config,
-                error_handlers={"max_turns": self._turn_limit},
-            )
-            self.history = result.to_input_list()
+            self.history.append({"role": "user", "content": message})
+            if self.settings.tracing:
+                with trace(f"dealroom-{self.context.role}"):
+                    await self._turn(self.tools, ModelTracing.ENABLED)
+            else:
+                await self._turn(self.tools, ModelTracing.DISABLED)
             if self.over:
                 break
             if self._malformed():
@@ -263,6 +239,35 @@ class _Game:
                     "that do not exist)"
                 )
             message = await self._next_message()
+
+    async def _turn(self, tools: SeatTools, tracing: ModelTracing) -> None:
+        """One wake: model calls, each response's tool calls made in the model's order, until
+        the turn ends (wait_for_opponent, a reply without tool calls, the end of the
+        negotiation, too many malformed calls) or ``max_turns`` model calls are spent."""
+        for _ in range(self.settings.max_turns):
+            response = await self.model.get_response(
+                self.instructions,
+                self.history,
+                self.model_settings,
+                tools.tools,
+                None,
+                [],
+                tracing,
+                previous_response_id=None,
+                conversation_id=None,
+                prompt=None,
+            )
+            self.history.extend(response.to_input_items())
+            calls = [i for i in response.output if isinstance(i, ResponseFunctionToolCall)]
+            if not calls:
+                return
+            for call in calls:
+                output = await tools.call(call.name, call.arguments)
+                self.history.append(ItemHelpers.tool_call_output_item(call, output))
+            waited = any(call.name == "wait_for_opponent" for call in calls)
+            if waited or self.over or self._malformed():
+                return
+        self.turn_limit_hits += 1
 
     @property
     def charged(self) -> bool:
@@ -285,8 +290,6 @@ class _Game:
     # -- hooks ------------------------------------------------------------------------------
 
     def _on_response(self, response: ModelResponse) -> None:
-        calls = [i.call_id for i in response.output if isinstance(i, ResponseFunctionToolCall)]
-        self.order.expect(calls)
         if self.context.charge is not None:
             thinking = self.context.rules.thinking
             seconds = thinking.per_model_call + thinking.per_output_token * reported_tokens(
@@ -306,29 +309,6 @@ class _Game:
 
     def _malformed(self) -> bool:
         return self.stats.malformed_in_a_row >= self.context.rules.max_invalid_actions
-
-    def _turn_over(
-        self, context: RunContextWrapper[Any], results: list[FunctionToolResult]
-    ) -> ToolsToFinalOutputResult:
-        """The turn ends at wait_for_opponent, or as soon as the negotiation is over."""
-        del context
-        for result in results:
-            if result.tool.name == "wait_for_opponent" or self.over or self._malformed():
-                return ToolsToFinalOutputResult(is_final_output=True, final_output=result.output)
-        return ToolsToFinalOutputResult(is_final_output=False)
-
-    def _tool_error(self, args: ToolErrorFormatterArgs[Any]) -> str | None:
-        if args.kind == "tool_not_found":
-            self.stats.calls[args.tool_name] += 1
-            return self.stats.invalid_call(
-                f"Error: there is no tool {args.tool_name!r}; use one of the listed tools."
-            )
-        return None
-
-    def _turn_limit(self, data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult:
-        del data
-        self.turn_limit_hits += 1
-        return RunErrorHandlerResult(final_output=TURN_LIMIT_OUTPUT, include_in_history=False)
 
 
 def instructions(rules: Rules, settings: LLMSettings, charged: bool) -> str:
