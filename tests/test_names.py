@@ -18,8 +18,8 @@ PER_MODULE = {"add", "run", "log"}
 SAME_IDEA = {
     # the one briefing, and the server's form of it taking an Observation
     "briefing": {"protocol/briefing.py", "server/texts.py"},
-    # the specs, and the same tools as MCP tools and as Agents SDK function tools
-    "seat_tools": {"protocol/tools.py", "server/mcp_app.py", "agents/_llm_tools.py"},
+    # the specs, and the same tools as MCP tools (the LLM seat's are SeatTools)
+    "seat_tools": {"protocol/tools.py", "server/mcp_app.py"},
     # the mean over rows, and one outcome's share
     "surplus_share": {"analysis/metrics.py", "training/rewards.py"},
     # the CLI's copies keep `dealroom room` and the parser free of httpx and mcp imports

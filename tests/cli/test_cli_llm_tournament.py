@@ -6,6 +6,7 @@ the machine.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -225,6 +226,34 @@ def test_an_llm_round_robin_stores_exact_usage_survives_kill_9_and_a_budget_stop
         for row in after.values()
         for data in row.extra.get("players", {}).values()
     )
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
+def test_the_ray_backend_plays_an_llm_round_robin_into_one_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11 item 7: a local Ray cluster of two CPUs, each task a driver of the endpoints
+    (its own players, HTTP clients and event loop), every result written by the one driver."""
+    monkeypatch.setenv("FAKE_KEY", "sk-test")
+    out = tmp_path / "ray.db"
+    with three_endpoints() as endpoints:
+        roster = write_roster(tmp_path / "models.toml", endpoints)
+        argv = [
+            "tournament",
+            *("--models", str(roster), "--agents", ",".join(SCRIPTED)),
+            *("--tiers", "low", "--per-pair", "1", "--out", str(out), "--backend", "ray"),
+            *("--concurrency", "2", "--llm-concurrency", "3", *FAST_RETRY),
+        ]
+        assert main(argv) == 0
+        rows = stored(out)
+    config = TournamentConfig(agents=(*ENTRIES, *SCRIPTED), tiers=("low",), per_pair=1)
+    assert set(rows) == {job.key for job in config.jobs()}  # each once
+    seated = [row for row in rows.values() if row.extra.get("players")]
+    assert len(seated) == len(rows) - 2  # all but the two scripted pairings
+    # the stored usage is exactly what the endpoints served, seat by seat
+    assert request_log(endpoints, {}) == usage_by_seat(seated)
+    assert all(fake.requests for fake in endpoints.values())
+    assert not [row.key for row in seated if row.extra.get("errors")]
 
 
 @pytest.mark.parametrize(
