@@ -69,6 +69,9 @@ class FakeOpenAI:
     requests: list[dict[str, Any]] = field(default_factory=list)
     probes: list[str] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
+    in_flight: int = 0
+    peak: int = 0
+    """The most chat completions answered at once."""
 
 
 def scripted(replies: list[Reply], then: Reply | None = None) -> Brain:
@@ -161,7 +164,14 @@ def serve(brain: Brain) -> Iterator[FakeOpenAI]:
             if not self.path.endswith("/chat/completions"):
                 self._send(404, b'{"error": {"message": "not found"}}')
                 return
-            reply = brain(request)
+            with lock:
+                state.in_flight += 1
+                state.peak = max(state.peak, state.in_flight)
+            try:
+                reply = brain(request)
+            finally:
+                with lock:
+                    state.in_flight -= 1
             match reply:
                 case Status(code=code):
                     self._send(code, json.dumps({"error": {"message": "scripted"}}).encode())

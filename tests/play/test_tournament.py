@@ -282,3 +282,33 @@ def test_resuming_with_another_secret_is_refused_without_showing_either(tmp_path
             Tournament(again, store).pending(resume=True)
     assert caught.value.differences == ["secret: the stored and the asked secret differ"]
     assert one.hex() not in str(caught.value) and other.hex() not in str(caught.value)
+
+
+def test_a_chunk_of_seat_jobs_keeps_each_endpoint_within_its_limit() -> None:
+    """What a Ray task runs (``ChunkPlayer`` on seat jobs): each endpoint's limit holds inside
+    it, below the chunk's own concurrency."""
+    from dealroom.agents.llm import LLMPlayer, LLMSettings, RetryPolicy
+    from dealroom.play.players import Endpoint, Player
+    from dealroom.play.registry import resolve_player
+    from fake_openai import negotiator, serve, with_latency
+
+    with serve(with_latency(negotiator(accept_from_wake=2), 0.2)) as fake:
+
+        def resolver(spec: str) -> Player:
+            if not spec.startswith("llm:"):
+                return resolve_player(spec)
+            settings = LLMSettings(retry=RetryPolicy(attempts=1, timeout_s=20))
+            player = LLMPlayer.from_spec(
+                spec, base_url=fake.base_url, api_key="k", settings=settings
+            )
+            player.endpoint = Endpoint("fake", 2)
+            return player
+
+        config = TournamentConfig(
+            agents=("llm:a", "boulware", "conceder"), tiers=("low",), per_pair=2, seed=1
+        )
+        jobs = [job for job in config.jobs() if "llm:a" in job.key]
+        played = ChunkPlayer(resolver, concurrency=8)(jobs)
+    assert len(played) == len(jobs) == 8
+    assert all(p.extra["players"] and not p.extra.get("errors") for p in played)
+    assert fake.peak == 2  # two at once (the limit), never more

@@ -251,11 +251,14 @@ class ChunkPlayer:
     async def _play_all_seated(self, jobs: list[Job]) -> dict[str, Played]:
         # Players are built in the task's own event loop (their HTTP clients belong to it).
         players = build_players(self.resolver, jobs)
-        limiter = anyio.CapacityLimiter(self.concurrency)
+        limiters = endpoint_limiters(players)
+        shared = anyio.CapacityLimiter(self.concurrency)
         out: dict[str, Played] = {}
 
         async def one(job: Job) -> None:
-            async with limiter:
+            async with contextlib.AsyncExitStack() as stack:
+                for limiter in [*limiters(job), shared]:  # the same order as in the driver
+                    await stack.enter_async_context(limiter)
                 out[job.key] = await self.play_seated(job, players)
 
         try:
@@ -272,6 +275,27 @@ def build_players(resolver: Resolver, jobs: Iterable[Job]) -> dict[str, Player]:
     and its kept-alive connections are built once, not once per negotiation)."""
     specs = dict.fromkeys(spec for job in jobs for spec in (job.buyer, job.seller))
     return {spec: resolver(spec) for spec in specs}
+
+
+def endpoint_limiters(
+    players: Mapping[str, Player],
+) -> Callable[[Job], list[anyio.CapacityLimiter]]:
+    """The endpoint slots a job takes (one limiter per endpoint its players call, within the
+    endpoint's ``concurrency``), in a fixed order so that no two jobs can deadlock."""
+    endpoints: dict[str, anyio.CapacityLimiter] = {}
+    for seat in players.values():
+        if (endpoint := getattr(seat, "endpoint", None)) is not None:
+            endpoints.setdefault(endpoint.key, anyio.CapacityLimiter(endpoint.concurrency))
+
+    def limiters(job: Job) -> list[anyio.CapacityLimiter]:
+        keys = {
+            endpoint.key
+            for spec in (job.buyer, job.seller)
+            if (endpoint := getattr(players[spec], "endpoint", None)) is not None
+        }
+        return [endpoints[key] for key in sorted(keys)]
+
+    return limiters
 
 
 class Backend(Protocol):
@@ -358,8 +382,10 @@ def _play_chunk(player: ChunkPlayer, jobs: list[Job]) -> list[Played]:
 class RayBackend:
     """Plays chunks of jobs as Ray tasks. Connects to ``address`` (None: the running Ray, or a
     new local one with ``num_cpus``); a Ray it started itself is shut down at the end. Seat jobs
-    run ``ChunkPlayer.concurrency`` at a time inside each task, in chunks of that size (each task
-    one driver of the endpoints), and are stored as their chunk returns."""
+    run ``ChunkPlayer.concurrency`` at a time inside each task, in chunks of that size, within
+    each endpoint's limit per task (each task one driver of the endpoints, with its own players
+    and event loop: an endpoint may see tasks in flight x its limit), and are stored as their
+    chunk returns."""
 
     address: str | None = None
     num_cpus: int | None = None
@@ -572,25 +598,12 @@ class Tournament:
         budget: Budget,
     ) -> None:
         players = build_players(player.resolver, jobs)
-        endpoints: dict[str, anyio.CapacityLimiter] = {}
-        for seat in players.values():
-            if (endpoint := getattr(seat, "endpoint", None)) is not None:
-                endpoints.setdefault(endpoint.key, anyio.CapacityLimiter(endpoint.concurrency))
-
-        def limiters(job: Job) -> list[anyio.CapacityLimiter]:
-            keys = {
-                endpoint.key
-                for spec in (job.buyer, job.seller)
-                if (endpoint := getattr(players[spec], "endpoint", None)) is not None
-            }
-            return [endpoints[key] for key in sorted(keys)]
-
         try:
             await self._play_async(
                 jobs,
                 lambda job: player.play_seated(job, players),
                 limit=player.concurrency,
-                limiters=limiters,
+                limiters=endpoint_limiters(players),
                 on_progress=on_progress,
                 budget=budget,
             )
