@@ -137,3 +137,28 @@ def test_a_tool_the_opponent_was_not_offered_is_refused_as_the_server_refuses() 
         "invalid_action: There is no tool named 'new_negotiation'. "
         "Call get_state, then choose one of the tools."
     )
+
+
+def test_an_llm_spec_is_an_opponent_of_the_tool_and_gym_environments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dealroom.training.gym_env import BargainEnv
+    from dealroom.training.spaces import OFFER, action
+
+    with serve(_brain()) as api:  # type: ignore[arg-type]
+        monkeypatch.setenv("OPENAI_BASE_URL", api.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        env = BargainToolEnv(opponent="llm:frontier", role="buyer")
+        env.reset(index=2)
+        assert "seller offered $1,250.00" in env.wait_for_opponent()
+        gym = BargainEnv(opponent="llm:frontier", role="buyer")
+        gym.reset(seed=0, options={"index": 2})
+        gym.step(action(OFFER, 0.5))
+        requests = api.requests
+    assert {r["model"] for r in requests} == {"frontier"}
+    assert len(requests) >= 2
+
+
+def test_a_person_cannot_be_an_environments_opponent() -> None:
+    with pytest.raises(AgentSpecError, match="plays through a seat"):
+        BargainToolEnv(opponent="human").reset()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Mapping
 from typing import Any
@@ -27,12 +28,24 @@ from dealroom.protocol import (
 from dealroom.protocol.generator import scenario_at
 
 
-def opponent_factory(opponent: str | AgentFactory) -> AgentFactory:
-    """An AgentFactory from a registry spec (``"boulware"``, ``"linear:k=0.1"``) or a factory.
+def opponent_factory(opponent: str | AgentFactory, rules: Rules = DEFAULT_RULES) -> AgentFactory:
+    """An AgentFactory from a spec or a factory: a scripted spec (``"boulware"``,
+    ``"linear:k=0.1"``), or ``llm:MODEL``, the training opponent (``LLMOpponent``) against the
+    endpoint of ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY``: it plays inside the environment's
+    synchronous steps on the virtual clock, as any house agent.
 
-    Raises ``AgentSpecError`` for an unknown spec.
+    Raises ``AgentSpecError`` for an unknown spec, and for a seat that needs a person or a
+    connection of its own (``human``): those play served rooms, not in-process steps.
     """
-    return resolve(opponent) if isinstance(opponent, str) else opponent
+    if not isinstance(opponent, str):
+        return opponent
+    from dealroom.training.opponents import LLM_PREFIX, LLMOpponent, training_opponent
+
+    if not opponent.strip().startswith(LLM_PREFIX):
+        return resolve(opponent)
+    llm = training_opponent(opponent, api_key=os.environ.get("OPENAI_API_KEY"), rules=rules)
+    assert isinstance(llm, LLMOpponent)
+    return llm
 
 
 def draw_scenario(

@@ -41,7 +41,8 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
 
     Args (keyword-only):
         role: the learner's seat.
-        opponent: a registry spec (``"boulware"``, ``"linear:k=0.1"``) or an AgentFactory.
+        opponent: a registry spec (``"boulware"``, ``"linear:k=0.1"``), ``llm:MODEL`` (the
+            training opponent, against ``OPENAI_BASE_URL``) or an AgentFactory.
         tier: price tier of the scenarios; None draws one per episode.
         scenario_seed: seed of the scenario generator; episodes draw an index from the
             environment's generator (``reset(options={"index": i})`` or
@@ -76,7 +77,7 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
         self.wait = wait
         self.rules = rules
         self.render_mode = render_mode
-        self._opponent = opponent_factory(opponent)
+        self._opponent = opponent_factory(opponent, rules)
         self.observation_space = spaces.observation_space(rules)
         self.action_space = spaces.action_space()
         self._match: SeatMatch | None = None

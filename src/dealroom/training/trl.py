@@ -18,7 +18,8 @@ What the model reads is what it reads when served over MCP, byte for byte:
   scheduler synchronously (``dealroom.engine.calls.LocalSeat``), so an action returns once it
   took effect and wait_for_opponent waits for news or its timeout on the clock.
 
-The opponent, any registry agent, is a house agent of that scheduler.
+The opponent, any scripted spec or ``llm:MODEL`` (the training opponent), is a house agent of
+that scheduler.
 
 Usage::
 
@@ -143,7 +144,7 @@ class BargainToolEnv:
         seed, index = int(config["seed"]), int(config["index"])
         scenario = scenario_at(seed, index, cast(Tier, tier))
         them = other(role)
-        house = opponent_factory(config["opponent"])(
+        house = opponent_factory(config["opponent"], self._rules)(
             seat_view(scenario, them), seat_rng(seed, scenario.id, them)
         )
         self._seat = LocalSeat(scenario, role, house, self._rules)
