@@ -241,15 +241,23 @@ def test_the_ray_backend_plays_an_llm_round_robin_into_one_store(
         argv = [
             "tournament",
             *("--models", str(roster), "--agents", ",".join(SCRIPTED)),
-            *("--tiers", "low", "--per-pair", "1", "--out", str(out), "--backend", "ray"),
-            *("--concurrency", "2", "--llm-concurrency", "3", *FAST_RETRY),
+            *("--tiers", "low", "--per-pair", "2", "--out", str(out), "--backend", "ray"),
+            *("--concurrency", "2", "--llm-concurrency", "2", *FAST_RETRY),
         ]
-        assert main(argv) == 0
+        # 36 seat jobs in 18 tasks, 6 in flight. A budget stops it cleanly: no new task starts,
+        # those in flight are stored, so every request the endpoints served belongs to a stored
+        # negotiation (none paid for and lost).
+        assert main([*argv, "--max-calls", "5"]) == 3
+        first = stored(out)
+        assert 0 < len(first) < 40
+        seated_first = [row for row in first.values() if row.extra.get("players")]
+        assert request_log(endpoints, {}) == usage_by_seat(seated_first)
+        assert main([*argv, "--resume"]) == 0
         rows = stored(out)
-    config = TournamentConfig(agents=(*ENTRIES, *SCRIPTED), tiers=("low",), per_pair=1)
+    config = TournamentConfig(agents=(*ENTRIES, *SCRIPTED), tiers=("low",), per_pair=2)
     assert set(rows) == {job.key for job in config.jobs()}  # each once
     seated = [row for row in rows.values() if row.extra.get("players")]
-    assert len(seated) == len(rows) - 2  # all but the two scripted pairings
+    assert len(seated) == len(rows) - 4  # all but the two scripted pairings, twice
     # the stored usage is exactly what the endpoints served, seat by seat
     assert request_log(endpoints, {}) == usage_by_seat(seated)
     assert all(fake.requests for fake in endpoints.values())

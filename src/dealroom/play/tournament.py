@@ -298,14 +298,27 @@ def endpoint_limiters(
     return limiters
 
 
+Stop = Callable[[], bool]
+"""Asked before each new piece of work starts: true once the run must start nothing more."""
+
+
+def never() -> bool:
+    """The default ``Stop``: play everything."""
+    return False
+
+
 class Backend(Protocol):
     """Runs jobs and yields each with its serialised record as it finishes, in any order."""
 
     plays_seats: bool
     """True if it also runs seat jobs (else the driver plays them in its event loop)."""
 
-    def run(self, jobs: Sequence[Job], player: ChunkPlayer) -> Iterator[tuple[Job, Played]]:
-        """Play every job. Closing the iterator early stops the work still queued."""
+    def run(
+        self, jobs: Sequence[Job], player: ChunkPlayer, stop: Stop = never
+    ) -> Iterator[tuple[Job, Played]]:
+        """Play every job. Once ``stop()`` is true no new work starts, and the work already
+        started is still yielded (a budget stop loses nothing that was paid for). Closing the
+        iterator early stops the work still queued."""
         ...
 
 
@@ -314,9 +327,13 @@ class SerialBackend:
 
     plays_seats = False
 
-    def run(self, jobs: Sequence[Job], player: ChunkPlayer) -> Iterator[tuple[Job, Played]]:
+    def run(
+        self, jobs: Sequence[Job], player: ChunkPlayer, stop: Stop = never
+    ) -> Iterator[tuple[Job, Played]]:
         """Play every job, in order."""
         for job in jobs:
+            if stop():
+                return
             yield job, Played(SerializedRecord.of(player.play(job)))
 
 
@@ -351,7 +368,9 @@ class ProcessBackend:
     chunk_size: int | None = None
     plays_seats = False
 
-    def run(self, jobs: Sequence[Job], player: ChunkPlayer) -> Iterator[tuple[Job, Played]]:
+    def run(
+        self, jobs: Sequence[Job], player: ChunkPlayer, stop: Stop = never
+    ) -> Iterator[tuple[Job, Played]]:
         """Play every job; results arrive a chunk at a time."""
         chunks = iter(chunked(jobs, self.workers, self.chunk_size))
         pool = ProcessPoolExecutor(
@@ -363,7 +382,9 @@ class ProcessBackend:
         running: dict[Future[list[Played]], list[Job]] = {}
         try:
             while True:
-                while len(running) < 3 * self.workers and (chunk := next(chunks, None)):
+                while (
+                    len(running) < 3 * self.workers and not stop() and (chunk := next(chunks, None))
+                ):
                     running[pool.submit(player, chunk)] = chunk
                 if not running:
                     return
@@ -392,7 +413,9 @@ class RayBackend:
     chunk_size: int | None = None
     plays_seats = True
 
-    def run(self, jobs: Sequence[Job], player: ChunkPlayer) -> Iterator[tuple[Job, Played]]:
+    def run(
+        self, jobs: Sequence[Job], player: ChunkPlayer, stop: Stop = never
+    ) -> Iterator[tuple[Job, Played]]:
         """Play every job; results arrive a chunk at a time."""
         import ray  # optional dependency: imported only when this backend runs
 
@@ -421,7 +444,7 @@ class RayBackend:
                 chunked(seated, workers, self.chunk_size or player.concurrency),
             )
             while True:
-                while len(running) < 3 * workers and (chunk := next(chunks, None)):
+                while len(running) < 3 * workers and not stop() and (chunk := next(chunks, None)):
                     running[remote.remote(player_ref, chunk)] = chunk
                 if not running:
                     return
@@ -487,8 +510,10 @@ class Budget:
     included) and the cost of the negotiations this session has finished are added up; once
     either reaches its limit, no new negotiation starts, those in flight finish and are stored,
     and the run returns with ``Progress.stopped`` set. So a run overshoots by at most what the
-    negotiations in flight spend. A resumed run is a new session with its own budget: it plays
-    on past the point where the last one stopped.
+    negotiations in flight spend. On a backend that plays seats (Ray) the unit is a task: the
+    check is made as each task returns, no new task starts once the limit is reached, and the
+    tasks in flight finish and are stored. A resumed run is a new session with its own budget:
+    it plays on past the point where the last one stopped.
     """
 
     max_cost_usd: float | None = None
@@ -562,29 +587,33 @@ class Tournament:
         player = ChunkPlayer(resolver, self.config.rules, concurrency)
         backend = backend or SerialBackend()
         if backend.plays_seats:
-            self._drain(backend.run(jobs, player), on_progress, budget)
+            self._drain(backend, jobs, player, on_progress, budget)
             return self.progress
         scripted = [job for job in jobs if player.is_scripted(job)]
         seated = [job for job in jobs if not player.is_scripted(job)]
-        self._drain(backend.run(scripted, player), on_progress, budget)
+        self._drain(backend, scripted, player, on_progress, budget)
         if seated and self.progress.stopped is None:
             _run_loop(lambda: self._run_seated(seated, player, on_progress, budget))
         return self.progress
 
     def _drain(
         self,
-        results: Iterator[tuple[Job, Played]],
+        backend: Backend,
+        jobs: Sequence[Job],
+        player: ChunkPlayer,
         on_progress: ProgressCallback | None,
         budget: Budget,
     ) -> None:
+        """Store the backend's results as they arrive; once the budget is reached it starts
+        nothing new, and what it had started is still stored."""
+        results = backend.run(jobs, player, lambda: self.progress.stopped is not None)
         try:
             for job, played in results:
                 self.save(job, played)
                 if on_progress is not None:
                     on_progress(self.progress)
-                if (reason := budget.reached(self.progress)) is not None:
-                    self.progress.stopped = reason
-                    break
+                if self.progress.stopped is None:
+                    self.progress.stopped = budget.reached(self.progress)
         finally:
             close = getattr(results, "close", None)
             if close is not None:
