@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from dealroom.analysis import metrics as m
 from dealroom.analysis.report import FEATURE_LABELS, build_report, format_report
 from dealroom.analysis.report_html import render_html
+from dealroom.analysis.report_models import FeatureRow, Report
 from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.store.results import ResultsStore
@@ -31,8 +33,14 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> list[NegotiationRecord]:
 
 
 @pytest.fixture(scope="module")
-def report(played: list[NegotiationRecord]) -> dict[str, Any]:
+def typed(played: list[NegotiationRecord]) -> Report:
     return build_report(played, run="tournament", config=CONFIG.as_dict(), resamples=200)
+
+
+@pytest.fixture(scope="module")
+def report(typed: Report) -> dict[str, Any]:
+    """The report's JSON form (what ``dealroom report --json`` prints)."""
+    return typed.model_dump(mode="json")
 
 
 def test_the_report_is_one_strict_json_object(report: dict[str, Any]) -> None:
@@ -121,14 +129,27 @@ def test_samples_show_different_pairings_on_one_scenario(report: dict[str, Any])
 
 
 def test_the_same_records_and_seed_give_the_same_intervals(
-    report: dict[str, Any], played: list[NegotiationRecord]
+    typed: Report, played: list[NegotiationRecord]
 ) -> None:
     again = build_report(reversed(played), run="tournament", config=CONFIG.as_dict(), resamples=200)
-    assert again["leaderboard"] == report["leaderboard"]
+    assert again.leaderboard == typed.leaderboard
 
 
-def test_the_terminal_report_has_every_section(report: dict[str, Any]) -> None:
-    text = format_report(report)
+def test_the_report_is_frozen_and_its_feature_rows_are_the_metrics_features(
+    typed: Report,
+) -> None:
+    with pytest.raises(ValidationError):
+        typed.negotiations = 0  # type: ignore[misc]
+    assert list(FeatureRow.model_fields) == ["agent", "role", *m.FEATURES, "surplus_share"]
+    assert list(FEATURE_LABELS) == list(m.FEATURES)
+    row = typed.features[0]
+    assert [row.feature(name) for name in m.FEATURES] == [getattr(row, n) for n in m.FEATURES]
+    with pytest.raises(KeyError):
+        row.feature("agent")
+
+
+def test_the_terminal_report_has_every_section(typed: Report) -> None:
+    text = format_report(typed)
     for heading in ("Leaderboard", "Head to head", "Per tier", "Strategy features"):
         assert heading in text
     assert "72 negotiations, 3 agents" in text
@@ -137,13 +158,13 @@ def test_the_terminal_report_has_every_section(report: dict[str, Any]) -> None:
 
 def test_an_empty_report_still_renders() -> None:
     empty = build_report([], resamples=10)
-    assert empty["negotiations"] == 0
+    assert empty.negotiations == 0
     assert "0 negotiations" in format_report(empty)
     assert "<svg" not in render_html(empty).split("Offer trajectories")[1].split("Strategy")[0]
 
 
-def test_the_page_is_self_contained(report: dict[str, Any]) -> None:
-    page = render_html(report)
+def test_the_page_is_self_contained(typed: Report) -> None:
+    page = render_html(typed)
     assert page.startswith("<!DOCTYPE html>")
     assert not re.search(r"<script|<link|<img|\bsrc=|url\(|@import", page)
     assert page.count('data-plot="surplus-by-tier"') == 2
@@ -166,9 +187,9 @@ document.body.appendChild(out);
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (Debian chromium)")
-def test_headless_chromium_draws_every_plot(report: dict[str, Any], tmp_path: Path) -> None:
+def test_headless_chromium_draws_every_plot(typed: Report, tmp_path: Path) -> None:
     page = tmp_path / "report.html"
-    page.write_text(render_html(report).replace("</body>", PROBE), encoding="utf-8")
+    page.write_text(render_html(typed).replace("</body>", PROBE), encoding="utf-8")
     dom = subprocess.run(
         [
             str(CHROMIUM),

@@ -1,9 +1,10 @@
 """A tournament report: one JSON-ready object, and its terminal rendering.
 
-``build_report`` streams records (only two small ``SeatStats`` rows per negotiation stay in memory,
-plus a few sample negotiations for the trajectory plots) and computes the leaderboard (agent x
-role, with bootstrap intervals), the head-to-head matrix, the per-tier table and its spread, and
-the strategy features. ``format_report`` prints it; ``dealroom.analysis.report_html`` draws it.
+``build_report`` streams records (only two small ``SeatStats`` rows per negotiation stay in
+memory, plus a few sample negotiations for the trajectory plots) and computes the leaderboard
+(agent x role, with bootstrap intervals), the head-to-head matrix, the per-tier table and its
+spread, and the strategy features, as a ``Report`` (``dealroom.analysis.report_models``).
+``format_report`` prints it; ``dealroom.analysis.report_html`` draws it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dealroom.analysis import metrics as m
-from dealroom.analysis.usage import UsageCollector
+from dealroom.analysis.report_models import (
+    Bootstrap,
+    FeatureRow,
+    HeadToHead,
+    LeaderRow,
+    OfferPoint,
+    Overall,
+    Report,
+    RoleView,
+    Sample,
+    TierCell,
+    TierRow,
+)
+from dealroom.analysis.usage import ModelUsage, UsageCollector, UsageReport
 from dealroom.protocol import TIERS, OfferMade
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.store.results import StoredNegotiation
@@ -30,9 +44,9 @@ def build_report(
     resamples: int = 1000,
     seed: int = 0,
     samples: int = 6,
-) -> dict[str, Any]:
-    """The whole report as one JSON-ready object. Stored negotiations (not bare records) also
-    give the per-model usage of LLM seats (``usage``: ``dealroom.analysis.usage``)."""
+) -> Report:
+    """The whole report (``Report.model_dump(mode="json")`` is its JSON). Stored negotiations
+    (not bare records) also give the per-model usage of LLM seats (``dealroom.analysis.usage``)."""
     rows: list[m.SeatStats] = []
     picked: list[NegotiationRecord] = []
     usage = UsageCollector()
@@ -46,36 +60,34 @@ def build_report(
     agents = _ranked_agents(rows)
     tiers = [t for t in TIERS if any(s.tier == t for s in rows)]
     buyers = [s for s in rows if s.role == "buyer"]  # one seat per negotiation
-    return {
-        "run": run,
-        "config": dict(config) if config is not None else None,
-        "negotiations": len(buyers),
-        "agents": agents,
-        "tiers": tiers,
-        "bootstrap": {"resamples": resamples, "level": 0.95, "seed": seed},
-        "overall": {
-            "deal_rate": est("deal_rate", buyers, "overall"),
-            "efficiency": est("efficiency", buyers, "overall"),
-            "ir_violations": m.ir_violations(rows),
-            "with_gains": sum(s.has_gains for s in buyers),
-        },
-        "leaderboard": _leaderboard(rows, agents, est),
-        "head_to_head": _head_to_head(rows, agents),
-        "per_tier": _per_tier(rows, agents, tiers, est),
-        "features": _features(rows, agents),
-        "samples": [_trajectory(r) for r in _diverse(picked, samples)],
-        "usage": None if (used := usage.report()) is None else used.model_dump(mode="json"),
-    }
+    return Report(
+        run=run,
+        config=dict(config) if config is not None else None,
+        negotiations=len(buyers),
+        agents=tuple(agents),
+        tiers=tuple(tiers),
+        bootstrap=Bootstrap(resamples=resamples, level=0.95, seed=seed),
+        overall=Overall(
+            deal_rate=est("deal_rate", buyers, "overall"),
+            efficiency=est("efficiency", buyers, "overall"),
+            ir_violations=m.ir_violations(rows),
+            with_gains=sum(s.has_gains for s in buyers),
+        ),
+        leaderboard=tuple(_leaderboard(rows, agents, est)),
+        head_to_head=tuple(_head_to_head(rows, agents)),
+        per_tier=tuple(_per_tier(rows, agents, tiers, est)),
+        features=tuple(_features(rows, agents)),
+        samples=tuple(_trajectory(r) for r in _diverse(picked, samples)),
+        usage=usage.report(),
+    )
 
 
 class _Estimator:
     def __init__(self, *, resamples: int, seed: int) -> None:
         self.resamples, self.seed = resamples, seed
 
-    def __call__(self, name: str, rows: Iterable[m.SeatStats], label: str) -> dict[str, Any]:
-        return m.estimate(
-            name, rows, label=label, resamples=self.resamples, seed=self.seed
-        ).as_dict()
+    def __call__(self, name: str, rows: Iterable[m.SeatStats], label: str) -> m.Estimate:
+        return m.estimate(name, rows, label=label, resamples=self.resamples, seed=self.seed)
 
 
 def _ranked_agents(rows: Sequence[m.SeatStats]) -> list[str]:
@@ -89,7 +101,7 @@ def _ranked_agents(rows: Sequence[m.SeatStats]) -> list[str]:
     return sorted(by_agent, key=rank)
 
 
-def _views(rows: Sequence[m.SeatStats], agent: str) -> dict[str, list[m.SeatStats]]:
+def _views(rows: Sequence[m.SeatStats], agent: str) -> dict[RoleView, list[m.SeatStats]]:
     mine = [s for s in rows if s.agent == agent]
     return {
         "both": mine,
@@ -100,37 +112,37 @@ def _views(rows: Sequence[m.SeatStats], agent: str) -> dict[str, list[m.SeatStat
 
 def _leaderboard(
     rows: Sequence[m.SeatStats], agents: Sequence[str], est: _Estimator
-) -> list[dict[str, Any]]:
-    board = []
+) -> list[LeaderRow]:
+    board: list[LeaderRow] = []
     for agent in agents:
         for role, seats in _views(rows, agent).items():
             label = f"{agent}:{role}"
             board.append(
-                {
-                    "agent": agent,
-                    "role": role,
-                    "negotiations": len(seats),
-                    "surplus_share": est("surplus_share", seats, label),
-                    "surplus_share_on_deals": est("surplus_share_on_deals", seats, label),
-                    "deal_rate": est("deal_rate", seats, label),
-                    "ir_violations": m.ir_violations(seats),
-                }
+                LeaderRow(
+                    agent=agent,
+                    role=role,
+                    negotiations=len(seats),
+                    surplus_share=est("surplus_share", seats, label),
+                    surplus_share_on_deals=est("surplus_share_on_deals", seats, label),
+                    deal_rate=est("deal_rate", seats, label),
+                    ir_violations=m.ir_violations(seats),
+                )
             )
     return board
 
 
-def _head_to_head(rows: Sequence[m.SeatStats], agents: Sequence[str]) -> list[dict[str, Any]]:
+def _head_to_head(rows: Sequence[m.SeatStats], agents: Sequence[str]) -> list[HeadToHead]:
     cells = m.group(rows, lambda s: (s.agent, s.opponent))
     return [
-        {
-            "agent": agent,
-            "opponent": opponent,
-            "negotiations": len(seats),
-            "surplus_share": m.surplus_share(seats),
-            "as_buyer": m.surplus_share([s for s in seats if s.role == "buyer"]),
-            "as_seller": m.surplus_share([s for s in seats if s.role == "seller"]),
-            "deal_rate": m.deal_rate(seats),
-        }
+        HeadToHead(
+            agent=agent,
+            opponent=opponent,
+            negotiations=len(seats),
+            surplus_share=m.surplus_share(seats),
+            as_buyer=m.surplus_share([s for s in seats if s.role == "buyer"]),
+            as_seller=m.surplus_share([s for s in seats if s.role == "seller"]),
+            deal_rate=m.deal_rate(seats),
+        )
         for agent in agents
         for opponent in agents
         if (seats := cells.get((agent, opponent)))
@@ -139,45 +151,45 @@ def _head_to_head(rows: Sequence[m.SeatStats], agents: Sequence[str]) -> list[di
 
 def _per_tier(
     rows: Sequence[m.SeatStats], agents: Sequence[str], tiers: Sequence[str], est: _Estimator
-) -> list[dict[str, Any]]:
-    table = []
+) -> list[TierRow]:
+    table: list[TierRow] = []
     for agent in agents:
         for role, seats in _views(rows, agent).items():
             by_tier = m.group(seats, lambda s: s.tier)
             cells = {
-                tier: {
-                    "surplus_share": est(
+                tier: TierCell(
+                    surplus_share=est(
                         "surplus_share", by_tier.get(tier, []), f"{agent}:{role}:{tier}"
                     ),
-                    "deal_rate": m.deal_rate(by_tier.get(tier, [])),
-                }
+                    deal_rate=m.deal_rate(by_tier.get(tier, [])),
+                )
                 for tier in tiers
             }
             table.append(
-                {
-                    "agent": agent,
-                    "role": role,
-                    "tiers": cells,
-                    "share_spread": m.spread(c["surplus_share"]["value"] for c in cells.values()),
-                    "deal_rate_spread": m.spread(c["deal_rate"] for c in cells.values()),
-                }
+                TierRow(
+                    agent=agent,
+                    role=role,
+                    tiers=cells,
+                    share_spread=m.spread(c.surplus_share.value for c in cells.values()),
+                    deal_rate_spread=m.spread(c.deal_rate for c in cells.values()),
+                )
             )
     return table
 
 
-def _features(rows: Sequence[m.SeatStats], agents: Sequence[str]) -> list[dict[str, Any]]:
-    table = []
+def _features(rows: Sequence[m.SeatStats], agents: Sequence[str]) -> list[FeatureRow]:
+    table: list[FeatureRow] = []
     for agent in agents:
         for role, seats in _views(rows, agent).items():
             if role == "both":
                 continue  # anchoring and concession point opposite ways in the two seats
             table.append(
-                {
-                    "agent": agent,
-                    "role": role,
+                FeatureRow(
+                    agent=agent,
+                    role=role,
                     **m.features(seats),
-                    "surplus_share": m.surplus_share(seats),
-                }
+                    surplus_share=m.surplus_share(seats),
+                )
             )
     return table
 
@@ -203,26 +215,26 @@ def _diverse(candidates: Sequence[NegotiationRecord], limit: int) -> list[Negoti
     return chosen
 
 
-def _trajectory(record: NegotiationRecord) -> dict[str, Any]:
+def _trajectory(record: NegotiationRecord) -> Sample:
     s, o = record.scenario, record.outcome
-    return {
-        "buyer": record.buyer,
-        "seller": record.seller,
-        "scenario_id": s.id,
-        "item": s.item.name,
-        "list_price": float(s.list_price),
-        "buyer_value": float(s.buyer_value),
-        "seller_cost": float(s.seller_cost),
-        "deadline": s.deadline,
-        "offers": [
-            {"t": e.t, "by": e.by, "price": float(e.price)}
+    return Sample(
+        buyer=record.buyer,
+        seller=record.seller,
+        scenario_id=s.id,
+        item=s.item.name,
+        list_price=float(s.list_price),
+        buyer_value=float(s.buyer_value),
+        seller_cost=float(s.seller_cost),
+        deadline=s.deadline,
+        offers=tuple(
+            OfferPoint(t=e.t, by=e.by, price=float(e.price))
             for e in record.events
             if isinstance(e, OfferMade)
-        ],
-        "price": None if o.price is None else float(o.price),
-        "end_reason": o.end_reason,
-        "time": o.time,
-    }
+        ),
+        price=None if o.price is None else float(o.price),
+        end_reason=o.end_reason,
+        time=o.time,
+    )
 
 
 # -- terminal ------------------------------------------------------------------------------------
@@ -236,13 +248,13 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def _ci(e: Mapping[str, Any], pct: bool = False) -> str:
+def _ci(e: m.Estimate, pct: bool = False) -> str:
     fmt = _pct if pct else _num
-    if e["value"] is None:
+    if e.value is None:
         return "-"
-    if e["low"] is None:
-        return fmt(e["value"])
-    return f"{fmt(e['value'])} [{fmt(e['low'])}, {fmt(e['high'])}]"
+    if e.low is None:
+        return fmt(e.value)
+    return f"{fmt(e.value)} [{fmt(e.low)}, {fmt(e.high)}]"
 
 
 def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
@@ -253,32 +265,32 @@ def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
     return [line(header), line(["-" * w for w in widths]), *map(line, body)]
 
 
-def format_report(report: Mapping[str, Any]) -> str:
+def format_report(report: Report) -> str:
     """The report as terminal text: leaderboard, head to head, per tier, features."""
-    overall = report["overall"]
-    title = f"Run {report['run']!r}: " if report.get("run") is not None else ""
+    overall = report.overall
+    title = f"Run {report.run!r}: " if report.run is not None else ""
     lines = [
-        f"{title}{report['negotiations']:,} negotiations, {len(report['agents'])} agents, "
-        f"tiers {'/'.join(report['tiers'])}",
-        f"Overall: deal rate {_ci(overall['deal_rate'], pct=True)}, efficiency "
-        f"{_ci(overall['efficiency'], pct=True)}, IR violations {overall['ir_violations']} "
-        f"({overall['with_gains']:,} negotiations with gains)",
+        f"{title}{report.negotiations:,} negotiations, {len(report.agents)} agents, "
+        f"tiers {'/'.join(report.tiers)}",
+        f"Overall: deal rate {_ci(overall.deal_rate, pct=True)}, efficiency "
+        f"{_ci(overall.efficiency, pct=True)}, IR violations {overall.ir_violations} "
+        f"({overall.with_gains:,} negotiations with gains)",
         "",
         "Leaderboard: surplus share (0 without a deal), on deals only, and deal rate, over "
         "negotiations with gains; 95% bootstrap intervals",
     ]
     body = []
-    for row in report["leaderboard"]:
-        first = row["role"] == "both"
+    for row in report.leaderboard:
+        first = row.role == "both"
         body.append(
             [
-                row["agent"] if first else "",
-                row["role"],
-                _ci(row["surplus_share"]),
-                _ci(row["surplus_share_on_deals"]),
-                _ci(row["deal_rate"], pct=True),
-                str(row["ir_violations"]),
-                f"{row['negotiations']:,}",
+                row.agent if first else "",
+                row.role,
+                _ci(row.surplus_share),
+                _ci(row.surplus_share_on_deals),
+                _ci(row.deal_rate, pct=True),
+                str(row.ir_violations),
+                f"{row.negotiations:,}",
             ]
         )
     lines += _table(["agent", "role", "share", "share on deals", "deal rate", "IR", "n"], body)
@@ -288,8 +300,8 @@ def format_report(report: Mapping[str, Any]) -> str:
     lines += _tier_lines(report)
     lines += ["", "Strategy features (means per seat; see dealroom.analysis.metrics)"]
     lines += _feature_lines(report)
-    if report.get("usage"):
-        lines += ["", *usage_lines(report["usage"])]
+    if report.usage is not None:
+        lines += ["", *usage_lines(report.usage)]
     return "\n".join(lines)
 
 
@@ -309,40 +321,40 @@ USAGE_COLUMNS = (
 )
 
 
-def usage_cells(row: Mapping[str, Any]) -> list[str]:
+def usage_cells(row: ModelUsage) -> list[str]:
     """One model's usage as the report's cells, in ``USAGE_COLUMNS`` order."""
-    cost = row["cost_per_negotiation"]
-    latency = row["latency_mean_s"]
+    cost = row.cost_per_negotiation
+    latency = row.latency_mean_s
     return [
-        f"{row['model_calls']:,}",
-        f"{row['failed_attempts']:,}",
-        f"{row['tokens_per_negotiation']:,.0f}",
+        f"{row.model_calls:,}",
+        f"{row.failed_attempts:,}",
+        f"{row.tokens_per_negotiation:,.0f}",
         "-" if cost is None else f"${cost:.{6 if cost < 0.01 else 4}f}",
         "-" if latency is None else f"{latency:.2f} s",
-        _pct(row["invalid_rate"]),
-        _pct(row["refused_rate"]),
-        f"{row['turn_limit_hits']:,}",
-        f"{row['failures']:,}",
-        _num(row["messages_per_negotiation"], 2),
-        _pct(row["leakage"]),
-        f"{row['seats']:,}",
+        _pct(row.invalid_rate),
+        _pct(row.refused_rate),
+        f"{row.turn_limit_hits:,}",
+        f"{row.failures:,}",
+        _num(row.messages_per_negotiation, 2),
+        _pct(row.leakage),
+        f"{row.seats:,}",
     ]
 
 
-def usage_totals(usage: Mapping[str, Any]) -> str:
+def usage_totals(usage: UsageReport) -> str:
     """The run's totals in one sentence."""
-    t = usage["totals"]
-    cost = "unknown (no prices)" if t["cost_usd"] is None else f"${t['cost_usd']:,.4f}"
+    t = usage.totals
+    cost = "unknown (no prices)" if t.cost_usd is None else f"${t.cost_usd:,.4f}"
     return (
-        f"{t['model_calls']:,} model calls ({t['failed_attempts']:,} failed attempts), "
-        f"{t['input_tokens']:,} input and {t['output_tokens']:,} output tokens, cost {cost}, "
-        f"{t['failures']:,} failed seats"
+        f"{t.model_calls:,} model calls ({t.failed_attempts:,} failed attempts), "
+        f"{t.input_tokens:,} input and {t.output_tokens:,} output tokens, cost {cost}, "
+        f"{t.failures:,} failed seats"
     )
 
 
-def usage_lines(usage: Mapping[str, Any]) -> list[str]:
+def usage_lines(usage: UsageReport) -> list[str]:
     """The per-model usage table (per negotiation seat; latency per model call)."""
-    body = [[row["agent"], "", *usage_cells(row)] for row in usage["models"]]
+    body = [[row.agent, "", *usage_cells(row)] for row in usage.models]
     return [
         "Models: usage per negotiation seat, latency per model call, tool-call rates",
         *_table(["agent", "", *USAGE_COLUMNS], body),
@@ -350,26 +362,26 @@ def usage_lines(usage: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _matrix(report: Mapping[str, Any]) -> list[str]:
-    agents = report["agents"]
-    cell = {(c["agent"], c["opponent"]): c["surplus_share"] for c in report["head_to_head"]}
+def _matrix(report: Report) -> list[str]:
+    agents = report.agents
+    cell = {(c.agent, c.opponent): c.surplus_share for c in report.head_to_head}
     header = ["agent", "", *agents]
     body = [[a, "", *(_num(cell.get((a, b)), 2) for b in agents)] for a in agents]
     return _table(header, body)
 
 
-def _tier_lines(report: Mapping[str, Any]) -> list[str]:
-    tiers = report["tiers"]
+def _tier_lines(report: Report) -> list[str]:
+    tiers = report.tiers
     body = [
         [
-            row["agent"],
-            row["role"],
-            *(_num(row["tiers"][t]["surplus_share"]["value"]) for t in tiers),
-            _num(row["share_spread"]),
-            *(_pct(row["tiers"][t]["deal_rate"]) for t in tiers),
+            row.agent,
+            row.role,
+            *(_num(row.tiers[t].surplus_share.value) for t in tiers),
+            _num(row.share_spread),
+            *(_pct(row.tiers[t].deal_rate) for t in tiers),
         ]
-        for row in report["per_tier"]
-        if row["role"] == "both"
+        for row in report.per_tier
+        if row.role == "both"
     ]
     header = ["agent", "", *tiers, "spread", *(f"deals {t}" for t in tiers)]
     return _table(header, body)
@@ -387,14 +399,14 @@ FEATURE_LABELS = {  # short column heads of the features, in report order
 }
 
 
-def _feature_lines(report: Mapping[str, Any]) -> list[str]:
+def _feature_lines(report: Report) -> list[str]:
     body = [
         [
-            row["agent"] if row["role"] == "buyer" else "",
-            row["role"],
-            *(_num(row[name]) for name in FEATURE_LABELS),
-            _num(row["surplus_share"]),
+            row.agent if row.role == "buyer" else "",
+            row.role,
+            *(_num(row.feature(name)) for name in FEATURE_LABELS),
+            _num(row.surplus_share),
         ]
-        for row in report["features"]
+        for row in report.features
     ]
     return _table(["agent", "role", *FEATURE_LABELS.values(), "share"], body)

@@ -11,10 +11,10 @@ a paper's supplement. Every plot is an ``<svg class="plot" data-plot="...">``:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from html import escape
-from typing import Any
 
+from dealroom.analysis.metrics import Estimate
 from dealroom.analysis.report import (
     FEATURE_LABELS,
     ROLE_VIEWS,
@@ -22,6 +22,7 @@ from dealroom.analysis.report import (
     usage_cells,
     usage_totals,
 )
+from dealroom.analysis.report_models import Report, Sample
 
 PALETTE = (
     "#4e79a7",
@@ -139,37 +140,37 @@ def _colors(agents: Sequence[str]) -> dict[str, str]:
     return {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(agents)}
 
 
-def tier_plot(report: Mapping[str, Any], role: str) -> str:
+def tier_plot(report: Report, role: str) -> str:
     """Surplus share per tier, one line per agent, for one seat (or both)."""
-    tiers, colors = report["tiers"], _colors(report["agents"])
-    rows = [r for r in report["per_tier"] if r["role"] == role]
-    values = [c["surplus_share"]["value"] for r in rows for c in r["tiers"].values()]
+    tiers, colors = report.tiers, _colors(report.agents)
+    rows = [r for r in report.per_tier if r.role == role]
+    values = [c.surplus_share.value for r in rows for c in r.tiers.values()]
     axes = _Axes([], [0.0, *(v for v in values if v is not None)], categories=tiers)
     body = [axes.frame(f"Surplus share by tier ({role})", "tier", "surplus share")]
     for row in rows:
         points = [
             (axes.x(i), axes.y(v))
             for i, t in enumerate(tiers)
-            if (v := row["tiers"][t]["surplus_share"]["value"]) is not None
+            if (v := row.tiers[t].surplus_share.value) is not None
         ]
-        color = colors[row["agent"]]
+        color = colors[row.agent]
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
         body.append(
             f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2">'
-            f"<title>{escape(row['agent'])}</title></polyline>"
+            f"<title>{escape(row.agent)}</title></polyline>"
         )
         body += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"/>' for x, y in points]
     return _svg("surplus-by-tier", "".join(body), f"surplus share by tier, {role}")
 
 
-def trajectory_plot(sample: Mapping[str, Any]) -> str:
+def trajectory_plot(sample: Sample) -> str:
     """One negotiation's offers over time, as fractions of the list price."""
-    lp = sample["list_price"]
-    value, cost = sample["buyer_value"] / lp, sample["seller_cost"] / lp
-    offers = sample["offers"]
-    ys = [value, cost, *(o["price"] / lp for o in offers)]
-    axes = _Axes([0.0, sample["deadline"]], ys)
-    title = f"{sample['buyer']} (B) vs {sample['seller']} (S)"
+    lp = sample.list_price
+    value, cost = sample.buyer_value / lp, sample.seller_cost / lp
+    offers = sample.offers
+    ys = [value, cost, *(o.price / lp for o in offers)]
+    axes = _Axes([0.0, sample.deadline], ys)
+    title = f"{sample.buyer} (B) vs {sample.seller} (S)"
     body = [axes.frame(title, "time (s)", "price / list price")]
     for level, name, color in ((value, "buyer value", "#59a14f"), (cost, "seller cost", "#e15759")):
         y = axes.y(level)
@@ -178,7 +179,7 @@ def trajectory_plot(sample: Mapping[str, Any]) -> str:
             f'stroke="{color}" stroke-dasharray="4 3"><title>{name}</title></line>'
         )
     for role, color in (("buyer", "#4e79a7"), ("seller", "#f28e2b")):
-        mine = [(axes.x(o["t"]), axes.y(o["price"] / lp)) for o in offers if o["by"] == role]
+        mine = [(axes.x(o.t), axes.y(o.price / lp)) for o in offers if o.by == role]
         if mine:
             path = " ".join(f"{x:.1f},{y:.1f}" for x, y in mine)
             body.append(
@@ -186,31 +187,31 @@ def trajectory_plot(sample: Mapping[str, Any]) -> str:
                 f'stroke-width="1.5"><title>{role} offers</title></polyline>'
             )
             body += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="{color}"/>' for x, y in mine]
-    if sample["price"] is not None:
-        x, y = axes.x(sample["time"]), axes.y(sample["price"] / lp)
+    if sample.price is not None:
+        x, y = axes.x(sample.time), axes.y(sample.price / lp)
         body.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="none" stroke="#222" '
-            f'stroke-width="2"><title>deal at {sample["price"]:,.2f}</title></circle>'
+            f'stroke-width="2"><title>deal at {sample.price:,.2f}</title></circle>'
         )
     return _svg("trajectory", "".join(body), f"offer trajectory, {title}")
 
 
-def feature_plot(report: Mapping[str, Any], feature: str) -> str:
+def feature_plot(report: Report, feature: str) -> str:
     """A feature against surplus share: one point per agent and seat (circle buyer, square
     seller)."""
-    colors = _colors(report["agents"])
+    colors = _colors(report.agents)
     points = [
-        (r[feature], r["surplus_share"], r)
-        for r in report["features"]
-        if r[feature] is not None and r["surplus_share"] is not None
+        (fx, fy, r)
+        for r in report.features
+        if (fx := r.feature(feature)) is not None and (fy := r.surplus_share) is not None
     ]
     axes = _Axes([p[0] for p in points], [0.0, *(p[1] for p in points)])
     label = FEATURE_LABELS[feature]
     body = [axes.frame(f"{label} vs surplus share", label, "surplus share")]
     for fx, fy, row in points:
-        x, y, color = axes.x(fx), axes.y(fy), colors[row["agent"]]
-        tip = f"<title>{escape(row['agent'])} ({row['role']}): {fx:.3g}, {fy:.3f}</title>"
-        if row["role"] == "buyer":
+        x, y, color = axes.x(fx), axes.y(fy), colors[row.agent]
+        tip = f"<title>{escape(row.agent)} ({row.role}): {fx:.3g}, {fy:.3f}</title>"
+        if row.role == "buyer":
             body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}">{tip}</circle>')
         else:
             body.append(
@@ -223,29 +224,29 @@ def feature_plot(report: Mapping[str, Any], feature: str) -> str:
 # -- page ----------------------------------------------------------------------------------------
 
 
-def _cell(e: Mapping[str, Any] | None, pct: bool = False) -> str:
-    if e is None or e.get("value") is None:
+def _cell(e: Estimate, pct: bool = False) -> str:
+    if e.value is None:
         return "<td>-</td>"
     f = (lambda v: f"{100 * v:.1f}%") if pct else (lambda v: f"{v:.3f}")
     ci = (
-        f' <span class="ci">[{f(e["low"])}, {f(e["high"])}]</span>'
-        if e.get("low") is not None
+        f' <span class="ci">[{f(e.low)}, {f(e.high)}]</span>'
+        if e.low is not None and e.high is not None
         else ""
     )
-    return f"<td>{f(e['value'])}{ci}</td>"
+    return f"<td>{f(e.value)}{ci}</td>"
 
 
-def _leaderboard_table(report: Mapping[str, Any]) -> str:
+def _leaderboard_table(report: Report) -> str:
     head = (
         "<tr><th>agent</th><th>role</th><th>surplus share</th><th>share on deals</th>"
         "<th>deal rate</th><th>IR</th><th>n</th></tr>"
     )
     rows = [
-        f"<tr><td>{escape(r['agent']) if r['role'] == ROLE_VIEWS[0] else ''}</td>"
-        f"<td class=role>{r['role']}</td>{_cell(r['surplus_share'])}"
-        f"{_cell(r['surplus_share_on_deals'])}{_cell(r['deal_rate'], pct=True)}"
-        f"<td>{r['ir_violations']}</td><td>{r['negotiations']:,}</td></tr>"
-        for r in report["leaderboard"]
+        f"<tr><td>{escape(r.agent) if r.role == ROLE_VIEWS[0] else ''}</td>"
+        f"<td class=role>{r.role}</td>{_cell(r.surplus_share)}"
+        f"{_cell(r.surplus_share_on_deals)}{_cell(r.deal_rate, pct=True)}"
+        f"<td>{r.ir_violations}</td><td>{r.negotiations:,}</td></tr>"
+        for r in report.leaderboard
     ]
     return f"<table>{head}{''.join(rows)}</table>"
 
@@ -257,9 +258,9 @@ def _heat(v: float | None) -> str:
     return f'<td style="background: rgb({shade},{shade},255)">{v:.2f}</td>'
 
 
-def _h2h_table(report: Mapping[str, Any]) -> str:
-    agents = report["agents"]
-    cell = {(c["agent"], c["opponent"]): c["surplus_share"] for c in report["head_to_head"]}
+def _h2h_table(report: Report) -> str:
+    agents = report.agents
+    cell = {(c.agent, c.opponent): c.surplus_share for c in report.head_to_head}
     head = "<tr><th></th>" + "".join(f"<th>{escape(a)}</th>" for a in agents) + "</tr>"
     rows = [
         f"<tr><td>{escape(a)}</td>" + "".join(_heat(cell.get((a, b))) for b in agents) + "</tr>"
@@ -268,23 +269,23 @@ def _h2h_table(report: Mapping[str, Any]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _tier_table(report: Mapping[str, Any]) -> str:
-    tiers = report["tiers"]
+def _tier_table(report: Report) -> str:
+    tiers = report.tiers
     head = (
         "<tr><th>agent</th><th>role</th>"
         + "".join(f"<th>{t}</th>" for t in tiers)
         + "<th>spread</th></tr>"
     )
     rows = [
-        f"<tr><td>{escape(r['agent'])}</td><td class=role>{r['role']}</td>"
-        + "".join(_cell(r["tiers"][t]["surplus_share"]) for t in tiers)
-        + f"<td>{'-' if r['share_spread'] is None else format(r['share_spread'], '.3f')}</td></tr>"
-        for r in report["per_tier"]
+        f"<tr><td>{escape(r.agent)}</td><td class=role>{r.role}</td>"
+        + "".join(_cell(r.tiers[t].surplus_share) for t in tiers)
+        + f"<td>{'-' if r.share_spread is None else format(r.share_spread, '.3f')}</td></tr>"
+        for r in report.per_tier
     ]
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _feature_table(report: Mapping[str, Any]) -> str:
+def _feature_table(report: Report) -> str:
     head = (
         "<tr><th>agent</th><th>role</th>"
         + "".join(f"<th>{h}</th>" for h in FEATURE_LABELS.values())
@@ -292,10 +293,10 @@ def _feature_table(report: Mapping[str, Any]) -> str:
     )
     fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     rows = [
-        f"<tr><td>{escape(r['agent'])}</td><td class=role>{r['role']}</td>"
-        + "".join(f"<td>{fmt(r[k])}</td>" for k in (*FEATURE_LABELS, "surplus_share"))
-        + "</tr>"
-        for r in report["features"]
+        f"<tr><td>{escape(r.agent)}</td><td class=role>{r.role}</td>"
+        + "".join(f"<td>{fmt(r.feature(k))}</td>" for k in FEATURE_LABELS)
+        + f"<td>{fmt(r.surplus_share)}</td></tr>"
+        for r in report.features
     ]
     return f"<table>{head}{''.join(rows)}</table>"
 
@@ -309,16 +310,16 @@ def _legend(agents: Sequence[str]) -> str:
     return f'<p class="legend">{spans} (circle: buyer, square: seller)</p>'
 
 
-def _usage_section(report: Mapping[str, Any]) -> str:
-    usage = report.get("usage")
-    if not usage:
+def _usage_section(report: Report) -> str:
+    usage = report.usage
+    if usage is None:
         return ""
     head = "<tr><th>agent</th>" + "".join(f"<th>{h}</th>" for h in USAGE_COLUMNS) + "</tr>"
     rows = [
-        f"<tr><td>{escape(r['agent'])}</td>"
+        f"<tr><td>{escape(r.agent)}</td>"
         + "".join(f"<td>{escape(c)}</td>" for c in usage_cells(r))
         + "</tr>"
-        for r in usage["models"]
+        for r in usage.models
     ]
     return (
         "<h2>Models</h2><p>Usage per negotiation seat, latency per model call, tool-call "
@@ -327,25 +328,25 @@ def _usage_section(report: Mapping[str, Any]) -> str:
     )
 
 
-def render_html(report: Mapping[str, Any]) -> str:
+def render_html(report: Report) -> str:
     """The whole report as one HTML page."""
-    overall = report["overall"]
-    title = f"dealroom report: {report['run']}" if report.get("run") else "dealroom report"
-    deal, eff = overall["deal_rate"], overall["efficiency"]
+    overall = report.overall
+    title = f"dealroom report: {report.run}" if report.run else "dealroom report"
+    deal, eff = overall.deal_rate, overall.efficiency
     summary = (
-        f"{report['negotiations']:,} negotiations, {len(report['agents'])} agents, tiers "
-        f"{', '.join(report['tiers'])}. Deal rate {_pct(deal['value'])}, efficiency "
-        f"{_pct(eff['value'])}, IR violations {overall['ir_violations']}."
+        f"{report.negotiations:,} negotiations, {len(report.agents)} agents, tiers "
+        f"{', '.join(report.tiers)}. Deal rate {_pct(deal.value)}, efficiency "
+        f"{_pct(eff.value)}, IR violations {overall.ir_violations}."
     )
     plots_tier = "".join(tier_plot(report, role) for role in ("buyer", "seller"))
-    plots_traj = "".join(trajectory_plot(s) for s in report["samples"])
+    plots_traj = "".join(trajectory_plot(s) for s in report.samples)
     plots_feat = "".join(feature_plot(report, f) for f in FEATURE_LABELS)
     sample_note = (
-        f"Scenario {escape(report['samples'][0]['scenario_id'])} "
-        f"({escape(report['samples'][0]['item'])}), played by different pairings. Dashed: "
+        f"Scenario {escape(report.samples[0].scenario_id)} "
+        f"({escape(report.samples[0].item)}), played by different pairings. Dashed: "
         "buyer value (green) and seller cost (red); blue: buyer offers; orange: seller offers; "
         "ring: the deal."
-        if report["samples"]
+        if report.samples
         else "No negotiation with gains to show."
     )
     return f"""<!DOCTYPE html>
@@ -356,12 +357,12 @@ def render_html(report: Mapping[str, Any]) -> str:
 <p>Surplus share: own surplus / (buyer value - seller cost) over negotiations with gains, 0
 without a deal; on deals: deals only. Brackets: 95% bootstrap intervals.</p>
 {_leaderboard_table(report)}
-<h2>Surplus share by tier</h2>{_legend(report["agents"])}
+<h2>Surplus share by tier</h2>{_legend(report.agents)}
 <div class="plots">{plots_tier}</div>{_tier_table(report)}
 <h2>Head to head</h2><p>The row agent's surplus share against the column agent.</p>
 {_h2h_table(report)}
 <h2>Offer trajectories</h2><p>{sample_note}</p><div class="plots">{plots_traj}</div>
-<h2>Strategy features against surplus share</h2>{_legend(report["agents"])}
+<h2>Strategy features against surplus share</h2>{_legend(report.agents)}
 <div class="plots">{plots_feat}</div>{_feature_table(report)}
 {_usage_section(report)}
 </body></html>

@@ -70,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise usage_error(f"{args.html}: {exc.strerror or exc}") from None
     if args.json:
-        sys.stdout.write(json.dumps(report, indent=2, allow_nan=False) + "\n")
+        sys.stdout.write(
+            json.dumps(report.model_dump(mode="json"), indent=2, allow_nan=False) + "\n"
+        )
     else:
         sys.stdout.write(format_report(report) + "\n")
     return 0

@@ -49,16 +49,16 @@ def run_view(store: ResultsStore, run: str) -> dict[str, Any] | None:
     if not rows and config is None:
         return None
     report = build_report(rows, run=run, config=config, resamples=RESAMPLES, samples=0)
+    shown = report.model_dump(
+        mode="json", include={"agents", "overall", "leaderboard", "head_to_head"}
+    )
     deals = sum(r.record.outcome.status == "deal" for r in rows)
     return {
         "run": run,
         "stored": len(rows),
         "planned": planned(config),
         "deals": deals,
-        "agents": report["agents"],
-        "overall": report["overall"],
-        "leaderboard": report["leaderboard"],
-        "head_to_head": report["head_to_head"],
+        **shown,
     }
 
 
