@@ -283,6 +283,8 @@ def test_forking_from_event_zero_is_a_new_match_on_the_same_scenario(
         ([KEY, "--from-event", "999", "--buyer", "linear"], "out of range"),
         ([KEY, "--from-event", "-1", "--buyer", "linear"], "at least 0"),
         ([KEY, "--buyer", "nobody"], "unknown agent"),
+        ([KEY, "--buyer", "llm:gpt-4.1-mini"], "only scripted agents sit"),
+        ([KEY, "--from-event", "3", "--seller", "human"], "only scripted agents sit"),
     ],
 )
 def test_replay_errors_are_one_line_with_status_2(
@@ -293,3 +295,17 @@ def test_replay_errors_are_one_line_with_status_2(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert message in err
+
+
+def test_replaying_a_stored_llm_seat_says_why_and_what_to_give(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm = rows(store)[KEY].model_copy(update={"buyer": "llm:gpt-4.1-mini"})
+    with ResultsStore(store) as s:
+        s.add("llm/1", llm, run="llm")
+    capsys.readouterr()
+    assert main(["replay", str(store), "llm/1"]) == 2
+    err = capsys.readouterr().err
+    assert "the stored buyer 'llm:gpt-4.1-mini' cannot be rebuilt" in err
+    assert "give --buyer" in err and err.count("\n") == 1
+    assert main(["replay", str(store), "llm/1", "--buyer", "boulware"]) == 0

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dealroom.agents import AgentSpecError, resolve
+from dealroom.agents import AgentSpecError, is_scripted, resolve
 from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import agent, usage_error
 from dealroom.cli.report import open_existing_store
@@ -39,13 +39,39 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(handler=run)
 
 
+IN_PROCESS_ONLY = (
+    "replay and fork rebuild the negotiation in the engine's in-process loop, where only "
+    "scripted agents sit (an LLM or a person plays through a seat of a served room)"
+)
+"""Why a seat player's spec cannot take a seat here: a fork continues at event k on the virtual
+clock in the engine, and an ``llm:`` player's conversation (what it read before event k) cannot
+be rebuilt from the record; another model would make a different counterfactual."""
+
+
+def _taker(seat: str, given: str | None, stored: str) -> AgentFactory:
+    """The agent for ``seat``: the one given by its flag, else the stored one rebuilt."""
+    return _seat_agent(given, seat) if given else _stored_agent(stored, seat)
+
+
+def _seat_agent(spec: str, flag: str) -> AgentFactory:
+    try:
+        scripted = is_scripted(spec)
+    except AgentSpecError as exc:
+        raise usage_error(str(exc)) from None
+    if not scripted:
+        raise usage_error(f"--{flag} {spec!r}: {IN_PROCESS_ONLY}")
+    return agent(spec)
+
+
 def _stored_agent(spec: str, seat: str) -> AgentFactory:
     try:
-        return resolve(spec)
+        scripted = is_scripted(spec)
     except AgentSpecError:
-        raise usage_error(
-            f"the stored {seat} {spec!r} is not a registered agent; replace it with --{seat}"
-        ) from None
+        scripted = None
+    if not scripted:
+        why = IN_PROCESS_ONLY if scripted is False else "it is not a registered agent"
+        raise usage_error(f"the stored {seat} {spec!r} cannot be rebuilt: {why}; give --{seat}")
+    return resolve(spec)
 
 
 def _seed_and_rules(row: StoredNegotiation, config: dict[str, Any] | None) -> tuple[Seed, Rules]:
@@ -70,8 +96,8 @@ def run(args: argparse.Namespace) -> int:
     stored = row.record
     buyer_spec = args.buyer or stored.buyer
     seller_spec = args.seller or stored.seller
-    buyer = agent(args.buyer) if args.buyer else _stored_agent(stored.buyer, "buyer")
-    seller = agent(args.seller) if args.seller else _stored_agent(stored.seller, "seller")
+    buyer = _taker("buyer", args.buyer, stored.buyer)
+    seller = _taker("seller", args.seller, stored.seller)
     names = (buyer_spec, seller_spec)
     if args.buyer is None and args.seller is None:
         record = play(stored.scenario, buyer, seller, names=names, rules=rules, seed=seed)
