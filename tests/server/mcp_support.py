@@ -239,9 +239,7 @@ async def http_server(
         app = build_http_app(
             registry, admin_token=admin_token, host="127.0.0.1", port=port, limits=http_limits
         )
-        config = uvicorn_config(
-            app, host="127.0.0.1", port=port, limits=http_limits, timeout_graceful_shutdown=2
-        )
+        config = uvicorn_config(app, host="127.0.0.1", port=port, limits=http_limits)
         server = uvicorn.Server(config)
         async with anyio.create_task_group() as group:
             group.start_soon(server.serve)

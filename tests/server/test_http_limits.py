@@ -162,6 +162,34 @@ async def test_a_request_sent_too_slowly_is_cut_off_and_live_calls_go_on(tmp_pat
     assert long_poll["woke"] == "timeout"
 
 
+async def test_a_stopping_server_cuts_long_polls_after_its_shutdown_grace(tmp_path: Path) -> None:
+    """Without a grace, stopping the server waited for every open long poll (up to a minute)."""
+    limits = HttpLimits(shutdown_grace_s=0.5)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as outer:
+            polled: list[BaseException | None] = []
+            async with http_server(tmp_path, http_limits=limits) as server:
+                room = await server.create_room()
+                started = anyio.Event()
+
+                async def long_poll() -> None:
+                    try:
+                        async with server.seat(room["tokens"]["buyer"]) as client:
+                            started.set()
+                            await client.call_tool("wait_for_opponent", {"timeout_s": 60})
+                        polled.append(None)
+                    except BaseException as exc:  # the cut connection, whatever the client raises
+                        polled.append(exc)
+
+                outer.start_soon(long_poll)
+                await started.wait()
+                await anyio.sleep(0.2)  # the call is in flight
+                stopping = anyio.current_time()
+            stopped_after = anyio.current_time() - stopping
+    assert stopped_after < 10  # the grace, not the poll's 60 s
+    assert len(polled) == 1
+
+
 def test_the_server_keeps_an_idle_connection_longer_than_http_clients_do() -> None:
     config = uvicorn_config(lambda *_: None, host="127.0.0.1", port=1)  # type: ignore[arg-type]
     assert config.timeout_keep_alive > (httpx2.Limits().keepalive_expiry or 0) + 5

@@ -54,6 +54,9 @@ class HttpLimits(BaseModel):
     """An MCP session with no request in flight for this long is closed."""
     max_sessions: int = Field(default=10_000, gt=0)
     """Most MCP sessions on the whole server."""
+    shutdown_grace_s: float = Field(default=5.0, gt=0)
+    """Seconds a stopping server waits for requests in flight (long polls, page streams)
+    before it closes them."""
 
 
 DEFAULT_HTTP_LIMITS = HttpLimits()

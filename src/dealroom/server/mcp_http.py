@@ -133,10 +133,12 @@ def uvicorn_config(
     open_files: int = 1024,
     **kwargs: Any,
 ) -> uvicorn.Config:
-    """How uvicorn serves ``app``: the guarded protocol, keep-alive and limits of ``limits``."""
+    """How uvicorn serves ``app``: the guarded protocol, keep-alive, limits and shutdown grace of
+    ``limits`` (without a grace, stopping waits for every open long poll and page stream)."""
     protocol = GuardedHttpProtocol.configured(
         limits.request_timeout_s, connection_cap(limits, open_files)
     )
+    kwargs.setdefault("timeout_graceful_shutdown", limits.shutdown_grace_s)
     return uvicorn.Config(
         app,
         host=host,
