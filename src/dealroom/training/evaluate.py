@@ -29,6 +29,7 @@ from dealroom.protocol import DEFAULT_RULES, Role, Rules, Tier
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.tools import function_schemas
 from dealroom.store.results import ResultsStore
+from dealroom.training.sequences import with_arguments
 from dealroom.training.trl import BargainToolEnv
 
 log = structlog.get_logger(__name__)
@@ -173,15 +174,7 @@ def _assistant(reply: Completion, n: int) -> ChatMessage:
 
 def wire_message(message: ChatMessage) -> ChatMessage:
     """A conversation message in the chat-completions wire form (arguments as JSON strings)."""
-    calls = message.get("tool_calls")
-    if not calls:
-        return message
-    wired = []
-    for call in calls:
-        arguments = call["function"]["arguments"]
-        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        wired.append({**call, "function": {**call["function"], "arguments": text}})
-    return {**message, "tool_calls": wired}
+    return with_arguments(message, "string")
 
 
 def _arguments(text: str) -> dict[str, Any] | str:

@@ -47,7 +47,7 @@ from dealroom.training.lengths import (
 )
 from dealroom.training.models import TrainingSetupError, lib, load_tokenizer, require_train_extra
 from dealroom.training.rewards import RewardSpec
-from dealroom.training.sequences import tokenize
+from dealroom.training.sequences import tokenize, with_arguments
 from dealroom.training.sft import sft_example
 from dealroom.training.trl import BargainToolEnv
 
@@ -172,24 +172,9 @@ def template_rows(
     out = []
     for row in rows:
         cut = first_turns(row, max_turns) if max_turns is not None else row
-        messages = [_with_arguments(m, arguments) for m in cut["messages"]]
+        messages = [with_arguments(m, arguments) for m in cut["messages"]]
         out.append({"messages": messages, "tools": row["tools"]})
     return out
-
-
-def _with_arguments(message: Row, arguments: Arguments) -> Row:
-    calls = message.get("tool_calls")
-    if not calls:
-        return message
-    converted = []
-    for call in calls:
-        raw = call["function"]["arguments"]
-        if arguments == "object":
-            value = json.loads(raw) if isinstance(raw, str) else raw
-        else:
-            value = raw if isinstance(raw, str) else json.dumps(raw)
-        converted.append({**call, "function": {**call["function"], "arguments": value}})
-    return {**message, "tool_calls": converted}
 
 
 def grpo_rows(settings: GRPOSettings) -> list[Row]:
