@@ -35,8 +35,9 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="One line per seat and negotiation, as the seat is served: its briefing "
         "(the first user message), each tool call and the text it returned. A scripted seat "
         "is replayed under the run's seed and rules; one whose replay does not reproduce the "
-        "stored events is skipped and counted. An LLM seat whose conversation was stored "
-        "exports that conversation as the model read and wrote it.",
+        "stored events is skipped and counted. A seat whose conversation was stored (an LLM "
+        "seat; a client seat of a server's room: an MCP client, a person on the web page) "
+        "exports that conversation as it was read and written.",
     )
     parser.add_argument("db", type=Path, metavar="FILE.db", help="results store to read")
     parser.add_argument("--out", type=Path, required=True, help="JSONL file to write")

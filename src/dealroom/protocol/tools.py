@@ -441,6 +441,17 @@ def function_schemas(rules: Rules, *, series: bool = False) -> list[dict[str, An
     return [function_schema(t, rules) for t in tools]
 
 
+def call_messages(call_id: str, name: ToolName, arguments: Any, text: str) -> list[dict[str, Any]]:
+    """One tool call and the text it returned, as the two OpenAI chat messages a transcript
+    holds: the assistant's call (no text of its own) and the tool's reply. ``arguments`` go in
+    as given (an object, or the JSON string of the OpenAI API's form)."""
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": text},
+    ]
+
+
 def docstring(tool: SeatTool, rules: Rules) -> str:
     """A Google-style docstring for the tool (TRL reads a method's schema from it)."""
     lines = [tool.description(rules)]

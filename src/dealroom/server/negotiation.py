@@ -105,6 +105,9 @@ class Negotiation:
         self._started: float | None = None
         self._version = -1
         self.recorded = False
+        self.ended_during: Role | None = None
+        """The seat whose call ended the negotiation (its reply is the first to show the
+        outcome); None while open, or when it ended outside the seats' calls (the reaper)."""
 
     @property
     def clock(self) -> ClockKind:
@@ -127,19 +130,19 @@ class Negotiation:
                 return seat.state != "acting" or not self.referee.is_open
 
             async with self._lock:
-                self._advance()
+                self._advance(role)
                 if not self.calls.submit(role, action):
                     return self.calls.too_late(role)
-                self._advance()
+                self._advance(role)
                 if settled():  # the usual case against a house agent: no waiting at all
                     return self.calls.acted(role)
             try:
-                await self._until(settled)
+                await self._until(role, settled)
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     async with self._lock:
                         self.sched.cancel(role)
-                        self._advance()
+                        self._advance(role)
                 raise
             async with self._lock:
                 return self.calls.acted(role)
@@ -158,20 +161,20 @@ class Negotiation:
                 return seat.state != "waiting" or not self.referee.is_open
 
             async with self._lock:
-                self._advance()
+                self._advance(role)
                 self.calls.sleep(role, timeout_s)
-                self._advance()
+                self._advance(role)
                 if settled():  # the usual case against a house agent: no waiting at all
                     return self.calls.woken(role)
             limit = min(timeout_s, self.limits.max_wait_s) + 0.05
-            await self._until(settled, limit=limit)
+            await self._until(role, settled, limit=limit)
             async with self._lock:
                 return self.calls.woken(role)
 
     async def observe(self, role: Role, *, deliver: bool) -> Observation:
         """What the seat sees now; ``deliver`` marks those events as shown to it."""
         async with self._call(role) if deliver else _nothing(), self._lock:
-            self._advance()
+            self._advance(role if deliver else None)
             return self.calls.observe(role, deliver=deliver)
 
     def sight(self, role: Role) -> Sight:
@@ -193,7 +196,7 @@ class Negotiation:
             return
         if seconds > 0:
             self.sched.think(role, seconds)
-            self._advance()
+            self._advance(role)
 
     async def changed(self, timeout_s: float) -> None:
         """Return at the schedule's next change, or after ``timeout_s`` wall seconds: for
@@ -232,12 +235,15 @@ class Negotiation:
                 self._in_call[role] -= 1
                 self._active_at[role] = self._timer()
 
-    async def _until(self, done: Callable[[], bool], *, limit: float | None = None) -> bool:
-        """Sleep until ``done()`` (True) or ``limit`` wall seconds pass (False)."""
+    async def _until(
+        self, role: Role, done: Callable[[], bool], *, limit: float | None = None
+    ) -> bool:
+        """Sleep in ``role``'s call until ``done()`` (True) or ``limit`` wall seconds pass
+        (False)."""
         end = None if limit is None else self._timer() + limit
         while True:
             async with self._lock:
-                self._advance()
+                self._advance(role)
                 if done():
                     return True
                 changed = self._changed
@@ -250,7 +256,9 @@ class Negotiation:
             with anyio.move_on_after(pause):
                 await changed.wait()
 
-    def _advance(self) -> None:
+    def _advance(self, by: Role | None = None) -> None:
+        """Bring the schedule up to now, in a call of seat ``by`` (None: outside the seats'
+        calls, such as the reaper's tick or a page reading the view)."""
         sched = self.sched
         wall = self._wall()
         if sched.clock == "virtual":
@@ -265,6 +273,7 @@ class Negotiation:
             self._changed.set()
             self._changed = anyio.Event()
         if not self.referee.is_open and not self.recorded:
+            self.ended_during = by
             self._on_end(self)  # if the store fails, the next call (or the reaper) retries
             self.recorded = True
 

@@ -6,6 +6,15 @@ stays pending, whatever the room does next, until it is in the store. The room i
 only the current negotiation, the totals of the series and its last ``RECENT_RESULTS`` results,
 so a long series costs no more memory, and no longer replies, than a short one.
 
+Each negotiation that goes to the store also keeps what its client seats read and did: the
+briefing, then every call that reached the seat with the text it returned, as chat messages
+(``extra["players"][role]["conversation"]``, what ``dealroom export-sft`` exports). A call
+belongs to the conversation when it was answered before the negotiation was recorded; the call
+during which the negotiation ended adds its reply too (before that call saves the row). Calls
+whose arguments the tools could not read never reach the seat and are not in it; a negotiation
+replayed from the journal after a restart, or whose seat made more than ``MAX_LOGGED_CALLS``
+calls, stores none (its conversation would be incomplete).
+
 A seat can also be played by an in-process, asynchronous player (an LLM agent, which cannot run
 inside the scheduler as a house agent does): a ``SeatPlayer``. For the clock its seat is a
 remote seat without a client; inside ``Room.playing()`` each negotiation starts it as a task,
@@ -18,9 +27,10 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any
 
 import anyio
 import structlog
@@ -40,9 +50,11 @@ from dealroom.protocol import (
     seat_outcome,
     seat_view,
 )
+from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret, Seed, seed_json
+from dealroom.protocol.tools import ToolName, call_messages, function_schemas
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
@@ -60,6 +72,9 @@ REMOTE_NAME = "mcp"
 
 RECENT_RESULTS = 20
 """How many of the last results a seat's state carries (the totals cover them all)."""
+
+MAX_LOGGED_CALLS = 1_000
+"""Most calls of one client seat kept in a negotiation's stored conversation."""
 
 
 class RoomError(DealroomError):
@@ -95,6 +110,29 @@ class SeatPlayer:
 
     spec: str
     play: Callable[[Room, Role], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Conversations:
+    """What the client seats of one negotiation did and read: their calls, as OpenAI chat
+    messages (the briefing is added when they are stored)."""
+
+    number: int
+    calls: dict[Role, list[dict[str, Any]]] = field(
+        default_factory=dict[Role, list[dict[str, Any]]]
+    )
+    complete: bool = True
+    """False once a call was left out (the ``MAX_LOGGED_CALLS`` cap)."""
+    tail: bool = False
+    """True once the reply of the call that ended the negotiation is in."""
+
+    def add(self, role: Role, name: ToolName, arguments: dict[str, Any], text: str) -> None:
+        mine = self.calls.setdefault(role, [])
+        n = len(mine) // 2 + 1
+        if n > MAX_LOGGED_CALLS:
+            self.complete = False
+            return
+        mine += call_messages(f"call_{n}", name, dict(arguments), text)
 
 
 class Room:
@@ -153,6 +191,11 @@ class Room:
         self._playing: dict[int, anyio.CancelScope] = {}
         self.journal: RoomJournal | None = None
         """Where the room's inputs are journaled (HTTP rooms), so it survives a restart."""
+        self._conversations: _Conversations | None = None
+        self._row: PendingRow | None = None
+        """The last negotiation's row while the reply of the call that ended it is to come."""
+        self._replayed = 0
+        """The last negotiation rebuilt from the journal: its calls before the restart are gone."""
         self._current: Negotiation | None = None
         self._current = self._start()
 
@@ -266,8 +309,56 @@ class Room:
             journal=lambda op: self._log(number, op),
         )
         log.info("negotiation started", room=self.id, negotiation=number, scenario=scenario.id)
+        self._row = None
         self._launch(negotiation)
         return negotiation
+
+    def heard(
+        self,
+        negotiation: Negotiation,
+        role: Role,
+        name: ToolName,
+        arguments: dict[str, Any],
+        text: str,
+    ) -> None:
+        """One call of a client seat and the text it returned, for the stored conversation
+        (see the module's docstring for which calls count)."""
+        if self.writer is None or role not in negotiation.client_roles:
+            return
+        if negotiation.number <= self._replayed or negotiation is not self._current:
+            return
+        kept = self._conversations
+        if kept is None or kept.number != negotiation.number:
+            kept = self._conversations = _Conversations(negotiation.number)
+        if not negotiation.recorded:
+            kept.add(role, name, arguments, text)
+            return
+        if negotiation.ended_during != role or kept.tail:
+            return
+        kept.tail = True
+        kept.add(role, name, arguments, text)
+        row, self._row = self._row, None
+        if row is None or row.key != self.key(negotiation):
+            return
+        if not self.writer.revise(replace(row, extra={**row.extra, **self._players(negotiation)})):
+            log.warning("conversation stored without its last reply", key=row.key)
+
+    def _players(self, negotiation: Negotiation) -> dict[str, Any]:
+        """The ``players`` entry of a negotiation's extra: each client seat's briefing and
+        calls (none when some call was left out, or the seat made no call)."""
+        kept = self._conversations
+        if kept is None or kept.number != negotiation.number or not kept.complete:
+            return {}
+        tools = function_schemas(self.rules, series=self.series)
+        players: dict[str, Any] = {}
+        for role, calls in kept.calls.items():
+            first = {"role": "user", "content": self._briefing(negotiation.scenario, role)}
+            conversation = {"messages": [first, *calls], "tools": tools}
+            players[role] = {"name": self.name(role), "conversation": conversation}
+        return {"players": players} if players else {}
+
+    def _briefing(self, scenario: Scenario, role: Role) -> str:
+        return briefing(seat_view(scenario, role), self.rules, self.clock)
 
     def _log(self, number: int, op: Op) -> None:
         if self.journal is not None:
@@ -280,6 +371,7 @@ class Room:
                 self.new_negotiation()
             if number != self.current.number:
                 raise ValueError(f"journal: negotiation {number} after {self.current.number}")
+            self._replayed = number
             self.current.replay(op)
 
     def key(self, negotiation: Negotiation) -> str:
@@ -336,9 +428,12 @@ class Room:
             **({"errors": dict(negotiation.errors)} if negotiation.errors else {}),
             **({"participant": self.participant} if self.participant is not None else {}),
             **({"consent": self._consent_json()} if self.consent is not None else {}),
+            **self._players(negotiation),
         }
-        row = SerializedRecord.of(record)
-        self.writer.put(PendingRow(self.key(negotiation), self.run, row, extra))
+        row = PendingRow(self.key(negotiation), self.run, SerializedRecord.of(record), extra)
+        self.writer.put(row)
+        if negotiation.ended_during in self.client_roles:
+            self._row = row  # its call's reply is still to come (``heard``)
 
     def needs_consent(self, role: Role) -> bool:
         """True while the room asks for consent and the seat's person has not agreed yet."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol
 
 from dealroom.protocol import (
     Action,
@@ -23,8 +23,9 @@ from dealroom.protocol import (
     seat_text,
 )
 from dealroom.protocol.errors import DealroomError
-from dealroom.protocol.tools import SEAT_TOOLS
+from dealroom.protocol.tools import SEAT_TOOLS, ToolName, arguments_of, tool_of
 from dealroom.server import texts
+from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room, RoomError
 
 _DESCRIPTIONS: dict[str, Mapping[str, str]] = {}
@@ -129,10 +130,15 @@ class RoomBackend:
         yet, raises CallRefused ``result_pending``: it says that the action counted.
         """
         negotiation = self.room.current
+        name, arguments = tool_of(action.type).name, arguments_of(action)
         try:
-            result = await negotiation.act(self.role, action)
-        except RuleViolation as violation:
-            raise CallRefused(seat_text.error_payload(violation.code, violation.message)) from None
+            try:
+                result = await negotiation.act(self.role, action)
+            except RuleViolation as violation:
+                refusal = seat_text.error_payload(violation.code, violation.message)
+                self.room.heard(negotiation, self.role, name, arguments, refusal.text())
+                raise CallRefused(refusal) from None
+            self._heard(negotiation, name, arguments, result)
         finally:
             await self.room.save()
         if result.ok and result.outcome is not None and not self.room.saved(negotiation):
@@ -142,19 +148,29 @@ class RoomBackend:
 
     async def wait(self, timeout_s: float) -> WaitResult:
         """Long-poll on the current negotiation."""
+        negotiation = self.room.current
         try:
-            return await self.room.current.wait(self.role, timeout_s)
+            result = await negotiation.wait(self.role, timeout_s)
+            self._heard(negotiation, "wait_for_opponent", {"timeout_s": timeout_s}, result)
+            return result
         finally:
             await self.room.save()
 
     async def state(self) -> SeatState:
         """Observation plus series results."""
-        room, role = self.room, self.role
-        negotiation = room.current
+        negotiation = self.room.current
         try:
-            observation = await negotiation.observe(role, deliver=True)
+            state = await self._state(negotiation)
+            if self.room.writer is not None:
+                text = seat_text.state_text(state)
+                self.room.heard(negotiation, self.role, "get_state", {}, text)
+            return state
         finally:
-            await room.save()
+            await self.room.save()
+
+    async def _state(self, negotiation: Negotiation) -> SeatState:
+        room, role = self.room, self.role
+        observation = await negotiation.observe(role, deliver=True)
         return SeatState(
             observation=observation,
             negotiation=negotiation.number,
@@ -166,13 +182,29 @@ class RoomBackend:
             hint=negotiation.hint(role),
         )
 
+    def _heard(
+        self,
+        negotiation: Negotiation,
+        name: ToolName,
+        arguments: dict[str, Any],
+        result: ActionResult | WaitResult,
+    ) -> None:
+        """Hand the room the call and the text the seat reads for it (rendered only when the
+        room stores its negotiations)."""
+        if self.room.writer is not None:
+            text = seat_text.update_text(result, self.role, negotiation.scenario.currency)
+            self.room.heard(negotiation, self.role, name, arguments, text)
+
     async def new_negotiation(self) -> SeatState:
         """Next negotiation of the series."""
         try:
             self.room.new_negotiation()
         except RoomError as error:
             raise CallRefused(seat_text.error_payload(error.code, error.message)) from None
-        return await self.state()
+        try:
+            return await self._state(self.room.current)  # not a call of its conversation
+        finally:
+            await self.room.save()
 
     async def observation_json(self) -> str:
         """The current observation as JSON (does not mark events as seen)."""

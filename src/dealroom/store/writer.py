@@ -73,6 +73,17 @@ class ResultWriter:
         if row.key not in self._pending:
             self._pending[row.key] = _Entry(row)
 
+    def revise(self, row: PendingRow) -> bool:
+        """Replace a pending row that nothing has written yet (not spooled, not tried, no write
+        under way); True if replaced. A row already on its way is kept as it is."""
+        entry = self._pending.get(row.key)
+        if entry is None or entry.spooled or entry.tried:
+            return False
+        if self._spool_lock.locked() or self._store_lock.locked():
+            return False
+        entry.row = row
+        return True
+
     def pending(self) -> tuple[str, ...]:
         """Keys not in the store yet, oldest first."""
         return tuple(self._pending)

@@ -16,8 +16,9 @@ against a ``LocalSeat`` whose house agent is the other seat's agent, both seeded
 original negotiation (``seat_rng`` under the run's secret or seed). Each call and the text it
 returned are written down. The replay must reproduce the stored events exactly; a record that
 does not (another seed, an edited record, an opponent that is not scripted) raises
-``NotReplayable`` instead of yielding a different conversation. A stored LLM conversation is
-exported as the model read and wrote it (``conversation_example``).
+``NotReplayable`` instead of yielding a different conversation. A stored conversation is
+exported as it was read and written (``conversation_example``): an LLM seat's, and a client
+seat's of a server's room (``dealroom.server.room``: an MCP client's, a person's).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Seed
-from dealroom.protocol.tools import ToolName, arguments_of, function_schemas
+from dealroom.protocol.tools import ToolName, arguments_of, call_messages, function_schemas
 from dealroom.training.trl import call_tool
 
 ArgumentsForm = Literal["object", "json"]
@@ -170,22 +171,8 @@ def sft_example(
         {"role": "user", "content": briefing(seat_view(record.scenario, role), rules)}
     ]
     for n, call in enumerate(calls, start=1):
-        call_id = f"call_{n}"
         args: Any = json.dumps(call.arguments) if arguments == "json" else dict(call.arguments)
-        messages.append(
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": args},
-                    }
-                ],
-            }
-        )
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": call.text})
+        messages += call_messages(f"call_{n}", call.name, args, call.text)
     return {
         "messages": messages,
         "tools": function_schemas(rules),
@@ -200,9 +187,9 @@ def conversation_example(
     *,
     metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """A seat whose model's own conversation was stored with the negotiation (LLM seats):
-    exactly the messages it read and wrote and the tools it was given, instead of a
-    transcript rebuilt from the events. None if the model never got a message."""
+    """A seat whose conversation was stored with the negotiation (LLM seats, client seats of a
+    server's room): exactly the messages it read and wrote and the tools it was given, instead
+    of a transcript rebuilt from the events. None if it holds no call."""
     messages = list(conversation.get("messages") or [])
     if len(messages) < 2:
         return None

@@ -173,9 +173,10 @@ async def test_an_experiment_room_asks_for_consent_and_stores_under_the_particip
         assert "error" not in await call(http, server, token, "get_state")
         agreed = await http.post(f"{server.url}/web/api/seat/consent", headers=auth(token))
         assert agreed.status_code == 200
-        assert "error" not in await call(http, server, token, "make_offer", price=10.0)
+        offered = await call(http, server, token, "make_offer", price=10.0)
         ended = await call(http, server, token, "wait_for_opponent", timeout_s=30)
         assert ended["result"]["outcome"]["status"] == "deal"
+        read = [offered["text"], ended["text"]]  # the page's calls that reached the seat
         runs = (await http.get(f"{server.url}/web/api/runs", headers=auth(ADMIN))).json()
         assert runs["runs"] == [{"run": "p07", "stored": 1, "planned": None}]
     with ResultsStore(tmp_path / "results.db", create=False) as store:
@@ -183,6 +184,20 @@ async def test_an_experiment_room_asks_for_consent_and_stores_under_the_particip
         assert stored.extra["participant"] == "p07"
         assert stored.extra["consent"]["text"] == "I agree to take part."
         assert set(stored.extra["consent"]["agreed"]) == {"buyer"}
+    out = tmp_path / "p07.jsonl"  # the person's seat exports like any other
+    assert (
+        cli_main(["export-sft", str(tmp_path / "results.db"), "--run", "p07", "--out", str(out)])
+        == 0
+    )
+    (example,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert example["metadata"]["role"] == "buyer"
+    calls = example["messages"][1:]
+    assert [m["tool_calls"][0]["function"]["name"] for m in calls[::2]] == [
+        "get_state",
+        "make_offer",
+        "wait_for_opponent",
+    ]
+    assert [m["content"] for m in calls[1::2]][1:] == read
 
 
 async def test_the_tournament_data_is_the_reports_leaderboard_and_progress(tmp_path: Path) -> None:
