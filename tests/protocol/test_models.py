@@ -436,3 +436,28 @@ def test_trusted_instances_share_a_fields_set_that_copies_never_change() -> None
     with pytest.raises(ValidationError):
         first.offer_id = "o3"  # type: ignore[misc]
     assert second.model_fields_set == set(OfferWithdrawn.model_fields)
+
+
+def test_a_trusted_builder_builds_what_validation_builds() -> None:
+    from decimal import Decimal
+
+    from dealroom.protocol import OfferMade
+    from dealroom.protocol._base import trusted_builder
+
+    build = trusted_builder(OfferMade)
+    values = {
+        "seq": 2,
+        "t": 1.5,
+        "by": "seller",
+        "type": "offer_made",
+        "offer_id": "o1",
+        "price": Decimal("12.30"),
+        "message": None,
+    }
+    made = build(dict(values))
+    assert made == OfferMade.model_validate(values)
+    assert made.model_dump_json() == OfferMade.model_validate(values).model_dump_json()
+    assert made.model_fields_set == set(OfferMade.model_fields)
+    assert build(dict(values)).model_fields_set is made.model_fields_set
+    with pytest.raises(ValidationError):
+        made.price = Decimal(1)  # type: ignore[misc]

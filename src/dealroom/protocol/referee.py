@@ -7,11 +7,19 @@ invalid-action count, and the count that reaches the limit forfeits the negotiat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, TypeVar, assert_never
 
-from dealroom.protocol._base import ROLES, Role, is_finite_number, other, to_cents, trusted
+from dealroom.protocol._base import (
+    CENT,
+    ROLES,
+    Role,
+    is_finite_number,
+    other,
+    to_cents,
+    trusted,
+    trusted_builder,
+)
 from dealroom.protocol.actions import Accept, Action, MakeOffer, Reject, SendMessage, WalkAway
 from dealroom.protocol.errors import ErrorCode, RuleViolation
 from dealroom.protocol.events import (
@@ -47,22 +55,10 @@ def _attached(message: str | None) -> str | None:
     return message if message is not None and message.strip() else None
 
 
-@dataclass(slots=True)
-class _Offer:
-    public: LiveOffer
-    live: bool = True
-
-    @property
-    def offer_id(self) -> str:
-        return self.public.offer_id
-
-    @property
-    def by(self) -> Role:
-        return self.public.by
-
-    @property
-    def price(self) -> Decimal:
-        return self.public.price
+_withdrawn = trusted_builder(OfferWithdrawn)
+_made = trusted_builder(OfferMade)
+_live_offer = trusted_builder(LiveOffer)
+_observation = trusted_builder(Observation)
 
 
 class Referee:
@@ -78,10 +74,13 @@ class Referee:
         self._events: list[Event] = []
         self._frozen: tuple[Event, ...] = ()
         """The events as a tuple, rebuilt only once new ones came (observations share it)."""
-        self._offers: dict[str, _Offer] = {}
-        self._live: dict[Role, _Offer | None] = {"buyer": None, "seller": None}
+        self._offers: dict[str, LiveOffer] = {}
+        self._live: dict[Role, LiveOffer | None] = {"buyer": None, "seller": None}
+        """Each seat's live offer: an offer is live exactly while it is its seat's entry here
+        (a new own offer, a rejection or the end replaces it)."""
         self._live_offers: tuple[LiveOffer, ...] | None = ()
         """``live_offers()``, cached until the live offers change (None: changed)."""
+        self._max_actions = rules.max_actions
         self._actions = {"buyer": 0, "seller": 0}
         self._offers_made = {"buyer": 0, "seller": 0}
         self._messages = {"buyer": 0, "seller": 0}
@@ -126,7 +125,7 @@ class Referee:
         if offers is None:
             live = self._live
             offers = self._live_offers = tuple(
-                o.public for role in ("seller", "buyer") if (o := live[role]) is not None
+                o for role in ("seller", "buyer") if (o := live[role]) is not None
             )
         return offers
 
@@ -137,16 +136,17 @@ class Referee:
         clock = end.time if end is not None else (now if now < deadline else deadline)
         # Every field comes from validated state: construct without validating again (the hot
         # path of every simulation).
-        return trusted(
-            Observation,
-            role=role,
-            scenario=self._public,
-            private_value=self._values[role],
-            now=clock,
-            time_left=round(deadline - clock, 3),
-            live_offers=self.live_offers(),
-            events=self.events,
-            outcome=seat_outcome(end, role) if end is not None else None,
+        return _observation(
+            {
+                "role": role,
+                "scenario": self._public,
+                "private_value": self._values[role],
+                "now": clock,
+                "time_left": round(deadline - clock, 3),
+                "live_offers": self.live_offers(),
+                "events": self.events,
+                "outcome": seat_outcome(end, role) if end is not None else None,
+            }
         )
 
     # -- acting --------------------------------------------------------------------------
@@ -174,12 +174,14 @@ class Referee:
             cents = self._validate(role, action)
         except RuleViolation as violation:
             raise self._count_invalid(role, violation, now) from None
-        start = len(self._events)
+        events = self._events
+        start = len(events)
         self._do(role, action, now, cents)
-        self._actions[role] += 1
-        if self._outcome is None and self._actions[role] >= self.rules.max_actions:
+        actions = self._actions
+        count = actions[role] = actions[role] + 1
+        if count >= self._max_actions and self._outcome is None:
             self._end("action_limit", role, None, now)
-        return self._events[start:]
+        return events[start:]
 
     # -- validation (no mutation) ----------------------------------------------------------
 
@@ -209,8 +211,13 @@ class Referee:
         if not is_finite_number(price):
             raise RuleViolation(ErrorCode.PRICE_NOT_FINITE, "The price must be a finite number.")
         try:
-            cents = to_cents(price)
-        except ValueError:  # finite but too large to quantise: far above the maximum
+            # A Decimal is quantised directly (``to_cents`` without its checks, done above).
+            cents = (
+                price.quantize(CENT, rounding=ROUND_HALF_UP)
+                if type(price) is Decimal
+                else to_cents(price)
+            )
+        except (ValueError, InvalidOperation):  # finite but too large to quantise
             cents = None
         if cents is None or cents <= 0 or cents > self._max_price:
             raise RuleViolation(
@@ -235,7 +242,7 @@ class Referee:
             raise RuleViolation(
                 ErrorCode.OWN_OFFER, "You can only accept or reject the other side's offer."
             )
-        if not offer.live:
+        if self._live[offer.by] is not offer:
             raise RuleViolation(
                 ErrorCode.OFFER_NOT_LIVE,
                 f"Offer {offer_id!r} is no longer live (withdrawn or rejected).",
@@ -261,11 +268,9 @@ class Referee:
                 self._make_offer(role, cents, _attached(message), now)
             case Accept(offer_id=offer_id):
                 offer = self._offers[offer_id]
-                offer.live = False
                 self._emit(OfferAccepted, now, role, offer_id=offer_id, price=offer.price)
                 self._end("accepted", role, offer.price, now)
             case Reject(offer_id=offer_id, message=message):
-                self._offers[offer_id].live = False
                 self._live[other(role)] = None
                 self._live_offers = None
                 message = _attached(message)
@@ -284,39 +289,44 @@ class Referee:
 
     def _make_offer(self, role: Role, price: Decimal, message: str | None, now: float) -> None:
         # The simulation's hot path: both events and the live offer are built from validated
-        # values without validating again (``trusted`` needs every field).
+        # values without validating again (every field, in field order).
         events = self._events
-        previous = self._live[role]
+        seq = len(events) + 1
+        live = self._live
+        previous = live[role]
         if previous is not None:
-            previous.live = False
             events.append(
-                trusted(
-                    OfferWithdrawn,
-                    seq=len(events) + 1,
-                    t=now,
-                    by=role,
-                    type="offer_withdrawn",
-                    offer_id=previous.public.offer_id,
+                _withdrawn(
+                    {
+                        "seq": seq,
+                        "t": now,
+                        "by": role,
+                        "type": "offer_withdrawn",
+                        "offer_id": previous.offer_id,
+                    }
                 )
             )
-        offer_id = f"o{len(self._offers) + 1}"
-        offer = _Offer(trusted(LiveOffer, offer_id=offer_id, by=role, price=price, t=now))
-        self._offers[offer_id] = offer
-        self._live[role] = offer
+            seq += 1
+        offers = self._offers
+        offer_id = f"o{len(offers) + 1}"
+        offers[offer_id] = live[role] = _live_offer(
+            {"offer_id": offer_id, "by": role, "price": price, "t": now}
+        )
         self._live_offers = None
         self._offers_made[role] += 1
         if message is not None:
             self._messages[role] += 1
         events.append(
-            trusted(
-                OfferMade,
-                seq=len(events) + 1,
-                t=now,
-                by=role,
-                type="offer_made",
-                offer_id=offer_id,
-                price=price,
-                message=message,
+            _made(
+                {
+                    "seq": seq,
+                    "t": now,
+                    "by": role,
+                    "type": "offer_made",
+                    "offer_id": offer_id,
+                    "price": price,
+                    "message": message,
+                }
             )
         )
 
@@ -331,8 +341,6 @@ class Referee:
 
     def _end(self, reason: EndReason, by: Role | None, price: Decimal | None, now: float) -> Event:
         for role in ROLES:
-            if (live := self._live[role]) is not None:
-                live.live = False
             self._live[role] = None
         self._live_offers = None
         event = self._emit(NegotiationEnded, now, by, reason=reason, price=price)
