@@ -95,6 +95,8 @@ class Scheduler:
         }
         self.order: tuple[Role, Role] = (self.rules.first_mover, other(self.rules.first_mover))
         self._first, self._second = self.seats[self.order[0]], self.seats[self.order[1]]
+        self._houses = isinstance(self._first, HouseSeat) and isinstance(self._second, HouseSeat)
+        """Both seats are house seats (every simulation): ordering reads their cached times."""
         self._per_wake = self.rules.thinking.per_wake
         self._min_cost = min(costs.values())
         self._awake: HouseSeat | None = None
@@ -259,6 +261,13 @@ class Scheduler:
         # The one ordering rule: by time; at equal times an action taking effect goes before a
         # wake-up (so the woken seat sees it), then the first mover.
         first, second = self._first, self._second
+        if self._houses:
+            # The same rule on the house seats' cached times (the hot path of every simulation).
+            assert isinstance(first, HouseSeat) and isinstance(second, HouseSeat)
+            at1, at2 = first.due_at, second.due_at
+            if at2 < at1 or (at2 == at1 and second.due_action and not first.due_action):
+                return second, at2, not second.awake
+            return first, at1, not first.awake
         if isinstance(first, HouseSeat):
             at1, act1, det1 = first.due_at, first.due_action, not first.awake
         else:
@@ -305,16 +314,19 @@ class Scheduler:
             if isinstance(applied, RuleViolation):
                 seat.refused(applied, at)
             return
-        seat.wake(at)
-        observation = self.referee.observe(seat.role, at)
         agent = seat.agent
         if agent is None:
+            seat.wake(at)
+            observation = self.referee.observe(seat.role, at)
             errors = tuple(seat.errors)
             seat.errors.clear()
             self._awake, self._wake = seat, Wake(seat.role, observation, errors)
             return
-        seat.errors.clear()
-        seat.queue(agent.act(observation), self._per_wake)
+        # Woken and deciding at once: the decision replaces the wake's lower bound.
+        seat.wake(at, deciding=True)
+        if seat.errors:
+            seat.errors.clear()
+        seat.queue(agent.act(self.referee.observe(seat.role, at)), self._per_wake)
 
     def _apply(self, seat: ScheduledSeat, action: Action, at: float) -> list[Event] | RuleViolation:
         try:

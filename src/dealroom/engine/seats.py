@@ -96,23 +96,33 @@ class HouseSeat:
             self.due_at = soonest if soonest > self.ready_at else self.ready_at
             self.due_action = False
 
-    def wake(self, at: float) -> None:
+    def wake(self, at: float, *, deciding: bool = False) -> None:
         """The seat is woken at ``at``: it has seen everything so far, and now decides. Until
-        it does, it acts no earlier than one clock step later (a lower bound, never run)."""
+        it does, it acts no earlier than one clock step later (a lower bound, never run; not
+        computed when it is ``deciding`` in place: its decision replaces it)."""
         self.ready_at = at
         self.news_at = math.inf
         self.awake = True
-        self.due_at, self.due_action = round(at + MIN_STEP, 3), True
+        if not deciding:
+            self.due_at, self.due_action = round(at + MIN_STEP, 3), True
 
     def queue(self, decision: Decision, thinking: float) -> None:
         """Charge the thinking (at least ``MIN_STEP``), queue the actions and set the
         wake-up timer."""
         self.awake = False
-        ready = self.ready_at = round(self.ready_at + max(thinking, MIN_STEP), 3)
-        self.pending.extend(decision.actions)
+        ready = self.ready_at = round(
+            self.ready_at + (thinking if thinking > MIN_STEP else MIN_STEP), 3
+        )
         wait = decision.wait
         self.wake_at = math.inf if wait is None else round(ready + wait, 3)
-        self._refresh()
+        actions = decision.actions
+        if actions:
+            pending = self.pending
+            pending.extend(actions)
+            self.due_at = round(ready + self.costs[pending[0].type], 3)
+            self.due_action = True
+        else:
+            self._refresh()
 
     def acted(self, at: float) -> Action:
         """Take the next queued action off the queue: it takes effect at ``at``."""
