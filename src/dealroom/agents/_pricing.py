@@ -16,10 +16,27 @@ def clamp(x: float, low: float, high: float) -> float:
 
 def as_money(fraction_of_list: float, list_price: Decimal) -> Decimal:
     """A fraction of the list price, in cents (half up, as ``to_cents``)."""
+    return money_of(fraction_of_list, list_price, int(list_price * 100))
+
+
+def money_of(fraction_of_list: float, list_price: Decimal, list_cents: int) -> Decimal:
+    """``as_money`` with the list price's whole cents (``list_cents``) already counted.
+
+    The rule is the Decimal product of the fraction rounded to nine places (as its shortest
+    repr) and the list price, quantised to cents half up. This runs on every wake of every
+    scripted agent, so the usual case is done in integers with the same result: the fraction
+    rounds to ``m`` billionths (exactly, unless it lies within a rounding error of a tie), and
+    ``m`` billionths of ``list_cents`` cents, half up, is the price in cents. Anything else
+    (ties, zero, negative or huge fractions, huge prices) takes the Decimal path.
+    """
+    scaled = fraction_of_list * 1e9
+    # Bounds that keep the Decimal product exact (at most 26 digits: the context keeps 28).
+    if 0 < scaled < 1e11 and list_cents < 10**15:
+        billionths = round(scaled)
+        if -0.499 < scaled - billionths < 0.499:
+            return Decimal((billionths * list_cents + 500_000_000) // 1_000_000_000).scaleb(-2)
     if not math.isfinite(fraction_of_list):
         raise ValueError(f"not a finite number: {fraction_of_list!r}")
-    # The product of two finite Decimals: quantised directly (``to_cents`` without its checks;
-    # this runs on every wake of every scripted agent).
     return (Decimal(repr(round(fraction_of_list, 9))) * list_price).quantize(
         CENT, rounding=ROUND_HALF_UP
     )

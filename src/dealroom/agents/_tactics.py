@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from dealroom.agents._pricing import acceptable, better_or_equal, clamp
+from dealroom.agents._pricing import clamp
 from dealroom.protocol import Accept, Decision, Event, MakeOffer, Observation, OfferMade, Role
-from dealroom.protocol._base import trusted
+from dealroom.protocol._base import trusted_builder
 
 
 @dataclass(slots=True)
@@ -50,6 +50,12 @@ of the list price: the precision of a price computed from a fraction (``as_money
 digits), so that the decision does not depend on the price scale."""
 
 
+_accept = trusted_builder(Accept)
+_offer = trusted_builder(MakeOffer)
+_SLEEPS: dict[float, Decision] = {}
+"""``Decision(wait=w)`` for each ``w`` seen (a few per process): frozen, so shared."""
+
+
 def reply(
     observation: Observation,
     mine: Decimal,
@@ -73,22 +79,28 @@ def reply(
             current = live
         else:
             theirs = live
-    if (
-        theirs is not None
-        and (
-            better_or_equal(role, theirs.price, mine)
-            or abs(theirs.price - mine) <= list_price * SLACK
-        )
-        and acceptable(role, theirs.price, reservation)
-    ):
-        # Both actions are built from values already typed (an offer id the referee issued, a
-        # Decimal price): constructed without validating again; the referee validates them.
-        return Decision(actions=(trusted(Accept, type="accept", offer_id=theirs.offer_id),))
+    if theirs is not None:
+        price = theirs.price
+        # better_or_equal(role, price, mine) and acceptable(role, price, reservation), inline:
+        # this runs on every wake of every scripted agent.
+        seller = role == "seller"
+        if (
+            (price >= mine if seller else price <= mine) or abs(price - mine) <= list_price * SLACK
+        ) and (price >= reservation if seller else price <= reservation):
+            # Both actions are built from values already typed (an offer id the referee
+            # issued, a Decimal price): constructed without validating again; the referee
+            # validates them.
+            return Decision(actions=(_accept({"type": "accept", "offer_id": theirs.offer_id}),))
     if current is not None and (
         current.price == mine or abs(current.price - mine) < list_price * min_move
     ):
-        return Decision(wait=wait)
-    offer = trusted(MakeOffer, type="make_offer", price=mine, message=None)
+        sleep = _SLEEPS.get(wait)
+        if sleep is None:
+            if len(_SLEEPS) >= 64:
+                _SLEEPS.clear()
+            sleep = _SLEEPS[wait] = Decision(wait=wait)
+        return sleep
+    offer = _offer({"type": "make_offer", "price": mine, "message": None})
     return Decision(actions=(offer,), wait=wait)
 
 

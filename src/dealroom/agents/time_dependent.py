@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass
 from decimal import Decimal
 
-from dealroom.agents._pricing import as_money, progress, reservation_fraction, safe_price
+from dealroom.agents._pricing import money_of, progress, reservation_fraction, safe_price
 from dealroom.agents._tactics import reply
 from dealroom.protocol import Decision, Observation, Role, SeatView
 
@@ -54,6 +54,9 @@ class TimeDependent:
         self.start = max(opening, r) if view.role == "seller" else min(opening, r)
         hold = params.noise * rng.random() if params.noise > 0 and rng is not None else 0.0
         self.end = r + (self.start - r) * hold
+        # Constants of price_at, computed once (the same float operations as there).
+        self._span = self.end - self.start
+        self._list_cents = int(self.list_price * 100)
 
     def concession(self, t: float) -> float:
         """f(t) in [0, 1]."""
@@ -64,8 +67,9 @@ class TimeDependent:
 
     def price_at(self, t: float) -> Decimal:
         """Own offer at normalised time t, never losing money."""
-        fraction = self.start + (self.end - self.start) * self.concession(t)
-        return safe_price(self.role, as_money(fraction, self.list_price), self.reservation)
+        fraction = self.start + self._span * self.concession(t)
+        price = money_of(fraction, self.list_price, self._list_cents)
+        return safe_price(self.role, price, self.reservation)
 
     def act(self, observation: Observation) -> Decision:
         """Accept by AC_next, else offer the price for now (if it moved)."""
