@@ -129,20 +129,33 @@ class _Axes:
 
 
 def _svg(kind: str, body: str, label: str) -> str:
+    """One plot: a whole SVG document (its font set on the root, so that it looks the same
+    inline in the report and alone, as the tournament page shows it, in an image)."""
     return (
         f'<svg class="plot" data-plot="{kind}" xmlns="http://www.w3.org/2000/svg" '
         f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" '
+        f'font-family="system-ui, sans-serif" font-size="10" '
         f'aria-label="{escape(label)}">{body}</svg>'
     )
 
 
-def _colors(agents: Sequence[str]) -> dict[str, str]:
+def agent_colors(agents: Sequence[str]) -> dict[str, str]:
+    """Each agent's colour in every plot and legend, by its place in the report's agents."""
     return {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(agents)}
+
+
+def report_plots(report: Report) -> dict[str, list[str]]:
+    """Every plot of the report, as SVG documents, by kind (see the module's docstring)."""
+    return {
+        "surplus-by-tier": [tier_plot(report, role) for role in ("buyer", "seller")],
+        "trajectory": [trajectory_plot(s) for s in report.samples],
+        "feature": [feature_plot(report, f) for f in FEATURE_LABELS],
+    }
 
 
 def tier_plot(report: Report, role: str) -> str:
     """Surplus share per tier, one line per agent, for one seat (or both)."""
-    tiers, colors = report.tiers, _colors(report.agents)
+    tiers, colors = report.tiers, agent_colors(report.agents)
     rows = [r for r in report.per_tier if r.role == role]
     values = [c.surplus_share.value for r in rows for c in r.tiers.values()]
     axes = _Axes([], [0.0, *(v for v in values if v is not None)], categories=tiers)
@@ -199,7 +212,7 @@ def trajectory_plot(sample: Sample) -> str:
 def feature_plot(report: Report, feature: str) -> str:
     """A feature against surplus share: one point per agent and seat (circle buyer, square
     seller)."""
-    colors = _colors(report.agents)
+    colors = agent_colors(report.agents)
     points = [
         (fx, fy, r)
         for r in report.features
@@ -302,7 +315,7 @@ def _feature_table(report: Report) -> str:
 
 
 def _legend(agents: Sequence[str]) -> str:
-    colors = _colors(agents)
+    colors = agent_colors(agents)
     spans = "".join(
         f'<span><i class="swatch" style="background:{colors[a]}"></i>{escape(a)}</span>'
         for a in agents
@@ -338,9 +351,10 @@ def render_html(report: Report) -> str:
         f"{', '.join(report.tiers)}. Deal rate {_pct(deal.value)}, efficiency "
         f"{_pct(eff.value)}, IR violations {overall.ir_violations}."
     )
-    plots_tier = "".join(tier_plot(report, role) for role in ("buyer", "seller"))
-    plots_traj = "".join(trajectory_plot(s) for s in report.samples)
-    plots_feat = "".join(feature_plot(report, f) for f in FEATURE_LABELS)
+    plots = report_plots(report)
+    plots_tier = "".join(plots["surplus-by-tier"])
+    plots_traj = "".join(plots["trajectory"])
+    plots_feat = "".join(plots["feature"])
     sample_note = (
         f"Scenario {escape(report.samples[0].scenario_id)} "
         f"({escape(report.samples[0].item)}), played by different pairings. Dashed: "

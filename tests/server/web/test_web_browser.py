@@ -20,6 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import ADMIN
 
+from dealroom.analysis.report import FEATURE_LABELS
 from dealroom.play.tournament import SerialBackend, Tournament, TournamentConfig
 from dealroom.store.results import ResultsStore
 
@@ -216,4 +217,17 @@ def test_the_tournament_page_shows_a_runs_progress_and_leaderboard(tmp_path: Pat
         rows = driver.find_elements("css selector", "#leaderboard tr.board-row")
         assert {r.text.split()[0] for r in rows} == set(agents)
         assert "cup" in by_id(driver, "runs").text
+        plots = driver.find_elements("css selector", "#plots-surplus-by-tier img")
+        until(
+            lambda: (
+                len(plots) == 2
+                and all(
+                    driver.execute_script("return arguments[0].naturalWidth", p) == 320
+                    for p in plots
+                )
+            ),
+            "the plots, drawn",
+        )
+        features = driver.find_elements("css selector", "#plots-feature img")
+        assert len(features) == len(FEATURE_LABELS)
         screenshot(driver, "web-tournament.png")

@@ -12,8 +12,10 @@ import httpx2
 import pytest
 from mcp_support import ADMIN, HttpServer, http_server, share_schema_validators, text_of, tls
 
+from dealroom.analysis.report import FEATURE_LABELS
 from dealroom.cli import main as cli_main
 from dealroom.play.tournament import SerialBackend, Tournament, TournamentConfig
+from dealroom.server.web.tournament import REBUILD_FACTOR, _Reports, run_view  # pyright: ignore[reportPrivateUsage]
 from dealroom.store.results import ResultsStore
 
 pytestmark = pytest.mark.anyio
@@ -211,6 +213,11 @@ async def test_the_tournament_data_is_the_reports_leaderboard_and_progress(tmp_p
         assert cup["stored"] == cup["planned"] == 2
         assert sorted(cup["agents"]) == ["conceder", "hardliner"]
         assert {row["agent"] for row in cup["leaderboard"]} == {"conceder", "hardliner"}
+        assert cup["report_of"] == 2 and cup["models"] is None  # no LLM seat in this run
+        plots = cup["plots"]
+        assert [len(plots["surplus-by-tier"]), len(plots["feature"])] == [2, len(FEATURE_LABELS)]
+        assert all(svg.startswith("<svg ") for svgs in cup["plots"].values() for svg in svgs)
+        assert set(cup["colors"]) == set(cup["agents"])
         missing = await http.get(f"{server.url}/web/api/runs/nope", headers=auth(ADMIN))
         assert missing.status_code == 404
         assert (await http.get(f"{server.url}/web/api/runs/cup")).status_code == 401
@@ -250,3 +257,35 @@ async def test_a_series_of_n_negotiations_ends_after_n(tmp_path: Path) -> None:
             if n == 1:
                 assert started["result"]["negotiation"] == 2
         assert started["error"]["code"] == "series_over"
+
+
+def test_a_growing_runs_report_is_rebuilt_only_once_the_last_build_is_old_enough(
+    tmp_path: Path,
+) -> None:
+    now = [0.0]
+    reports = _Reports(timer=lambda: now[0])
+    builds: list[int] = []
+    with ResultsStore(tmp_path / "results.db") as store:
+        config = TournamentConfig(agents=("hardliner", "conceder"), tiers=("low",), per_pair=1)
+        Tournament(config, store, "cup").run(backend=SerialBackend())
+
+        def counting(store: ResultsStore, run: str) -> dict[str, Any] | None:
+            view = run_view(store, run)
+            builds.append(0 if view is None else view["stored"])
+            now[0] += 1.0  # each build "takes" one second
+            return view
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("dealroom.server.web.tournament.run_view", counting)
+            first = reports.view(store, "cup")
+            assert first is not None and (first["stored"], first["report_of"]) == (2, 2)
+            assert reports.view(store, "cup") is not None  # unchanged run: no rebuild
+            for n, row in enumerate(list(store.iter("cup"))):  # the run goes on
+                store.add(f"more/{n}", row.record, run="cup")
+            grown = reports.view(store, "cup")  # grown, but the last build is 0 s old
+            assert grown is not None and (grown["stored"], grown["report_of"]) == (4, 2)
+            now[0] += REBUILD_FACTOR * 1.0
+            caught_up = reports.view(store, "cup")
+            assert caught_up is not None and caught_up["report_of"] == 4
+            assert reports.view(store, "nope") is None
+    assert builds == [2, 4]

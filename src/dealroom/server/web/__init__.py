@@ -4,7 +4,7 @@ tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in
 
     GET  /web/room#token=SPECTATOR      the room page (offers chart, messages, clock, outcome)
     GET  /web/seat#token=SEAT           the seat page (briefing, controls, live offers)
-    GET  /web/tournament#token=ADMIN    the tournament page (progress, leaderboard)
+    GET  /web/tournament#token=ADMIN    the tournament page (progress, the report with plots)
     GET  /web/static/NAME               the pages' scripts and stylesheet
     GET  /web/api/room[/events]         spectator view (JSON, or live)      spectator token
     GET  /web/api/seat[/events]         seat view (JSON, or live)           seat token
@@ -14,8 +14,9 @@ tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in
 
 Pages carry no data and no token: the script reads the token from the link's fragment (which a
 browser never sends) and sends it as ``Authorization: Bearer``. Every page is served with a
-content security policy that allows only this server's own scripts, styles and connections;
-the scripts write text with ``textContent`` only.
+content security policy that allows only this server's own scripts, styles and connections
+(and images from ``blob:`` URLs: the tournament page's plots, SVG the server drew, shown as
+images, which run no script); the scripts write text with ``textContent`` only.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ _TYPES = {
     ".svg": "image/svg+xml",
 }
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 HEADERS = {

@@ -1,14 +1,22 @@
 """The tournament page's data: runs of the server's results store, their progress and their
-leaderboard, built by the report's own code (``dealroom.analysis.report.build_report``).
+report, built by the report's own code (``dealroom.analysis.report.build_report``; the plots
+are ``dealroom.analysis.report_html``'s SVG documents, the page shows each as an image).
 
 A tournament writes into a results store as it plays (``dealroom tournament --out FILE``);
 pointed at the server's store (``dealroom serve --results FILE``), the page follows it live.
+Progress is read at every request; a run's report is built again only when the run has grown,
+and while it grows at most once per ``REBUILD_FACTOR`` times the last build took (reading and
+scoring 15,000 negotiations takes seconds), so an open page never keeps the server busy. The
+view says which report it shows (``report_of``: its negotiations).
 Admin token only: a store holds every finished negotiation with both private values.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +24,18 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from dealroom.analysis.report import build_report
+from dealroom.analysis.report import USAGE_COLUMNS, build_report, usage_cells, usage_totals
+from dealroom.analysis.report_html import agent_colors, report_plots
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.web.routes import NO_STORE, error
 from dealroom.store.results import ResultsStore, StoreError
 
 RESAMPLES = 200
 """Bootstrap resamples for the page's intervals (the printed report uses more)."""
+SAMPLES = 4
+"""Offer trajectories shown (one scenario, played by different pairings)."""
+REBUILD_FACTOR = 5.0
+"""While a run grows, its report is rebuilt at most once per this many times its last build."""
 
 
 def planned(config: Mapping[str, Any] | None) -> int | None:
@@ -43,23 +56,70 @@ def runs_view(store: ResultsStore) -> list[dict[str, Any]]:
 
 
 def run_view(store: ResultsStore, run: str) -> dict[str, Any] | None:
-    """One run's progress and report (leaderboard, head to head, overall), or None."""
+    """One run's progress and report (leaderboard, head to head, overall, plots, per-model
+    usage), or None if the store has no such run."""
     rows = list(store.iter(run))
     config = store.run_config(run)
     if not rows and config is None:
         return None
-    report = build_report(rows, run=run, config=config, resamples=RESAMPLES, samples=0)
+    report = build_report(rows, run=run, config=config, resamples=RESAMPLES, samples=SAMPLES)
     shown = report.model_dump(
         mode="json", include={"agents", "overall", "leaderboard", "head_to_head"}
     )
-    deals = sum(r.record.outcome.status == "deal" for r in rows)
+    usage = report.usage
+    models = None
+    if usage is not None:
+        models = {
+            "columns": ["agent", *USAGE_COLUMNS],
+            "rows": [[row.agent, *usage_cells(row)] for row in usage.models],
+            "totals": usage_totals(usage),
+        }
     return {
         "run": run,
         "stored": len(rows),
         "planned": planned(config),
-        "deals": deals,
+        "deals": sum(r.record.outcome.status == "deal" for r in rows),
         **shown,
+        "colors": agent_colors(report.agents),
+        "plots": report_plots(report),
+        "models": models,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class _Built:
+    view: dict[str, Any]
+    at: float
+    seconds: float
+
+
+class _Reports:
+    """The last report built for each run, rebuilt as the module's docstring says."""
+
+    def __init__(self, timer: Callable[[], float] = time.monotonic) -> None:
+        self._timer = timer
+        self._built: dict[str, _Built] = {}
+        self._lock = threading.Lock()  # one build at a time (reads run in worker threads)
+
+    def view(self, store: ResultsStore, run: str) -> dict[str, Any] | None:
+        stored = store.runs().get(run)
+        if stored is None:
+            return None
+        with self._lock:
+            built = self._built.get(run)
+            if built is None or self._stale(built, stored):
+                start = self._timer()
+                view = run_view(store, run)
+                if view is None:
+                    return None
+                built = _Built(view, self._timer(), self._timer() - start)
+                self._built[run] = built
+        return {**built.view, "stored": stored, "report_of": built.view["stored"]}
+
+    def _stale(self, built: _Built, stored: int) -> bool:
+        if stored == built.view["stored"]:
+            return False
+        return self._timer() - built.at >= REBUILD_FACTOR * built.seconds
 
 
 class TournamentApi:
@@ -68,6 +128,7 @@ class TournamentApi:
     def __init__(self, registry: RoomRegistry, admin: Callable[[Request], Response | None]):
         self.registry = registry
         self.admin = admin
+        self.reports = _Reports()
 
     def _path(self) -> Path | None:
         writer = self.registry.writer
@@ -99,4 +160,4 @@ class TournamentApi:
     async def run(self, request: Request) -> Response:
         """One run."""
         run = str(request.path_params["run"])
-        return await self._read(request, lambda store: run_view(store, run))
+        return await self._read(request, lambda store: self.reports.view(store, run))

@@ -55,6 +55,49 @@
     fill("h2h",
       el("tr", {}, el("th", { text: "" }), agents.map((a) => el("th", { text: a }))),
       agents.map((a) => el("tr", {}, el("td", { text: a }), agents.map((b) => el("td", { text: cell(a, b) })))));
+    text("report-of", run.report_of < run.stored
+      ? "The report below covers the first " + run.report_of + " stored negotiations; it catches up as the run goes on."
+      : "");
+    showPlots(run);
+  }
+
+  // The report's plots are SVG documents drawn by the server (the printed report's own code);
+  // each is shown as an image (an image runs no script), redrawn only when the report changes.
+  let shownReport = null;
+  let plotUrls = [];
+
+  function legend(id, colors) {
+    fill(id, Object.entries(colors).map(([agent, color]) => {
+      const swatch = el("i", { class: "swatch" });
+      swatch.style.background = color;
+      return el("span", {}, swatch, agent);
+    }), el("span", { text: "(circle: buyer, square: seller)" }));
+  }
+
+  function showPlots(run) {
+    const key = run.run + "/" + run.report_of;
+    if (key === shownReport) return;
+    shownReport = key;
+    plotUrls.forEach((url) => URL.revokeObjectURL(url));
+    plotUrls = [];
+    for (const [kind, svgs] of Object.entries(run.plots)) {
+      fill("plots-" + kind, svgs.map((svg) => {
+        const url = URL.createObjectURL(new Blob([svg], { type: "image/svg+xml" }));
+        plotUrls.push(url);
+        const label = /aria-label="([^"]*)"/.exec(svg);
+        return el("img", { src: url, alt: label ? label[1] : kind, "data-plot": kind });
+      }));
+    }
+    legend("legend-tier", run.colors);
+    legend("legend-feature", run.colors);
+    const models = run.models;
+    document.getElementById("models-box").classList.toggle("hidden", !models);
+    if (models) {
+      text("models-totals", "Run: " + models.totals);
+      fill("models",
+        el("tr", {}, models.columns.map((h) => el("th", { text: h }))),
+        models.rows.map((row) => el("tr", { class: "model-row" }, row.map((c) => el("td", { text: c })))));
+    }
   }
 
   async function refresh() {
