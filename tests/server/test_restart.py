@@ -127,6 +127,30 @@ async def test_a_restored_room_is_the_same_room_and_ends_the_same(
     assert await finish(second) == await finish(first)
 
 
+async def test_a_restored_experiment_room_remembers_who_consented_and_when(
+    tmp_path: Path, registries: Callable[[Path], RoomRegistry]
+) -> None:
+    path = tmp_path / "r.db"
+    first = registries(path)
+    created = first.create(
+        RoomRequest(house_seller="boulware", participant="p01", consent="I agree.")
+    )
+    room = first.rooms[created.room]
+    assert room.needs_consent("buyer")
+    room.agree("buyer")
+    room.agree("buyer")  # the first time counts
+    await first.seat(created.room, "buyer").act(MakeOffer(price=Decimal(100)))
+
+    second = registries(path)
+    assert second.restore() == 1
+    restored = second.rooms[created.room]
+    assert not restored.needs_consent("buyer")
+    assert restored.agreed == room.agreed
+    third = registries(path)  # restored twice: still once, still the same time
+    assert third.restore() == 1
+    assert third.rooms[created.room].agreed == room.agreed
+
+
 async def test_a_torn_last_line_is_dropped_and_a_broken_journal_is_left_alone(
     tmp_path: Path, registries: Callable[[Path], RoomRegistry]
 ) -> None:

@@ -36,7 +36,9 @@ log = structlog.stdlib.get_logger(__name__)
 Op = list[Any]
 """One input of a negotiation: ``["submit", role, action, wall]``, ``["sleep", role, timeout,
 wall]``, ``["cancel", role]``, ``["think", role, seconds]``, ``["absent", role]``,
-``["delivered", role, seen]``, ``["advance", wall]`` or ``["start", epoch_seconds]``."""
+``["delivered", role, seen]``, ``["advance", wall]`` or ``["start", epoch_seconds]``; and one
+input of the room rather than the negotiation, ``["consent", role, when]`` (an experiment's
+participant agreed, ``Room.agree``)."""
 
 
 class JournaledScheduler(Scheduler):

@@ -372,7 +372,11 @@ class Room:
             if number != self.current.number:
                 raise ValueError(f"journal: negotiation {number} after {self.current.number}")
             self._replayed = number
-            self.current.replay(op)
+            match op:
+                case ["consent", role, when]:  # the room's own input, not the schedule's
+                    self.agreed.setdefault(role, str(when))
+                case _:
+                    self.current.replay(op)
 
     def key(self, negotiation: Negotiation) -> str:
         """The results-store key of one negotiation of this room."""
@@ -440,8 +444,11 @@ class Room:
         return self.consent is not None and role not in self.agreed
 
     def agree(self, role: Role) -> None:
-        """The seat's person agreed to the consent line (the first time counts)."""
-        self.agreed.setdefault(role, datetime.now(UTC).isoformat(timespec="seconds"))
+        """The seat's person agreed to the consent line (the first time counts; journaled, so
+        that a restarted server does not ask again)."""
+        if role not in self.agreed:
+            self.agreed[role] = datetime.now(UTC).isoformat(timespec="seconds")
+            self._log(self.current.number, ["consent", role, self.agreed[role]])
 
     def _consent_json(self) -> dict[str, object]:
         return {"text": self.consent, "agreed": dict(self.agreed)}
