@@ -146,11 +146,14 @@ async def test_a_negotiation_whose_clients_all_vanished_is_run_to_its_end_and_re
 
 
 @asynccontextmanager
-async def serve_process(results: Path) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``dealroom serve --transport http`` in its own process; (root URL, process)."""
+async def serve_process(
+    results: Path, *flags: str
+) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``dealroom serve --transport http [flags]`` in its own process; (root URL, process)."""
     port = free_port()
     command = [sys.executable, "-c", "import sys; from dealroom.cli import main; sys.exit(main())"]
     command += ["serve", "--transport", "http", "--port", str(port), "--results", str(results)]
+    command += flags
     env = {**os.environ, "DEALROOM_ADMIN_TOKEN": ADMIN}
     process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
     url = f"http://127.0.0.1:{port}"

@@ -56,7 +56,8 @@ def _positive_float(text: str) -> float:
 
 
 def add_llm_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags for ``llm:MODEL`` agents."""
+    """Flags for ``llm:MODEL`` agents (``serve``: the opponent on stdio, a room's house seat
+    over HTTP)."""
     group = parser.add_argument_group("LLM agents (llm:MODEL)")
     group.add_argument(
         "--base-url",

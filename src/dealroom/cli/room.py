@@ -34,8 +34,15 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     create.add_argument("--deadline", type=float, help="seconds on the negotiation clock")
     create.add_argument("--clock", choices=["virtual", "wall"], default="virtual")
     house = create.add_mutually_exclusive_group()
-    house.add_argument("--house-buyer", metavar="SPEC", help="a house agent takes the buyer seat")
-    house.add_argument("--house-seller", metavar="SPEC", help="a house agent takes the seller seat")
+    house.add_argument(
+        "--house-buyer",
+        metavar="SPEC",
+        help="a house agent takes the buyer seat (a scripted agent, or llm:MODEL played by the "
+        "server with its LLM flags)",
+    )
+    house.add_argument(
+        "--house-seller", metavar="SPEC", help="a house agent takes the seller seat (as above)"
+    )
     experiment = create.add_argument_group("experiments with people (the web seat page)")
     experiment.add_argument(
         "--participant", metavar="ID", help="store the room's negotiations under this id (its run)"

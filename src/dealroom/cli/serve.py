@@ -9,6 +9,7 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -28,6 +29,9 @@ from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room, ScenarioSource, SeatPlayer
 from dealroom.store.results import ResultsStore, StoreError
 from dealroom.store.writer import ResultWriter
+
+if TYPE_CHECKING:
+    from dealroom.play.players import Player
 
 STORE_BUSY_S = 5.0
 """How long one write waits for another process's lock on the store before it is retried
@@ -218,6 +222,7 @@ def _has_uvloop() -> bool:
 
 def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
     from dealroom.agents import resolve
+    from dealroom.play.players import closing
     from dealroom.server.journal import Journals
     from dealroom.server.mcp_http import serve_http
     from dealroom.server.rooms import RoomRegistry
@@ -228,23 +233,47 @@ def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
             f"dealroom: {ADMIN_TOKEN_ENV} is not set: the admin API (room creation) is disabled\n"
         )
     writer = open_writer(args.results)
+    players: dict[str, Player] = {}
     try:
         journals = Journals.beside(writer.store.path)
         registry = RoomRegistry(
-            writer=writer, resolve_house=resolve, limits=limits, journals=journals
+            writer=writer,
+            resolve_house=resolve,
+            limits=limits,
+            journals=journals,
+            resolve_player=lambda spec: room_player(spec, args, players),
         )
         registry.restore()  # open rooms of an earlier process, with their tokens
-        anyio.run(
-            lambda: serve_http(
+
+        async def main() -> None:
+            await serve_http(
                 registry,
                 host=args.host,
                 port=args.port,
                 admin_token=admin_token,
                 allowed_hosts=args.allow_host,
-            ),
+            )
+
+        anyio.run(
+            lambda: closing(players.values(), main),
             backend_options={"use_uvloop": _has_uvloop()},
         )
         registry.close()
     finally:
         close_store(writer)
     return 0
+
+
+def room_player(spec: str, args: argparse.Namespace, built: dict[str, Player]) -> SeatPlayer | None:
+    """A room's seat played in process (``llm:MODEL``, with the LLM flags), or None for a house
+    agent; one player per spec, shared by every room that names it (closed when serving ends).
+    A bad spec is a ValueError: the admin API refuses the room."""
+    from dealroom.play.registry import is_scripted, resolve_player
+    from dealroom.play.runner import house_player
+
+    if is_scripted(spec):  # an unknown spec raises AgentSpecError, a ValueError
+        return None
+    player = built.get(spec)
+    if player is None:
+        player = built[spec] = resolve_player(spec, _players.player_options(args))
+    return house_player(player)

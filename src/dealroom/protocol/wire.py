@@ -148,9 +148,10 @@ class RoomRequest(Model):
     """Seconds on the negotiation clock (default: the scenario generator's)."""
     clock: ClockKind = "virtual"
     house_buyer: str | None = None
-    """Agent spec for a house agent in the buyer seat (that seat gets no token)."""
+    """Agent spec for a house agent in the buyer seat (that seat gets no token): a scripted
+    agent, or ``llm:MODEL``, played in the server's process with its LLM flags."""
     house_seller: str | None = None
-    """Agent spec for a house agent in the seller seat (that seat gets no token)."""
+    """Agent spec for a house agent in the seller seat (as ``house_buyer``)."""
     rules: Rules = Rules()
     participant: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     """Experiments: the id the experimenter gives the person in this room's client seat. The

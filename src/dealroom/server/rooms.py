@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
@@ -32,7 +33,7 @@ from dealroom.protocol import (
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.journal import Journals
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
-from dealroom.server.room import House, Room
+from dealroom.server.room import House, Room, SeatPlayer
 from dealroom.server.seat import RoomBackend
 from dealroom.store.writer import ResultWriter
 
@@ -42,6 +43,10 @@ SEAT_SCOPE = "seat"
 
 HouseResolver = Callable[[str], AgentFactory]
 """Turns an agent spec into a factory; raises ValueError for an unknown or bad spec."""
+
+PlayerResolver = Callable[[str], SeatPlayer | None]
+"""The in-process player for a spec that is no house agent (an LLM), or None for one that is;
+raises ValueError for a bad spec."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +69,7 @@ class RoomRegistry:
         retain_s: float = 3600.0,
         timer: Callable[[], float] = time.monotonic,
         journals: Journals | None = None,
+        resolve_player: PlayerResolver | None = None,
     ) -> None:
         self.writer = writer
         self.journals = journals
@@ -71,7 +77,11 @@ class RoomRegistry:
         self.limits = limits
         self.retain_s = retain_s
         self._resolve_house = resolve_house
+        self._resolve_player = resolve_player
         self._timer = timer
+        self._group: TaskGroup | None = None
+        self._playing: dict[str, anyio.CancelScope] = {}
+        """The rooms whose in-process players run (``reap`` runs them), by id."""
         self.rooms: dict[str, Room] = {}
         self._tokens: dict[bytes, _Token] = {}
         self._ended_at: dict[str, float] = {}
@@ -83,7 +93,7 @@ class RoomRegistry:
             request = request.model_copy(update={"secret": request.run_secret().hex()})
         room = self._build(room_id, request)
         tokens: dict[Role, str] = {}
-        for role in room.remote_roles:
+        for role in room.client_roles:  # an in-process player's seat gets no token
             token = secrets.token_urlsafe(32)
             self._tokens[_digest(token)] = _Token(_digest(token), room_id, role)
             tokens[role] = token
@@ -99,6 +109,7 @@ class RoomRegistry:
             }
             room.journal = self.journals.create(room_id, header)
         self.rooms[room_id] = room
+        self._play(room)
         log.info("room created", room=room_id, clock=request.clock, seats=list(tokens))
         return RoomCreated(room=room_id, tokens=tokens, spectator=spectator)
 
@@ -117,7 +128,7 @@ class RoomRegistry:
                 seats = {
                     bytes.fromhex(digest): _Token(bytes.fromhex(digest), room_id, role)
                     for role, digest in journal.header["tokens"].items()
-                    if role in room.remote_roles
+                    if role in room.client_roles
                 }
                 if "spectator" in journal.header:  # journals written before spectators: none
                     digest = bytes.fromhex(journal.header["spectator"])
@@ -135,10 +146,16 @@ class RoomRegistry:
 
     def _build(self, room_id: str, request: RoomRequest) -> Room:
         houses: dict[Role, House] = {}
+        players: dict[Role, SeatPlayer] = {}
         for role, spec in zip(ROLES, (request.house_buyer, request.house_seller), strict=True):
-            if spec is not None:
+            if spec is None:
+                continue
+            player = None if self._resolve_player is None else self._resolve_player(spec)
+            if player is not None:
+                players[role] = player
+            else:
                 houses[role] = House(spec, self._resolve_house(spec))
-        if len(houses) == 2:
+        if len(houses) + len(players) == 2:
             raise ValueError("at most one seat can be a house agent")
         spec = DEFAULT_SPEC
         if request.deadline is not None:
@@ -156,6 +173,7 @@ class RoomRegistry:
             room_id,
             scenarios=scenarios,
             houses=houses,
+            players=players,
             rules=request.rules,
             clock=request.clock,
             seed=secret,
@@ -201,9 +219,30 @@ class RoomRegistry:
         async with anyio.create_task_group() as group:
             if self.writer is not None:
                 group.start_soon(self.writer.retry_forever, interval)
-            while True:
-                await anyio.sleep(interval)
-                await self.tick()
+            self._group = group
+            try:
+                for room in self.rooms.values():  # rooms restored before serving
+                    self._play(room)
+                while True:
+                    await anyio.sleep(interval)
+                    await self.tick()
+            finally:
+                self._group = None
+
+    def _play(self, room: Room) -> None:
+        """Run a room's in-process players (an LLM seat) until the room is forgotten: each of
+        its negotiations starts them (``Room.playing``). Only while ``reap`` runs."""
+        if not room.players or self._group is None or room.id in self._playing:
+            return
+        scope = anyio.CancelScope()
+        self._playing[room.id] = scope
+
+        async def play() -> None:
+            with scope:
+                async with room.playing():
+                    await anyio.sleep_forever()
+
+        self._group.start_soon(play, name=f"players/{room.id}")
 
     async def tick(self) -> None:
         """One pass of the reaper."""
@@ -227,6 +266,9 @@ class RoomRegistry:
                 room.journal.close()
 
     def _forget(self, room_id: str) -> None:
+        playing = self._playing.pop(room_id, None)
+        if playing is not None:
+            playing.cancel()
         room = self.rooms.pop(room_id, None)
         if room is not None and room.journal is not None:
             room.journal.remove()

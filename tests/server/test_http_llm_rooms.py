@@ -1,0 +1,74 @@
+"""An HTTP room's house seat played by an LLM (``house_seller: "llm:MODEL"``): the server plays
+it in process with its LLM flags, against a person on the web seat page or an MCP client. The
+server is a real ``dealroom serve --transport http`` process; the model is the loopback fake."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp_support import ADMIN, secret_with_gains, tls
+from test_faults import serve_process
+
+from dealroom.store.results import ResultsStore
+from fake_openai import negotiator, serve
+
+pytestmark = pytest.mark.anyio
+
+
+async def create(http: httpx2.AsyncClient, url: str, **request: Any) -> httpx2.Response:
+    headers = {"Authorization": f"Bearer {ADMIN}"}
+    return await http.post(f"{url}/admin/rooms", json=request, headers=headers)
+
+
+async def call(
+    http: httpx2.AsyncClient, url: str, token: str, tool: str, **arguments: Any
+) -> dict[str, Any]:
+    body = {"tool": tool, "arguments": arguments}
+    headers = {"Authorization": f"Bearer {token}"}
+    response = await http.post(f"{url}/web/api/seat/call", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    reply = dict(response.json())
+    assert "error" not in reply, reply
+    return reply
+
+
+async def test_a_person_on_the_web_page_plays_an_llm_house_seat(tmp_path: Path) -> None:
+    results = tmp_path / "results.db"
+    secret = secret_with_gains()
+    with serve(negotiator()) as fake, anyio.fail_after(60):
+        flags = ("--base-url", fake.base_url, "--model-timeout", "5")
+        async with (
+            serve_process(results, *flags) as (url, _),
+            httpx2.AsyncClient(verify=tls(), timeout=30) as http,
+        ):
+            bad = await create(http, url, house_seller="no-such-agent")
+            assert bad.status_code == 400, bad.text
+            created = await create(
+                http, url, house_seller="llm:fake", secret=secret.hex(), participant="p01"
+            )
+            assert created.status_code == 201, created.text
+            token = created.json()["tokens"]["buyer"]
+            assert set(created.json()["tokens"]) == {"buyer"}
+            state = (await call(http, url, token, "get_state"))["result"]
+            price = Decimal(str(state["observation"]["scenario"]["list_price"])) * Decimal("0.8")
+            update = await call(http, url, token, "make_offer", price=float(round(price, 2)))
+            while update["result"]["outcome"] is None:
+                update = await call(http, url, token, "wait_for_opponent", timeout_s=10)
+            assert update["result"]["outcome"]["status"] == "deal"
+            with anyio.fail_after(10):
+                while True:  # stored by the call that ended it, off the event loop
+                    with ResultsStore(results, create=False) as store:
+                        if list(store.iter("p01")):
+                            break
+                    await anyio.sleep(0.05)
+        assert fake.requests  # the model was asked, through the server's LLM flags
+    with ResultsStore(results, create=False) as store:
+        (row,) = store.iter("p01")
+    assert (row.record.buyer, row.record.seller) == ("mcp", "llm:fake")
+    assert any(e.by == "seller" for e in row.record.events)
+    assert row.extra["players"]["buyer"]["conversation"]["messages"][1]["tool_calls"]
