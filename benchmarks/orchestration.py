@@ -16,11 +16,12 @@ time is what the model calls alone take at that concurrency: each negotiation la
 calls x latency), the LLM seat's calls being one after another, list-scheduled on
 ``concurrency`` slots in the tournament's order. Efficiency = ideal / actual.
 
-Beside each run, the **model client's floor**: the CPU per call of the Agents SDK's chat
-completions model alone (the OpenAI client, httpx2, the SDK's converters), making a seat's first
-request (its instructions, briefing and tools) to the same endpoint at the same concurrency, with
-no seat and no tournament. The harness cannot spend less per call than this while it drives the
-model through the SDK; what it spends above it is the seat, the room and the tournament.
+Beside each run, the **model client's floor**: the CPU per call of the seat's chat-completions
+client alone (``dealroom.agents._llm_chat``: the request body, aiohttp, ``json.loads``), making
+a seat's first request (its instructions, briefing and tools) to the same endpoint at the same
+concurrency, with no seat and no tournament; what the harness spends above it is the seat, the
+room and the tournament. For comparison, the same floor of the Agents SDK's chat model (the
+OpenAI client, httpx2, the SDK's converters), which the seat drove before.
 """
 
 from __future__ import annotations
@@ -35,14 +36,15 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
+import openai
 from agents.models.interface import ModelTracing
 
-from agents import ModelSettings
+from agents import ModelSettings, OpenAIChatCompletionsModel
 from dealroom.agents import PlayerOptions
-from dealroom.agents._llm_model import ModelSpec, build_model
+from dealroom.agents._llm_chat import ChatCompletions, Sampling
+from dealroom.agents._llm_sdk import function_tools
 from dealroom.agents._llm_tools import SeatTools, ToolStats
 from dealroom.agents.llm import LLMSettings, RetryPolicy, instructions
 from dealroom.cli._players import SpecResolver
@@ -95,7 +97,9 @@ class Efficiency:
     cpu_s: float
     """CPU time of the driver (the harness) while playing; the endpoint runs elsewhere."""
     floor_ms: float
-    """CPU per call of the SDK's model alone, same endpoint and concurrency (the floor)."""
+    """CPU per call of the seat's model client alone, same endpoint and concurrency."""
+    sdk_floor_ms: float
+    """The same for the Agents SDK's chat model."""
 
     @property
     def efficiency(self) -> float:
@@ -174,19 +178,22 @@ def run(
         deals=progress.deals,
         cpu_s=cpu_s,
         floor_ms=model_floor(endpoint.base_url, floor_calls, concurrency, settings),
+        sdk_floor_ms=model_floor(endpoint.base_url, floor_calls, concurrency, settings, sdk=True),
     )
 
 
-def model_floor(base_url: str, calls: int, concurrency: int, settings: LLMSettings) -> float:
-    """ms of CPU per call of the SDK's chat model alone: a seat's first request, ``calls``
-    times, ``concurrency`` at once, in the event loop the tournament uses."""
+def model_floor(
+    base_url: str, calls: int, concurrency: int, settings: LLMSettings, *, sdk: bool = False
+) -> float:
+    """ms of CPU per call of the seat's model client alone (``sdk``: of the Agents SDK's chat
+    model): a seat's first request, ``calls`` times, ``concurrency`` at once, in the event loop
+    the tournament uses."""
     room = Room(
         "floor",
         scenarios=lambda n: scenario_at(0, n, "mid") if n == 0 else None,
         houses={"seller": House(HOUSE, resolve(HOUSE))},
         rules=DEFAULT_RULES,
     )
-    model = build_model(ModelSpec(model="fake", base_url=base_url, api_key="fake"))
     system = instructions(DEFAULT_RULES, settings, charged=True)
     spent = 0.0
 
@@ -194,17 +201,27 @@ def model_floor(base_url: str, calls: int, concurrency: int, settings: LLMSettin
         nonlocal spent
         seat = RoomBackend(room, "buyer")
         session = DirectSession(seat, series=False)
-        tools = SeatTools(session, await session.list_tools(), ToolStats()).tools
-        request: list[Any] = [{"role": "user", "content": await seat.briefing()}]
+        tools = SeatTools(session, await session.list_tools(), ToolStats()).definitions
+        briefing = await seat.briefing()
+        client = ChatCompletions("fake", base_url=base_url, api_key="fake")
+        sdk_model = OpenAIChatCompletionsModel(
+            model="fake", openai_client=openai.AsyncOpenAI(base_url=base_url, api_key="fake")
+        )
+        sdk_tools = function_tools(tools)
         limiter = anyio.CapacityLimiter(concurrency)
 
         async def one() -> None:
             async with limiter:
-                await model.get_response(
+                if not sdk:
+                    chat = client.conversation(system, tools, Sampling())
+                    chat.add_user(briefing)
+                    await chat.respond()
+                    return
+                await sdk_model.get_response(
                     system,
-                    request,
+                    [{"role": "user", "content": briefing}],
                     ModelSettings(),
-                    tools,
+                    list(sdk_tools),
                     None,
                     [],
                     ModelTracing.DISABLED,
@@ -220,7 +237,8 @@ def model_floor(base_url: str, calls: int, concurrency: int, settings: LLMSettin
                     group.start_soon(one)
             spent = time.process_time() - cpu
         finally:
-            await model.close()
+            await client.close()
+            await sdk_model.close()
 
     anyio.run(main, backend_options={"use_uvloop": True})
     return 1000 * spent / calls
@@ -237,7 +255,8 @@ def report(result: Efficiency) -> None:
         f"  model calls {result.model_calls} ({result.model_calls / result.negotiations:.1f} per "
         f"negotiation), deals {result.deals}; harness CPU {result.cpu_s:.1f} s: "
         f"{result.cpu_ms_per_call:.1f} ms per model call (target <= {CPU_TARGET_MS:g}: "
-        f"{'met' if cpu_met else 'missed'}); the SDK model alone: {result.floor_ms:.1f} ms"
+        f"{'met' if cpu_met else 'missed'}); the model client alone: {result.floor_ms:.1f} ms "
+        f"(the Agents SDK's chat model alone: {result.sdk_floor_ms:.1f} ms)"
     )
     verdict = ""
     if result.concurrency == 64:

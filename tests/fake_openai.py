@@ -22,18 +22,29 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ToolCalls:
-    """Reply with these tool calls: (name, arguments) with arguments a dict or raw JSON text."""
+    """Reply with these tool calls: (name, arguments) with arguments a dict or raw JSON text;
+    ``text`` beside them, and ``fields`` added to the message (e.g. a ``reasoning`` text)."""
 
     calls: tuple[tuple[str, dict[str, Any] | str], ...]
     output_tokens: int = 7
+    text: str | None = None
+    fields: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
 class Text:
-    """Reply with a plain assistant message."""
+    """Reply with a plain assistant message (``fields`` added to it)."""
 
     text: str
     output_tokens: int = 3
+    fields: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Reply 200 with this JSON body as it is (a completion of any shape)."""
+
+    body: Any
 
 
 @dataclass(frozen=True)
@@ -57,7 +68,7 @@ class Garbage:
     body: bytes = b"{this is not json"
 
 
-Reply = ToolCalls | Text | Status | Hang | Garbage
+Reply = ToolCalls | Text | Status | Hang | Garbage | Raw
 Brain = Callable[[dict[str, Any]], Reply]
 
 
@@ -90,9 +101,8 @@ def scripted(replies: list[Reply], then: Reply | None = None) -> Brain:
 
 
 def _completion(request: dict[str, Any], reply: ToolCalls | Text, n: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": None}
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if isinstance(reply, Text):
-        message["content"] = reply.text
         finish = "stop"
     else:
         message["tool_calls"] = [
@@ -107,6 +117,7 @@ def _completion(request: dict[str, Any], reply: ToolCalls | Text, n: int) -> dic
             for i, (name, args) in enumerate(reply.calls)
         ]
         finish = "tool_calls"
+    message.update(reply.fields or {})
     return {
         "id": f"chatcmpl-{n}",
         "object": "chat.completion",
@@ -180,6 +191,8 @@ def serve(brain: Brain) -> Iterator[FakeOpenAI]:
                     self._send(500, b'{"error": {"message": "hung"}}')
                 case Garbage(body=body):
                     self._send(200, body)
+                case Raw(body=body):
+                    self._send(200, json.dumps(body).encode())
                 case ToolCalls() | Text():
                     self._send(200, json.dumps(_completion(request, reply, n)).encode())
 

@@ -9,7 +9,7 @@ import httpx2
 import openai
 import pytest
 
-from agents import OpenAIChatCompletionsModel
+from dealroom.agents._llm_chat import ChatCompletions, ModelCallError
 from dealroom.agents._llm_model import ModelSpec, build_model, is_transient, parse_llm_spec
 from dealroom.agents.llm import LLMConfigError, LLMPlayer, RetryPolicy, is_llm_spec
 
@@ -24,19 +24,33 @@ def test_an_llm_spec_names_a_chat_completions_model_on_any_endpoint() -> None:
     player = LLMPlayer.from_spec("llm:qwen2.5-7b", base_url="http://127.0.0.1:9/v1")
     assert player.name == "llm:qwen2.5-7b"
     model = player.model
-    assert isinstance(model, OpenAIChatCompletionsModel)
+    assert isinstance(model, ChatCompletions)
     assert model.model == "qwen2.5-7b"
-    assert str(model._client.base_url) == "http://127.0.0.1:9/v1/"  # pyright: ignore[reportPrivateUsage]
-    assert model._client.max_retries == 0  # pyright: ignore[reportPrivateUsage]  (ours retry)
+    assert model.url == "http://127.0.0.1:9/v1/chat/completions"
+    assert model.headers["Authorization"] == "Bearer unused"  # local servers take any key
+    assert model.timeout_s == RetryPolicy().timeout_s  # one attempt's bound (ours retry)
 
 
 def test_the_endpoint_and_key_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     model = build_model(ModelSpec(model="m"))
-    assert isinstance(model, OpenAIChatCompletionsModel)
-    client = model._client  # pyright: ignore[reportPrivateUsage]
-    assert (str(client.base_url), client.api_key) == ("http://127.0.0.1:9/v1/", "sk-from-env")
+    assert isinstance(model, ChatCompletions)
+    assert (model.url, model.headers["Authorization"]) == (
+        "http://127.0.0.1:9/v1/chat/completions",
+        "Bearer sk-from-env",
+    )
+    assert not model.official
+
+
+def test_openai_itself_is_the_default_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-1")
+    model = build_model(ModelSpec(model="gpt-4.1-mini"))
+    assert isinstance(model, ChatCompletions)
+    assert model.url == "https://api.openai.com/v1/chat/completions"
+    assert model.headers["OpenAI-Organization"] == "org-1"  # as the OpenAI client sends it
+    assert model.official  # its requests say store: true, as the Agents SDK's model does
 
 
 def test_openai_itself_needs_a_key() -> None:
@@ -68,6 +82,8 @@ def _status(code: int) -> openai.APIStatusError:
     ("error", "transient"),
     [
         (TimeoutError(), True),
+        (ModelCallError("connection error", transient=True), True),
+        (ModelCallError("bad model output", transient=False), False),
         (openai.APITimeoutError(httpx2.Request("POST", "http://127.0.0.1:9")), True),
         (openai.APIConnectionError(request=httpx2.Request("POST", "http://127.0.0.1:9")), True),
         (json.JSONDecodeError("bad", "{", 1), True),

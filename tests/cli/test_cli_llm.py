@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from dealroom.agents import resolve
+from dealroom.agents._llm_chat import ChatCompletions
 from dealroom.agents.llm import LLMPlayer, LLMSettings, RetryPolicy
 from dealroom.cli import _mcp_match, _players, main
 from dealroom.cli import play as cli_play
@@ -56,8 +57,11 @@ def built_llm_players(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[LLMP
 
 
 def closed(player: LLMPlayer) -> bool:
-    """The player's HTTP client has been closed (no kept-alive connection outlives its loop)."""
-    return player.model._client.is_closed()  # type: ignore[attr-defined]
+    """The player's HTTP client was used and has been closed (no kept-alive connection
+    outlives its loop)."""
+    model = player.model
+    assert isinstance(model, ChatCompletions)
+    return model.sessions_opened == 1 and model.closed
 
 
 def match_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:

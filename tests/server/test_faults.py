@@ -440,7 +440,7 @@ def test_an_endpoint_that_is_down_is_a_recorded_error_at_once(
     status, body = llm_match(capsys, f"http://127.0.0.1:{free_port()}/v1")
     assert time.monotonic() - started < 20
     assert status == 1
-    assert "APIConnectionError" in body["extra"]["errors"]["buyer"]
+    assert "connection error: ClientConnectorError" in body["extra"]["errors"]["buyer"]
     assert (body["outcome"]["end_reason"], body["outcome"]["ended_by"]) == ("walk_away", "buyer")
 
 

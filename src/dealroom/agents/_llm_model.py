@@ -1,9 +1,10 @@
 """The model behind an LLM seat: built from a spec, metered, retried and bounded.
 
-``MeteredModel`` wraps any openai-agents ``Model`` (OpenAI-compatible chat completions, LiteLLM,
-or ``agents.testing.ScriptedModel`` in tests). Every model call goes through it, so it is where
-calls, tokens and latency are counted, where transient API errors are retried with backoff, and
-where each attempt is bounded by a timeout. Error tree::
+``build_model`` gives the seat's ``SeatModel`` (``dealroom.agents._llm_chat``): the lean
+chat-completions client for ``llm:MODEL`` on any OpenAI-compatible endpoint, or an Agents SDK
+model (LiteLLM) behind the same contract. Every model call goes through a ``Meter``: it is where
+calls, tokens and latency are counted, where transient API errors are retried with backoff,
+and where each attempt is bounded by a timeout. Error tree::
 
     LLMError                 the model could not be used; the seat's run ends as an error
       LLMConfigError         bad spec or missing extra (raised before the negotiation starts)
@@ -16,16 +17,21 @@ import importlib
 import json
 import math
 import os
+import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import openai
-from agents.exceptions import ModelBehaviorError
 
-from agents import Model, ModelResponse, OpenAIChatCompletionsModel
+from dealroom.agents._llm_chat import (
+    ChatCompletions,
+    Conversation,
+    ModelCallError,
+    ModelReply,
+    SeatModel,
+)
 from dealroom.protocol.errors import DealroomError
 
 DEFAULT_BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -105,42 +111,49 @@ class Usage:
 def is_transient(exc: BaseException) -> bool:
     """True for errors worth retrying: timeouts, connection errors, 408/409/429, 5xx, and
     bodies that are not the JSON the API promises (a proxy or server hiccup)."""
-    transient = (
-        TimeoutError,
-        openai.APITimeoutError,
-        openai.APIConnectionError,
-        openai.APIResponseValidationError,
-        json.JSONDecodeError,
-    )
-    if isinstance(exc, transient):
+    if isinstance(exc, TimeoutError | json.JSONDecodeError):
+        return True
+    if isinstance(exc, ModelCallError):
+        return exc.transient
+    return "openai" in sys.modules and _sdk_transient(exc)
+
+
+def _sdk_transient(exc: BaseException) -> bool:
+    """The OpenAI client's transient errors (an Agents SDK model behind the seat raises them;
+    the lean client never loads it)."""
+    import openai
+
+    if isinstance(
+        exc, openai.APITimeoutError | openai.APIConnectionError | openai.APIResponseValidationError
+    ):
         return True
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in (408, 409, 429) or exc.status_code >= 500
     return False
 
 
-class MeteredModel(Model):
-    """Counts, retries and bounds every call to an inner model.
+class Meter:
+    """Counts, retries and bounds every model call of one seat's conversation.
 
-    Tokens, calls and latency land in ``usage``; ``on_response`` sees each response before the
-    runner executes its tool calls (the LLM seat charges its thinking to the clock there).
+    Tokens, calls and latency land in ``usage``; ``on_completion`` sees each reply before the
+    seat makes its tool calls (the LLM seat charges its thinking to the clock there).
     """
 
-    def __init__(self, inner: Model, retry: RetryPolicy | None = None) -> None:
-        self.inner = inner
+    def __init__(self, retry: RetryPolicy | None = None) -> None:
         self.retry = retry or RetryPolicy()
         self.usage = Usage()
-        self.on_response: Callable[[ModelResponse], None] | None = None
-        """Called with each successful response, before its tool calls run."""
+        self.on_completion: Callable[[ModelReply], None] | None = None
+        """Called with each successful reply, before its tool calls run."""
 
-    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        """The inner model's response, retried on transient errors within the policy."""
+    async def respond(self, conversation: Conversation) -> ModelReply:
+        """The model's reply to the conversation, retried on transient errors within the
+        policy."""
         policy = self.retry
         for attempt in range(1, policy.attempts + 1):
             started = time.monotonic()
             try:
                 with anyio.fail_after(policy.timeout_s):
-                    response = await self.inner.get_response(*args, **kwargs)
+                    completion = await conversation.respond()
             except Exception as exc:
                 self.usage.failed_attempts += 1
                 if not is_transient(exc) or attempt == policy.attempts:
@@ -151,20 +164,16 @@ class MeteredModel(Model):
                     ) from exc
                 await anyio.sleep(policy.delay(attempt))
                 continue
-            self._count(response, time.monotonic() - started)
-            if self.on_response is not None:
-                self.on_response(response)
-            return response
+            self._count(completion, time.monotonic() - started)
+            if self.on_completion is not None:
+                self.on_completion(completion)
+            return completion
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        """Streaming is passed through unmetered (the seat loop never streams)."""
-        return self.inner.stream_response(*args, **kwargs)
-
-    def _count(self, response: ModelResponse, latency: float) -> None:
+    def _count(self, completion: ModelReply, latency: float) -> None:
         usage = self.usage
         usage.model_calls += 1
-        reported = (response.usage.input_tokens, response.usage.output_tokens)
+        reported = (completion.input_tokens, completion.output_tokens)
         counted = tuple(reported_tokens(n) for n in reported)
         usage.bad_token_counts += sum(c != r for c, r in zip(counted, reported, strict=True))
         usage.input_tokens += counted[0]
@@ -184,6 +193,17 @@ def reported_tokens(value: object) -> int:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "timed out"
+    if isinstance(exc, ModelCallError):
+        return str(exc)
+    if "agents" in sys.modules:
+        return _describe_sdk(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _describe_sdk(exc: BaseException) -> str:
+    import openai
+    from agents.exceptions import ModelBehaviorError
+
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {exc.message}"
     if isinstance(exc, ModelBehaviorError):
@@ -210,8 +230,8 @@ def parse_llm_spec(spec: str) -> str:
     return model.strip()
 
 
-def build_model(spec: ModelSpec) -> Model:
-    """The openai-agents model a spec names (not metered)."""
+def build_model(spec: ModelSpec) -> SeatModel:
+    """The seat's model a spec names (not metered)."""
     if spec.model.startswith("litellm/"):
         return _litellm(spec)
     base_url = spec.base_url or os.environ.get(DEFAULT_BASE_URL_ENV) or None
@@ -223,26 +243,19 @@ def build_model(spec: ModelSpec) -> Model:
             )
         api_key = "unused"  # local OpenAI-compatible servers usually ignore it
     timeout = spec.retry.timeout_s if math.isfinite(spec.retry.timeout_s) else None
-    client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
-    return _ChatModel(model=spec.model, openai_client=client)
+    return ChatCompletions(spec.model, base_url=base_url, api_key=api_key, timeout_s=timeout)
 
 
-class _ChatModel(OpenAIChatCompletionsModel):
-    """Chat completions whose ``close`` closes the HTTP client (its kept-alive connections
-    must be closed before the event loop that owns them)."""
-
-    async def close(self) -> None:
-        await self._client.close()
-
-
-def _litellm(spec: ModelSpec) -> Model:
+def _litellm(spec: ModelSpec) -> SeatModel:
     try:
         module = importlib.import_module("agents.extensions.models.litellm_model")
     except ImportError:
         raise LLMConfigError(
             "LiteLLM models need the litellm extra: pip install 'dealroom[litellm]'"
         ) from None
-    model: Model = module.LitellmModel(
+    from dealroom.agents._llm_sdk import SDKChatModel
+
+    model: Any = module.LitellmModel(
         model=spec.model.removeprefix("litellm/"), base_url=spec.base_url, api_key=spec.api_key
     )
-    return model
+    return SDKChatModel(model)

@@ -1,4 +1,4 @@
-"""The seat's MCP tools as openai-agents function tools.
+"""The seat's MCP tools as a model's chat-completions tools.
 
 The schemas and descriptions are the server's own (listed from the seat's MCP session), so the
 model sees exactly what any MCP client sees. Every error goes back to the model as the tool's
@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agents.tool_context import ToolContext
 from mcp.types import CallToolResult, ListToolsResult
 
-from agents import FunctionTool, Tool
 from dealroom.protocol import SessionErrorCode
 
 # The series tool is for humans in one chat; the seat loop plays one negotiation at a time.
@@ -91,10 +89,10 @@ ResultHook = Callable[[str, CallToolResult], None]
 
 
 class SeatTools:
-    """The seat's tools for a model: ``tools`` describe them (the SDK's function tools, which its
-    model classes turn into the API's tool definitions) and ``call`` makes one call, counted,
-    and returns the text the model reads. The seat loop makes a response's calls one at a time,
-    in the order the model wrote them."""
+    """The seat's tools for a model: ``definitions`` describe them (chat-completions tool
+    definitions, as the API takes them and as they are stored with the conversation) and
+    ``call`` makes one call, counted, and returns the text the model reads. The seat loop makes
+    a response's calls one at a time, in the order the model wrote them."""
 
     def __init__(
         self,
@@ -106,18 +104,20 @@ class SeatTools:
         self.session = session
         self.stats = stats
         self.on_result = on_result
-        self.tools: list[Tool] = [
-            FunctionTool(
-                name=tool.name,
-                description=tool.description or tool.name,
-                params_json_schema=_schema(tool.input_schema),
-                on_invoke_tool=self._invoker(tool.name),
-                strict_json_schema=False,
-            )
+        self.definitions: list[dict[str, Any]] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description or tool.name,
+                    "parameters": _schema(tool.input_schema),
+                    "strict": False,
+                },
+            }
             for tool in listed.tools
             if tool.name not in HIDDEN_TOOLS
         ]
-        self.names = frozenset(tool.name for tool in self.tools)
+        self.names = frozenset(tool["function"]["name"] for tool in self.definitions)
 
     @classmethod
     async def of(
@@ -125,13 +125,6 @@ class SeatTools:
     ) -> SeatTools:
         """The seat's tools as its server lists them (except the hidden ones)."""
         return cls(session, await session.list_tools(), stats, on_result)
-
-    def _invoker(self, name: str) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
-        async def invoke(ctx: ToolContext[Any], raw: str) -> str:
-            del ctx
-            return await self.call(name, raw)
-
-        return invoke
 
     async def call(self, name: str, raw: str) -> str:
         """One call with the model's raw arguments: the text the model reads."""

@@ -8,11 +8,14 @@ turn: the model gets the news (the text a tool returned: the one model-facing te
 ``wait_for_opponent`` or by replying in text; at most ``max_turns`` model calls per wake. The
 conversation carries over between wakes.
 
-The model is any Agents SDK ``Model`` (chat completions, LiteLLM, ``agents.testing.
-ScriptedModel``), called through its ``get_response`` with the SDK's items and converters; the
-turn loop is this module's own (``_Game._turn``), not ``Runner.run``: a seat's turn needs none
-of the runner's handoffs, guardrails, hooks or run state, which cost more CPU per model call
-than the seat itself (``benchmarks/orchestration.py``).
+The model is a ``SeatModel`` (``dealroom.agents._llm_chat``): for ``llm:MODEL``, a lean client
+of the endpoint's chat completions that sends the requests the Agents SDK's chat model would
+send, for a fraction of the CPU; any Agents SDK ``Model`` (LiteLLM, ``agents.testing.
+ScriptedModel``, your own) plays through the same contract, called through its
+``get_response`` with the SDK's items. The turn loop is this module's own (``_Game._turn``),
+not ``Runner.run``: a seat's turn needs none of the runner's handoffs, guardrails, hooks or run
+state, which cost more CPU per model call than the seat itself
+(``benchmarks/orchestration.py``).
 
 Clock: where the room runs in this process on the virtual clock, each model call is charged
 ``rules.thinking.per_model_call`` seconds plus ``per_output_token`` per generated token, before
@@ -33,20 +36,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from agents.items import ItemHelpers, TResponseInputItem
-from agents.models.chatcmpl_converter import Converter
-from agents.models.interface import Model, ModelTracing
 from mcp.types import CallToolResult
-from openai.types.responses import ResponseFunctionToolCall
-from openai.types.shared import Reasoning
 
-from agents import ModelResponse, ModelSettings, trace
+from dealroom.agents._llm_chat import Conversation, ModelReply, Sampling, SeatModel
 from dealroom.agents._llm_model import (
     LLMConfigError,
     LLMError,
-    MeteredModel,
+    Meter,
     ModelSpec,
     RetryPolicy,
     build_model,
@@ -57,6 +55,9 @@ from dealroom.agents._llm_tools import SeatTools, ToolStats, render_result
 from dealroom.client.seat import SeatClient
 from dealroom.play.players import Endpoint, PlayerFailed, SeatContext
 from dealroom.protocol import Rules, WaitResult
+
+if TYPE_CHECKING:
+    from agents import Model
 
 __all__ = [
     "LLMConfigError",
@@ -112,10 +113,13 @@ class LLMSettings:
 
 
 class LLMPlayer:
-    """A ``Player`` that lets a language model play the seat through its MCP tools."""
+    """A ``Player`` that lets a language model play the seat through its MCP tools: ``model``
+    is a ``SeatModel`` or any Agents SDK ``Model``."""
 
-    def __init__(self, model: Model, *, name: str, settings: LLMSettings | None = None) -> None:
-        self.model = model
+    def __init__(
+        self, model: SeatModel | Model, *, name: str, settings: LLMSettings | None = None
+    ) -> None:
+        self.model: SeatModel = _chat_model(model)
         self.name = name
         self.settings = settings or LLMSettings()
         self.endpoint: Endpoint | None = None
@@ -158,6 +162,15 @@ class LLMPlayer:
         return game.extra()
 
 
+def _chat_model(model: SeatModel | Model) -> SeatModel:
+    """The seat's contract for a model: a ``SeatModel`` as it is, an SDK model adapted."""
+    if hasattr(model, "conversation"):
+        return model  # type: ignore[return-value]
+    from dealroom.agents._llm_sdk import SDKChatModel
+
+    return SDKChatModel(model)  # type: ignore[arg-type]
+
+
 class _Game:
     """One negotiation of one LLM seat: its tools, its conversation and its counters."""
 
@@ -167,14 +180,12 @@ class _Game:
         self.seat = seat
         self.context = context
         self.stats = ToolStats()
-        self.model = MeteredModel(player.model, self.settings.retry)
-        self.model.on_response = self._on_response
-        self.model_settings = ModelSettings(
+        self.meter = Meter(self.settings.retry)
+        self.meter.on_completion = self._on_completion
+        self.sampling = Sampling(
             temperature=self.settings.temperature,
             max_tokens=self.settings.max_tokens,
-            reasoning=None
-            if self.settings.reasoning_effort is None
-            else Reasoning(effort=self.settings.reasoning_effort),
+            reasoning_effort=self.settings.reasoning_effort,
         )
         self.instructions = instructions(context.rules, self.settings, self.charged)
         self.wakes = 0
@@ -183,12 +194,12 @@ class _Game:
         self.over = False
         self.last_wait: WaitResult | None = None
         self.tools: SeatTools | None = None
-        self.history: list[TResponseInputItem] = []
+        self.chat: Conversation | None = None
 
     def extra(self, error: str | None = None) -> dict[str, Any]:
         """What is stored beside the negotiation for this seat: usage, counts, cost, and the
         model's own conversation (what it read and wrote, as chat messages, with its tools)."""
-        usage = self.model.usage
+        usage = self.meter.usage
         prices = self.settings.prices
         data: dict[str, Any] = {
             "wakes": self.wakes,
@@ -207,15 +218,15 @@ class _Game:
 
     def conversation(self) -> dict[str, Any]:
         """The model's conversation as OpenAI chat messages (system message first) and tools."""
-        if self.tools is None:
+        if self.tools is None or self.chat is None:
             return {"messages": [], "tools": []}
-        messages = [{"role": "system", "content": self.instructions}]
-        messages.extend(Converter.items_to_messages(self.history))  # type: ignore[arg-type]
-        tools = [Converter.tool_to_openai(tool) for tool in self.tools.tools]
-        return {"messages": messages, "tools": tools}
+        return {"messages": self.chat.messages(), "tools": self.tools.definitions}
 
     async def run(self) -> None:
         self.tools = await SeatTools.of(self.seat, self.stats, self._on_result)
+        self.chat = self.player.model.conversation(
+            self.instructions, self.tools.definitions, self.sampling, tracing=self.settings.tracing
+        )
         # The briefing is the first user message, as on every surface (MCP hosts, the TRL
         # environment, the SFT export); the model then acts through the tools.
         message = await self.seat.briefing()
@@ -224,12 +235,14 @@ class _Game:
             if self.wakes > self.settings.max_wakes:
                 raise LLMError(f"more than {self.settings.max_wakes} wakes")
             self.last_wait = None
-            self.history.append({"role": "user", "content": message})
+            self.chat.add_user(message)
             if self.settings.tracing:
+                from agents import trace
+
                 with trace(f"dealroom-{self.context.role}"):
-                    await self._turn(self.tools, ModelTracing.ENABLED)
+                    await self._turn(self.tools, self.chat)
             else:
-                await self._turn(self.tools, ModelTracing.DISABLED)
+                await self._turn(self.tools, self.chat)
             if self.over:
                 break
             if self._malformed():
@@ -240,31 +253,17 @@ class _Game:
                 )
             message = await self._next_message()
 
-    async def _turn(self, tools: SeatTools, tracing: ModelTracing) -> None:
-        """One wake: model calls, each response's tool calls made in the model's order, until
+    async def _turn(self, tools: SeatTools, chat: Conversation) -> None:
+        """One wake: model calls, each reply's tool calls made in the model's order, until
         the turn ends (wait_for_opponent, a reply without tool calls, the end of the
         negotiation, too many malformed calls) or ``max_turns`` model calls are spent."""
         for _ in range(self.settings.max_turns):
-            response = await self.model.get_response(
-                self.instructions,
-                self.history,
-                self.model_settings,
-                tools.tools,
-                None,
-                [],
-                tracing,
-                previous_response_id=None,
-                conversation_id=None,
-                prompt=None,
-            )
-            self.history.extend(response.to_input_items())
-            calls = [i for i in response.output if isinstance(i, ResponseFunctionToolCall)]
-            if not calls:
+            completion = await self.meter.respond(chat)
+            if not completion.tool_calls:
                 return
-            for call in calls:
-                output = await tools.call(call.name, call.arguments)
-                self.history.append(ItemHelpers.tool_call_output_item(call, output))
-            waited = any(call.name == "wait_for_opponent" for call in calls)
+            for call in completion.tool_calls:
+                chat.add_tool_result(call, await tools.call(call.name, call.arguments))
+            waited = any(call.name == "wait_for_opponent" for call in completion.tool_calls)
             if waited or self.over or self._malformed():
                 return
         self.turn_limit_hits += 1
@@ -289,11 +288,11 @@ class _Game:
 
     # -- hooks ------------------------------------------------------------------------------
 
-    def _on_response(self, response: ModelResponse) -> None:
+    def _on_completion(self, completion: ModelReply) -> None:
         if self.context.charge is not None:
             thinking = self.context.rules.thinking
             seconds = thinking.per_model_call + thinking.per_output_token * reported_tokens(
-                response.usage.output_tokens
+                completion.output_tokens
             )
             self.thinking_s += seconds
             self.context.charge(seconds)
