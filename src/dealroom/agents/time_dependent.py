@@ -57,13 +57,16 @@ class TimeDependent:
         # Constants of price_at, computed once (the same float operations as there).
         self._span = self.end - self.start
         self._list_cents = int(self.list_price * 100)
+        e, k = params.e, params.k
+        self._k, self._rest = k, 1 - k
+        self._power = None if e <= 0 else 1 / e
 
     def concession(self, t: float) -> float:
         """f(t) in [0, 1]."""
-        e, k = self.params.e, self.params.k
-        if e <= 0:
-            return k
-        return k + (1 - k) * t ** (1 / e)
+        power = self._power
+        if power is None:
+            return self.params.k
+        return self._k + self._rest * t**power
 
     def price_at(self, t: float) -> Decimal:
         """Own offer at normalised time t, never losing money."""

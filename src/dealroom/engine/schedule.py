@@ -95,8 +95,14 @@ class Scheduler:
         }
         self.order: tuple[Role, Role] = (self.rules.first_mover, other(self.rules.first_mover))
         self._first, self._second = self.seats[self.order[0]], self.seats[self.order[1]]
-        self._houses = isinstance(self._first, HouseSeat) and isinstance(self._second, HouseSeat)
-        """Both seats are house seats (every simulation): ordering reads their cached times."""
+        first, second = self._first, self._second
+        self._houses: tuple[HouseSeat, HouseSeat] | None = (
+            (first, second)
+            if isinstance(first, HouseSeat) and isinstance(second, HouseSeat)
+            else None
+        )
+        """The two seats in order when both are house seats (every simulation): ordering then
+        reads their cached times."""
         self._per_wake = self.rules.thinking.per_wake
         self._min_cost = min(costs.values())
         self._awake: HouseSeat | None = None
@@ -260,14 +266,15 @@ class Scheduler:
     def _earliest(self) -> tuple[ScheduledSeat, float, bool]:
         # The one ordering rule: by time; at equal times an action taking effect goes before a
         # wake-up (so the woken seat sees it), then the first mover.
-        first, second = self._first, self._second
-        if self._houses:
+        houses = self._houses
+        if houses is not None:
             # The same rule on the house seats' cached times (the hot path of every simulation).
-            assert isinstance(first, HouseSeat) and isinstance(second, HouseSeat)
+            first, second = houses
             at1, at2 = first.due_at, second.due_at
             if at2 < at1 or (at2 == at1 and second.due_action and not first.due_action):
                 return second, at2, not second.awake
             return first, at1, not first.awake
+        first, second = self._first, self._second
         if isinstance(first, HouseSeat):
             at1, act1, det1 = first.due_at, first.due_action, not first.awake
         else:
@@ -322,11 +329,9 @@ class Scheduler:
             seat.errors.clear()
             self._awake, self._wake = seat, Wake(seat.role, observation, errors)
             return
-        # Woken and deciding at once: the decision replaces the wake's lower bound.
-        seat.wake(at, deciding=True)
         if seat.errors:
             seat.errors.clear()
-        seat.queue(agent.act(self.referee.observe(seat.role, at)), self._per_wake)
+        seat.decided(at, agent.act(self.referee.observe(seat.role, at)), self._per_wake)
 
     def _apply(self, seat: ScheduledSeat, action: Action, at: float) -> list[Event] | RuleViolation:
         try:

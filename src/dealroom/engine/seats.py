@@ -96,15 +96,20 @@ class HouseSeat:
             self.due_at = soonest if soonest > self.ready_at else self.ready_at
             self.due_action = False
 
-    def wake(self, at: float, *, deciding: bool = False) -> None:
+    def wake(self, at: float) -> None:
         """The seat is woken at ``at``: it has seen everything so far, and now decides. Until
-        it does, it acts no earlier than one clock step later (a lower bound, never run; not
-        computed when it is ``deciding`` in place: its decision replaces it)."""
+        it does, it acts no earlier than one clock step later (a lower bound, never run)."""
         self.ready_at = at
         self.news_at = math.inf
         self.awake = True
-        if not deciding:
-            self.due_at, self.due_action = round(at + MIN_STEP, 3), True
+        self.due_at, self.due_action = round(at + MIN_STEP, 3), True
+
+    def decided(self, at: float, decision: Decision, thinking: float) -> None:
+        """Woken at ``at`` and decided at once (an agent called in place): ``wake`` then
+        ``queue`` in one transition."""
+        self.news_at = math.inf
+        self.ready_at = at
+        self.queue(decision, thinking)
 
     def queue(self, decision: Decision, thinking: float) -> None:
         """Charge the thinking (at least ``MIN_STEP``), queue the actions and set the

@@ -57,6 +57,8 @@ def _attached(message: str | None) -> str | None:
 
 _withdrawn = trusted_builder(OfferWithdrawn)
 _made = trusted_builder(OfferMade)
+_accepted = trusted_builder(OfferAccepted)
+_ended = trusted_builder(NegotiationEnded)
 _live_offer = trusted_builder(LiveOffer)
 _observation = trusted_builder(Observation)
 
@@ -134,6 +136,12 @@ class Referee:
         end = self._outcome
         deadline = self._deadline
         clock = end.time if end is not None else (now if now < deadline else deadline)
+        offers = self._live_offers
+        if offers is None:
+            offers = self.live_offers()
+        events = self._frozen
+        if len(events) != len(self._events):
+            events = self.events
         # Every field comes from validated state: construct without validating again (the hot
         # path of every simulation).
         return _observation(
@@ -143,8 +151,8 @@ class Referee:
                 "private_value": self._values[role],
                 "now": clock,
                 "time_left": round(deadline - clock, 3),
-                "live_offers": self.live_offers(),
-                "events": self.events,
+                "live_offers": offers,
+                "events": events,
                 "outcome": seat_outcome(end, role) if end is not None else None,
             }
         )
@@ -190,7 +198,8 @@ class Referee:
         match action:
             case MakeOffer(price=price, message=message):
                 cents = self._check_price(price)
-                self._check_message(message)
+                if message is not None:
+                    self._check_message(message)
                 return cents
             case Accept(offer_id=offer_id):
                 self._check_their_live_offer(role, offer_id)
@@ -265,11 +274,23 @@ class Referee:
         match action:
             case MakeOffer(message=message):
                 assert cents is not None
-                self._make_offer(role, cents, _attached(message), now)
+                self._make_offer(role, cents, None if message is None else _attached(message), now)
             case Accept(offer_id=offer_id):
-                offer = self._offers[offer_id]
-                self._emit(OfferAccepted, now, role, offer_id=offer_id, price=offer.price)
-                self._end("accepted", role, offer.price, now)
+                price = self._offers[offer_id].price
+                events = self._events
+                events.append(
+                    _accepted(
+                        {
+                            "seq": len(events) + 1,
+                            "t": now,
+                            "by": role,
+                            "type": "offer_accepted",
+                            "offer_id": offer_id,
+                            "price": price,
+                        }
+                    )
+                )
+                self._end("accepted", role, price, now)
             case Reject(offer_id=offer_id, message=message):
                 self._live[other(role)] = None
                 self._live_offers = None
@@ -343,7 +364,18 @@ class Referee:
         for role in ROLES:
             self._live[role] = None
         self._live_offers = None
-        event = self._emit(NegotiationEnded, now, by, reason=reason, price=price)
+        events = self._events
+        event = _ended(
+            {
+                "seq": len(events) + 1,
+                "t": now,
+                "by": by,
+                "type": "negotiation_ended",
+                "reason": reason,
+                "price": price,
+            }
+        )
+        events.append(event)
         self._outcome = score(
             self.scenario,
             end_reason=reason,
