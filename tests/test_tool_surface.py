@@ -112,6 +112,7 @@ def test_the_sft_tools_column_is_the_spec_as_function_schemas() -> None:
     )
 
 
+@pytest.mark.train  # needs transformers (the train extra): CI's real-TRL phase runs it
 @pytest.mark.parametrize("rules", [DEFAULT_RULES, ODD_RULES], ids=["default", "odd"])
 def test_trl_reads_the_same_schemas_from_the_environments_methods(rules: Rules) -> None:
     transformers_utils = pytest.importorskip("transformers.utils")

@@ -88,7 +88,7 @@ def test_the_conversation_ends_with_the_outcome_and_replays_the_recorded_offers(
 def test_arguments_can_be_json_strings() -> None:
     record = record_of("linear", "boulware")
     objects = sft_example(record, "seller")
-    strings = sft_example(record, "seller", arguments="json")
+    strings = sft_example(record, "seller", arguments="string")
     assert objects is not None and strings is not None
     for a, b in zip(objects["messages"][1::2], strings["messages"][1::2], strict=True):
         function, encoded = a["tool_calls"][0]["function"], b["tool_calls"][0]["function"]

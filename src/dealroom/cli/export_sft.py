@@ -16,9 +16,9 @@ import structlog
 from dealroom.cli._common import usage_error
 from dealroom.protocol import DEFAULT_RULES, ROLES, Role, Rules
 from dealroom.protocol.secret import seed_from_json
+from dealroom.protocol.tools import ArgumentsForm
 from dealroom.store.results import ResultsStore, StoredNegotiation, StoreError
 from dealroom.training.sft import (
-    ArgumentsForm,
     NotReplayable,
     conversation_example,
     sft_example,
@@ -153,7 +153,7 @@ def stored_examples(
 def run(args: argparse.Namespace) -> int:
     """Read the store, filter, write one transcript per line."""
     skipped = Counter[str]()
-    form: ArgumentsForm = "json" if args.json_arguments else "object"
+    form: ArgumentsForm = "string" if args.json_arguments else "object"
     examples = stored_examples(args.db, args, arguments=form, skipped=skipped)
     written = 0
     try:

@@ -15,6 +15,7 @@ the referee as ``price_not_finite``. A refused argument reads ``invalid_argument
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -441,14 +442,38 @@ def function_schemas(rules: Rules, *, series: bool = False) -> list[dict[str, An
     return [function_schema(t, rules) for t in tools]
 
 
+ArgumentsForm = Literal["object", "string"]
+"""Tool-call arguments in a chat transcript: JSON objects (what most chat templates read) or
+JSON strings (the chat-completions wire form, which Qwen3-style templates also read)."""
+
+
+def with_arguments(message: dict[str, Any], arguments: ArgumentsForm) -> dict[str, Any]:
+    """``message`` with its tool calls' arguments as JSON objects (what chat templates read) or
+    as JSON strings (the chat-completions wire form)."""
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    converted: list[dict[str, Any]] = []
+    for call in calls:
+        raw = call["function"]["arguments"]
+        if arguments == "object":
+            value = json.loads(raw) if isinstance(raw, str) else raw
+        else:
+            value = raw if isinstance(raw, str) else json.dumps(raw)
+        converted.append({**call, "function": {**call["function"], "arguments": value}})
+    return {**message, "tool_calls": converted}
+
+
 def call_messages(call_id: str, name: ToolName, arguments: Any, text: str) -> list[dict[str, Any]]:
     """One tool call and the text it returned, as the two OpenAI chat messages a transcript
-    holds: the assistant's call (no text of its own) and the tool's reply. ``arguments`` go in
-    as given (an object, or the JSON string of the OpenAI API's form)."""
+    holds: the assistant's call (no text of its own) and the tool's reply, which names its tool
+    as TRL's GRPO rollouts write it (chat templates that render the name read the same text in
+    both) beside the OpenAI API's ``tool_call_id``. ``arguments`` go in as given (an object, or
+    the JSON string of the OpenAI API's form)."""
     call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
     return [
         {"role": "assistant", "content": "", "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": call_id, "content": text},
+        {"role": "tool", "tool_call_id": call_id, "name": name, "content": text},
     ]
 
 

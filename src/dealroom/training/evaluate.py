@@ -27,9 +27,8 @@ import structlog
 from dealroom.engine.match import record_from
 from dealroom.protocol import DEFAULT_RULES, Role, Rules, Tier
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.protocol.tools import function_schemas
+from dealroom.protocol.tools import function_schemas, with_arguments
 from dealroom.store.results import ResultsStore
-from dealroom.training.sequences import with_arguments
 from dealroom.training.trl import BargainToolEnv
 
 log = structlog.get_logger(__name__)
@@ -124,7 +123,9 @@ def rollout(
         ):
             text, failed = _run(table, name, arguments)
             errors += failed
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+            messages.append(
+                {"role": "tool", "tool_call_id": call["id"], "name": name, "content": text}
+            )
         if not seat.referee.is_open:
             break
     reward = env.get_reward()

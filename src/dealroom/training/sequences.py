@@ -24,10 +24,9 @@ not a prefix of the whole conversation) cannot be trained on faithfully: ``NotPr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from dealroom.training.models import TrainingSetupError
 
@@ -115,20 +114,3 @@ def tokenize(tokenizer: Any, row: Row) -> TrainingSequence:
     if prompt_tokens is None:
         prompt_tokens = len(input_ids)
     return TrainingSequence(input_ids, labels, prompt_tokens)
-
-
-def with_arguments(message: Row, arguments: Literal["object", "string"]) -> Row:
-    """``message`` with its tool calls' arguments as JSON objects (what chat templates read) or
-    as JSON strings (the chat-completions wire form)."""
-    calls = message.get("tool_calls")
-    if not calls:
-        return message
-    converted = []
-    for call in calls:
-        raw = call["function"]["arguments"]
-        if arguments == "object":
-            value = json.loads(raw) if isinstance(raw, str) else raw
-        else:
-            value = raw if isinstance(raw, str) else json.dumps(raw)
-        converted.append({**call, "function": {**call["function"], "arguments": value}})
-    return {**message, "tool_calls": converted}

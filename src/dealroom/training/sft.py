@@ -23,10 +23,9 @@ seat's of a server's room (``dealroom.server.room``: an MCP client's, a person's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
@@ -51,12 +50,15 @@ from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Seed
-from dealroom.protocol.tools import ToolName, arguments_of, call_messages, function_schemas
+from dealroom.protocol.tools import (
+    ArgumentsForm,
+    ToolName,
+    arguments_of,
+    call_messages,
+    function_schemas,
+    with_arguments,
+)
 from dealroom.training.trl import call_tool
-
-ArgumentsForm = Literal["object", "json"]
-"""Tool-call arguments as JSON objects (the default: most chat templates expect them) or as
-JSON strings (the OpenAI API's form, which Qwen3-style templates also read)."""
 
 TOOL_SCHEMAS: list[dict[str, Any]] = function_schemas(DEFAULT_RULES)
 """The seat's tools as OpenAI function schemas under the default rules: exactly what TRL builds
@@ -171,8 +173,8 @@ def sft_example(
         {"role": "user", "content": briefing(seat_view(record.scenario, role), rules)}
     ]
     for n, call in enumerate(calls, start=1):
-        args: Any = json.dumps(call.arguments) if arguments == "json" else dict(call.arguments)
-        messages += call_messages(f"call_{n}", call.name, args, call.text)
+        asked, answered = call_messages(f"call_{n}", call.name, dict(call.arguments), call.text)
+        messages += [with_arguments(asked, arguments), answered]
     return {
         "messages": messages,
         "tools": function_schemas(rules),

@@ -37,6 +37,7 @@ from dealroom.engine.match import play
 from dealroom.play.registry import resolve
 from dealroom.protocol import DEFAULT_RULES, AgentFactory, Role, Rules, Tier
 from dealroom.protocol.generator import scenario_at
+from dealroom.protocol.tools import ArgumentsForm, with_arguments
 from dealroom.training.lengths import (
     Lengths,
     Row,
@@ -47,13 +48,11 @@ from dealroom.training.lengths import (
 )
 from dealroom.training.models import TrainingSetupError, lib, load_tokenizer, require_train_extra
 from dealroom.training.rewards import RewardSpec
-from dealroom.training.sequences import tokenize, with_arguments
+from dealroom.training.sequences import tokenize
 from dealroom.training.sft import sft_example
 from dealroom.training.trl import BargainToolEnv
 
 log = structlog.get_logger(__name__)
-
-Arguments = Literal["object", "string"]
 
 REFERENCE_LEARNER = "linear"
 """Scripted stand-in for the learner when GRPO lengths are measured by playing negotiations."""
@@ -99,7 +98,7 @@ class SFTSettings(Common):
     num_train_epochs: float = 1.0
     max_turns: int | None = None
     """Keep only each transcript's first turns (shorter rows: quick runs, small machines)."""
-    arguments: Arguments = "object"
+    arguments: ArgumentsForm = "object"
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +164,7 @@ def read_rows(path: Path) -> list[Row]:
 
 
 def template_rows(
-    rows: Iterable[Row], arguments: Arguments = "object", max_turns: int | None = None
+    rows: Iterable[Row], arguments: ArgumentsForm = "object", max_turns: int | None = None
 ) -> list[Row]:
     """Rows as the trainer feeds them to the chat template: ``messages`` and ``tools`` only,
     tool-call arguments as objects (or JSON strings), optionally cut to the first turns."""
