@@ -186,3 +186,16 @@ async def test_a_row_is_revised_only_before_anything_wrote_it(tmp_path: Path) ->
     await writer.flush()
     assert not writer.revise(PendingRow("k", "run", record, {"v": 3}))  # stored already
     assert only_row(writer.store).extra == {"v": 2}
+
+
+async def test_a_seat_over_the_call_limit_stores_no_partial_conversation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("dealroom.server.room.MAX_LOGGED_CALLS", 3)
+    store = ResultsStore(tmp_path / "r.db")
+    room = house_room(opponent="hardliner", store=store)
+    async with client_for(room, "buyer") as client:
+        for _ in range(3):
+            await ok(client, "get_state")
+        await ok(client, "walk_away")  # the fourth call: over the limit, and the ending one
+    assert "players" not in only_row(store).extra

@@ -340,7 +340,8 @@ class Room:
         row, self._row = self._row, None
         if row is None or row.key != self.key(negotiation):
             return
-        if not self.writer.revise(replace(row, extra={**row.extra, **self._players(negotiation)})):
+        extra = {k: v for k, v in row.extra.items() if k != "players"}
+        if not self.writer.revise(replace(row, extra=extra | self._players(negotiation))):
             log.warning("conversation stored without its last reply", key=row.key)
 
     def _players(self, negotiation: Negotiation) -> dict[str, Any]:
