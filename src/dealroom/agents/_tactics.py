@@ -90,7 +90,7 @@ def reply(
             # Both actions are built from values already typed (an offer id the referee
             # issued, a Decimal price): constructed without validating again; the referee
             # validates them.
-            return Decision(actions=(_accept({"type": "accept", "offer_id": theirs.offer_id}),))
+            return Decision((_accept({"type": "accept", "offer_id": theirs.offer_id}),))
     if current is not None and (
         current.price == mine or abs(current.price - mine) < list_price * min_move
     ):
@@ -101,7 +101,7 @@ def reply(
             sleep = _SLEEPS[wait] = Decision(wait=wait)
         return sleep
     offer = _offer({"type": "make_offer", "price": mine, "message": None})
-    return Decision(actions=(offer,), wait=wait)
+    return Decision((offer,), wait)  # positional: this runs on nearly every wake
 
 
 def progress_until(observation: Observation, margin: float) -> float:
