@@ -50,6 +50,7 @@ from dealroom.protocol import (
     WalkedAway,
     other,
 )
+from dealroom.protocol._base import round_ms
 from dealroom.protocol.wire import ClockKind
 
 __all__ = [
@@ -61,10 +62,6 @@ __all__ = [
     "Wake",
     "live_offers",
 ]
-
-
-def _t(x: float) -> float:
-    return round(x, 3)
 
 
 class Scheduler:
@@ -163,7 +160,7 @@ class Scheduler:
         """The seat starts an action; it takes effect when the schedule reaches it."""
         seat = self._ready(role, wall)
         if self.clock == "virtual":
-            at = _t(seat.ready_at + self._thinking(seat) + self.rules.costs.of(action.type))
+            at = round_ms(seat.ready_at + self._thinking(seat) + self.rules.costs.of(action.type))
         else:
             at = max(wall, self.now)
         seat.state, seat.action, seat.action_at, seat.applied = "acting", action, at, None
@@ -173,7 +170,7 @@ class Scheduler:
         """The seat sleeps until news from the other side or ``timeout`` seconds pass."""
         seat = self._ready(role, wall)
         start = seat.ready_at if self.clock == "virtual" else max(wall, self.now)
-        seat.state, seat.wake_at = "waiting", _t(start + timeout)
+        seat.state, seat.wake_at = "waiting", round_ms(start + timeout)
         self.version += 1
 
     def cancel(self, role: Role) -> None:
@@ -190,7 +187,7 @@ class Scheduler:
         """A thinking seat spends ``seconds`` on its clock, in place of its per-wake cost."""
         seat = self.remote(role)
         if seat.state == "thinking" and seconds > 0:
-            seat.ready_at = _t(seat.ready_at + seconds)
+            seat.ready_at = round_ms(seat.ready_at + seconds)
             seat.fresh = False
             self.version += 1
 
@@ -298,7 +295,7 @@ class Scheduler:
         # A thinking seat acts no earlier than thinking plus the cheapest action from now. (It
         # may also wake earlier, but a wake changes nothing for others, and what the woken
         # seat sees is cut at its wake time: see _run_remote.)
-        return _t(seat.ready_at + self._thinking(seat) + self._min_cost), True, False
+        return round_ms(seat.ready_at + self._thinking(seat) + self._min_cost), True, False
 
     def _thinking(self, seat: RemoteSeat) -> float:
         return max(self._per_wake, MIN_STEP) if seat.fresh else 0.0

@@ -30,6 +30,7 @@ from dealroom.protocol import (
     Role,
     RuleViolation,
 )
+from dealroom.protocol._base import round_ms
 
 MIN_STEP = 0.001
 """Seconds: the clock resolution, and the least time a wake costs."""
@@ -88,7 +89,7 @@ class HouseSeat:
 
     def _refresh(self) -> None:
         if self.pending:
-            self.due_at = round(self.ready_at + self.costs[self.pending[0].type], 3)
+            self.due_at = round_ms(self.ready_at + self.costs[self.pending[0].type])
             self.due_action = True
         else:
             wake_at, news_at = self.wake_at, self.news_at
@@ -102,7 +103,7 @@ class HouseSeat:
         self.ready_at = at
         self.news_at = math.inf
         self.awake = True
-        self.due_at, self.due_action = round(at + MIN_STEP, 3), True
+        self.due_at, self.due_action = round_ms(at + MIN_STEP), True
 
     def decided(self, at: float, decision: Decision, thinking: float) -> None:
         """Woken at ``at`` and decided at once (an agent called in place): ``wake`` then
@@ -115,16 +116,16 @@ class HouseSeat:
         """Charge the thinking (at least ``MIN_STEP``), queue the actions and set the
         wake-up timer."""
         self.awake = False
-        ready = self.ready_at = round(
-            self.ready_at + (thinking if thinking > MIN_STEP else MIN_STEP), 3
+        ready = self.ready_at = round_ms(
+            self.ready_at + (thinking if thinking > MIN_STEP else MIN_STEP)
         )
         wait = decision.wait
-        self.wake_at = math.inf if wait is None else round(ready + wait, 3)
+        self.wake_at = math.inf if wait is None else round_ms(ready + wait)
         actions = decision.actions
         if actions:
             pending = self.pending
             pending.extend(actions)
-            self.due_at = round(ready + self.costs[pending[0].type], 3)
+            self.due_at = round_ms(ready + self.costs[pending[0].type])
             self.due_action = True
         else:
             self._refresh()

@@ -64,6 +64,23 @@ def to_cents(value: Decimal | float | int | str) -> Decimal:
         raise ValueError(f"too large to quantise to cents: {value!r}") from exc
 
 
+def round_ms(seconds: float) -> float:
+    """``round(seconds, 3)``, the same float to the bit (the clock's resolution), cheaply.
+
+    ``round`` with digits formats and parses a decimal string (about a microsecond); the clock
+    rounds several times per simulated action. In the usual case the scaled value is far from
+    a tie, so rounding it to a whole number of milliseconds is exact and ``ms / 1000`` is the
+    nearest float to the rounded decimal, which is what ``round`` returns. Ties, zeros (whose
+    sign ``round`` keeps), huge values, infinities and NaN go to ``round`` itself.
+    """
+    scaled = seconds * 1000.0
+    if -1e12 < scaled < 1e12:  # |error of the product| < 1e-4 here; false for inf and NaN
+        ms = round(scaled)
+        if ms and -0.499 < scaled - ms < 0.499:
+            return ms / 1000
+    return round(seconds, 3)
+
+
 def is_finite_number(value: object) -> bool:
     """True for an int, float or Decimal that is finite."""
     if isinstance(value, Decimal):

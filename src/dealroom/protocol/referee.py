@@ -16,6 +16,7 @@ from dealroom.protocol._base import (
     Role,
     is_finite_number,
     other,
+    round_ms,
     to_cents,
     trusted,
     trusted_builder,
@@ -150,7 +151,7 @@ class Referee:
                 "scenario": self._public,
                 "private_value": self._values[role],
                 "now": clock,
-                "time_left": round(deadline - clock, 3),
+                "time_left": round_ms(deadline - clock),
                 "live_offers": offers,
                 "events": events,
                 "outcome": seat_outcome(end, role) if end is not None else None,
@@ -217,17 +218,19 @@ class Referee:
         return None
 
     def _check_price(self, price: Decimal) -> Decimal:
-        if not is_finite_number(price):
+        cents: Decimal | None
+        if type(price) is Decimal and price.is_finite():  # every offer: checked inline
+            try:
+                cents = price.quantize(CENT, rounding=ROUND_HALF_UP)
+            except InvalidOperation:  # finite but too large to quantise: far above the maximum
+                cents = None
+        elif not is_finite_number(price):
             raise RuleViolation(ErrorCode.PRICE_NOT_FINITE, "The price must be a finite number.")
-        try:
-            # A Decimal is quantised directly (``to_cents`` without its checks, done above).
-            cents = (
-                price.quantize(CENT, rounding=ROUND_HALF_UP)
-                if type(price) is Decimal
-                else to_cents(price)
-            )
-        except (ValueError, InvalidOperation):  # finite but too large to quantise
-            cents = None
+        else:
+            try:
+                cents = to_cents(price)
+            except ValueError:  # finite but too large to quantise: far above the maximum
+                cents = None
         if cents is None or cents <= 0 or cents > self._max_price:
             raise RuleViolation(
                 ErrorCode.PRICE_OUT_OF_RANGE,
