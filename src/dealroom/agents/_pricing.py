@@ -35,7 +35,8 @@ def money_of(fraction_of_list: float, list_price: Decimal, list_cents: int) -> D
     if 0 < scaled < 1e11 and list_cents < 10**15:
         billionths = round(scaled)
         if -0.499 < scaled - billionths < 0.499:
-            return Decimal((billionths * list_cents + 500_000_000) // 1_000_000_000).scaleb(-2)
+            cents = (billionths * list_cents + 500_000_000) // 1_000_000_000
+            return Decimal(cents) * CENT  # exact, with the exponent quantize gives (-2)
     if not math.isfinite(fraction_of_list):
         raise ValueError(f"not a finite number: {fraction_of_list!r}")
     return (Decimal(repr(round(fraction_of_list, 9))) * list_price).quantize(
