@@ -4,9 +4,10 @@
                                        [--latency 1]
 
 The model is a loopback OpenAI-compatible endpoint (``tests/fake_openai.py``) **in its own
-process** (so its CPU is not counted as the harness's), answering every chat completion after
-exactly ``--latency`` seconds with scripted tool calls (offer the list price and wait; accept the
-other side's offer from wake ``--accept-from-wake`` on). ``llm:fake`` plays ``hardliner`` in
+process** (so its CPU is not counted as the harness's), answering every chat completion
+``--latency`` seconds after the request arrived (keep-alive, TCP_NODELAY) with scripted tool
+calls (offer the list price and wait; accept the other side's offer from wake
+``--accept-from-wake`` on). ``llm:fake`` plays ``hardliner`` in
 both seats and all tiers, the way ``dealroom tournament --agents llm:fake,hardliner`` plays it:
 ``Tournament.run`` with the CLI's resolver, every negotiation through the seats and stored with
 its usage in a SQLite store, at most ``concurrency`` negotiations in flight.

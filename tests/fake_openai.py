@@ -145,6 +145,13 @@ def serve(brain: Brain) -> Iterator[FakeOpenAI]:
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
+        # Keep-alive, as OpenAI's API, vLLM and llama.cpp keep it (every reply has a length).
+        protocol_version = "HTTP/1.1"
+        # TCP_NODELAY, as asyncio servers (uvicorn) set it: the headers and the body go out as
+        # two writes, and Nagle's algorithm held the body until the client's delayed ACK of the
+        # headers, about 40 ms later.
+        disable_nagle_algorithm = True
+
         def log_message(self, format: str, *args: Any) -> None:
             del format, args
 
@@ -167,6 +174,7 @@ def serve(brain: Brain) -> Iterator[FakeOpenAI]:
             self._send(200, b'{"object": "list", "data": [{"id": "fake", "object": "model"}]}')
 
         def do_POST(self) -> None:
+            _arrival.at = time.perf_counter()
             length = int(self.headers.get("Content-Length", "0"))
             request = json.loads(self.rfile.read(length) or b"{}")
             with lock:
@@ -210,11 +218,16 @@ def serve(brain: Brain) -> Iterator[FakeOpenAI]:
         thread.join(timeout=5)
 
 
+_arrival = threading.local()
+"""When the request its thread serves arrived (before its body was read and parsed)."""
+
+
 def with_latency(brain: Brain, seconds: float) -> Brain:
-    """Every reply exactly ``seconds`` after the request (the endpoint serves each in a thread)."""
+    """Every reply exactly ``seconds`` after its request arrived (the endpoint serves each in a
+    thread; reading and parsing the request are inside the latency, as on a real server)."""
 
     def slow(request: dict[str, Any]) -> Reply:
-        start = time.perf_counter()
+        start = getattr(_arrival, "at", None) or time.perf_counter()
         reply = brain(request)
         threading.Event().wait(max(0.0, seconds - (time.perf_counter() - start)))
         return reply
