@@ -67,7 +67,8 @@ ENDPOINT = """
 import sys, threading
 sys.path.insert(0, {tests!r})
 from fake_openai import negotiator, serve, with_latency
-with serve(with_latency(negotiator(accept_from_wake={wake}), {latency})) as fake:
+brain = with_latency(negotiator(accept_from_wake={wake}), {latency})
+with serve(brain, keep_alive=True) as fake:
     print(fake.base_url, flush=True)
     sys.stdin.read()  # until the driver closes it
 """
@@ -205,9 +206,8 @@ def model_floor(
         tools = SeatTools(session, await session.list_tools(), ToolStats()).definitions
         briefing = await seat.briefing()
         client = ChatCompletions("fake", base_url=base_url, api_key="fake")
-        sdk_model = OpenAIChatCompletionsModel(
-            model="fake", openai_client=openai.AsyncOpenAI(base_url=base_url, api_key="fake")
-        )
+        openai_client = openai.AsyncOpenAI(base_url=base_url, api_key="fake")
+        sdk_model = OpenAIChatCompletionsModel(model="fake", openai_client=openai_client)
         sdk_tools = function_tools(tools)
         limiter = anyio.CapacityLimiter(concurrency)
 
@@ -239,7 +239,7 @@ def model_floor(
             spent = time.process_time() - cpu
         finally:
             await client.close()
-            await sdk_model.close()
+            await openai_client.close()
 
     anyio.run(main, backend_options={"use_uvloop": True})
     return 1000 * spent / calls

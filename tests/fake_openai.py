@@ -139,14 +139,17 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
-def serve(brain: Brain) -> Iterator[FakeOpenAI]:
-    """Run the endpoint for the duration of the block."""
+def serve(brain: Brain, *, keep_alive: bool = False) -> Iterator[FakeOpenAI]:
+    """Run the endpoint for the duration of the block (``keep_alive``: HTTP/1.1 connections
+    stay open between requests, as a real endpoint's do)."""
     state = FakeOpenAI(base_url="")
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
-        # Keep-alive, as OpenAI's API, vLLM and llama.cpp keep it (every reply has a length).
-        protocol_version = "HTTP/1.1"
+        # Keep-alive on demand, as OpenAI's API, vLLM and llama.cpp keep connections (every
+        # reply has a length); tests default to a connection per request, so that a client a
+        # test leaves unclosed holds no socket open.
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
         # TCP_NODELAY, as asyncio servers (uvicorn) set it: the headers and the body go out as
         # two writes, and Nagle's algorithm held the body until the client's delayed ACK of the
         # headers, about 40 ms later.

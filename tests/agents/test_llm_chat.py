@@ -99,7 +99,11 @@ async def test_a_whole_negotiation_sends_what_the_sdk_model_sends(model: str) ->
     # thought signatures; a plain reasoning text for every model.
     with serve(every_case) as sdk_endpoint, serve(every_case) as lean_endpoint:
         client = openai.AsyncOpenAI(base_url=sdk_endpoint.base_url, api_key="k", max_retries=0)
-        sdk = await one_negotiation(OpenAIChatCompletionsModel(model=model, openai_client=client))
+        try:
+            sdk_model = OpenAIChatCompletionsModel(model=model, openai_client=client)
+            sdk = await one_negotiation(sdk_model)
+        finally:
+            await client.close()  # the SDK model's close leaves its client's connections open
         lean = await one_negotiation(
             ChatCompletions(model, base_url=lean_endpoint.base_url, api_key="k")
         )
