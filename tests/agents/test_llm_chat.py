@@ -289,3 +289,17 @@ async def test_with_tracing_each_model_call_is_a_generation_span(
     if tracing:
         assert generations[0].span_data.input == fake.requests[0]["messages"]
         assert generations[0].span_data.usage == {"input_tokens": 11, "output_tokens": 7}
+
+
+def test_the_environments_proxy_is_used_unless_no_proxy_names_the_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("http_proxy", "https_proxy", "no_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    assert ChatCompletions("m", api_key="k").proxy == "http://proxy.internal:3128"
+    local = ChatCompletions("m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    assert local.proxy is None  # no HTTP_PROXY for plain http
+    monkeypatch.setenv("NO_PROXY", "api.openai.com")
+    assert ChatCompletions("m", api_key="k").proxy is None

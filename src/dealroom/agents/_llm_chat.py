@@ -164,6 +164,10 @@ class ChatCompletions:
         parts = urlsplit(self.base_url)
         self.official = parts.scheme == "https" and parts.hostname == "api.openai.com"
         """api.openai.com: requests say ``store: true``, as the Agents SDK's model does."""
+        self.proxy = env_proxy(self.url)
+        """The proxy the environment names for the endpoint (``HTTPS_PROXY``, ``NO_PROXY``...),
+        as the OpenAI client would use it; looked up once (aiohttp's ``trust_env`` looks up
+        proxies and ``~/.netrc`` in a worker thread on every request)."""
         self._session: Any = None  # an aiohttp.ClientSession, opened in the loop that uses it
         self.sessions_opened = 0
 
@@ -203,11 +207,11 @@ class ChatCompletions:
             # No connection limit here: tournaments bound the negotiations in flight.
             connector = aiohttp.TCPConnector(limit=0)
             self._session = aiohttp.ClientSession(
-                connector=connector, headers=self.headers, timeout=timeout, trust_env=True
+                connector=connector, headers=self.headers, timeout=timeout
             )
             self.sessions_opened += 1
         try:
-            async with self._session.post(self.url, data=body) as response:
+            async with self._session.post(self.url, data=body, proxy=self.proxy) as response:
                 raw = await response.read()
                 status = response.status
         except TimeoutError:
@@ -226,6 +230,16 @@ class ChatCompletions:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy URL the environment gives for ``url`` (None: connect directly)."""
+    import urllib.request
+
+    parts = urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
 
 
 class _WireConversation:
