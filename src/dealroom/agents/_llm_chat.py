@@ -32,6 +32,8 @@ from dealroom.protocol.errors import DealroomError
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 CONTENT_FILTERED = "Response withheld by the provider's content filter."
+KEEPALIVE_S = 4.0
+"""How long an idle connection to the endpoint is kept for the next request."""
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -204,8 +206,10 @@ class ChatCompletions:
 
         if self.closed:
             timeout = aiohttp.ClientTimeout(total=self.timeout_s)
-            # No connection limit here: tournaments bound the negotiations in flight.
-            connector = aiohttp.TCPConnector(limit=0)
+            # No connection limit here: tournaments bound the negotiations in flight. Idle
+            # connections are dropped before servers drop them (uvicorn, which vLLM runs on,
+            # after 5 s), so that no request goes out on a connection the server just closed.
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_S)
             self._session = aiohttp.ClientSession(
                 connector=connector, headers=self.headers, timeout=timeout
             )
