@@ -72,3 +72,7 @@ async def test_a_person_on_the_web_page_plays_an_llm_house_seat(tmp_path: Path) 
     assert (row.record.buyer, row.record.seller) == ("mcp", "llm:fake")
     assert any(e.by == "seller" for e in row.record.events)
     assert row.extra["players"]["buyer"]["conversation"]["messages"][1]["tool_calls"]
+    llm = row.extra["players"]["seller"]  # the model's usage and conversation, as in a match
+    assert llm["name"] == "llm:fake" and llm["model_calls"] >= 1
+    assert llm["model_calls"] + llm["failed_attempts"] <= len(fake.requests)
+    assert [m["role"] for m in llm["conversation"]["messages"][:2]] == ["system", "user"]

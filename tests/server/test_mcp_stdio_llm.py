@@ -61,6 +61,7 @@ async def test_an_llm_house_agent_answers_the_client_through_its_tools_for_a_who
         moves = [(e.type, e.by) for e in record.events]
         assert moves[1:3] == [("offer_made", "seller"), ("offer_accepted", "seller")]
         assert "errors" not in extra
+        assert extra["players"]["seller"]["model_calls"] >= 1  # the model's usage is stored
 
 
 async def test_a_failing_llm_house_agent_walks_away_and_the_error_is_stored(

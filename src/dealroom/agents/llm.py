@@ -288,7 +288,12 @@ class _Game:
 
     # -- hooks ------------------------------------------------------------------------------
 
+    def _report(self) -> None:
+        if self.context.report is not None:
+            self.context.report(self.extra())
+
     def _on_completion(self, completion: ModelReply) -> None:
+        self._report()
         if self.context.charge is not None:
             thinking = self.context.rules.thinking
             seconds = thinking.per_model_call + thinking.per_output_token * reported_tokens(
@@ -298,6 +303,7 @@ class _Game:
             self.context.charge(seconds)
 
     def _on_result(self, name: str, result: CallToolResult) -> None:
+        self._report()
         content = result.structured_content
         if result.is_error or content is None:
             return

@@ -48,6 +48,10 @@ class SeatContext:
     for remote rooms, which charge ``rules.thinking.per_wake`` per wake."""
     seed: Seed = 0
     """What players that draw random numbers draw under (the room's secret in served play)."""
+    report: Callable[[Mapping[str, Any]], None] | None = None
+    """Set when a server's room records the negotiation itself: a player that returns data
+    (an LLM seat: usage, counts, its conversation) also hands it here each time it changes,
+    because the room stops the player when the negotiation ends and stores what it has then."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -197,7 +197,13 @@ def house_player(player: Player, *, cleanup_s: float = 30.0) -> SeatPlayer:
     async def play(room: Room, role: Role) -> None:
         negotiation = room.current
         charge = _charger(negotiation, role) if room.clock == "virtual" else None
-        context = SeatContext(role=role, rules=room.rules, charge=charge, seed=room.seed)
+
+        def report(data: Mapping[str, Any]) -> None:
+            room.player_report(negotiation, role, {"name": player.name, **data})
+
+        context = SeatContext(
+            role=role, rules=room.rules, charge=charge, seed=room.seed, report=report
+        )
         await _seat_player(room, player, context, {}, negotiation.errors, cleanup_s)
 
     return SeatPlayer(spec=player.name, play=play)

@@ -13,7 +13,9 @@ belongs to the conversation when it was answered before the negotiation was reco
 during which the negotiation ended adds its reply too (before that call saves the row). Calls
 whose arguments the tools could not read never reach the seat and are not in it; a negotiation
 replayed from the journal after a restart, or whose seat made more than ``MAX_LOGGED_CALLS``
-calls, stores none (its conversation would be incomplete).
+calls, stores none (its conversation would be incomplete). An in-process player (an LLM seat)
+reports what it would return (usage, counts, its own conversation) as it plays
+(``player_report``); the last report before the negotiation is recorded is stored beside it.
 
 A seat can also be played by an in-process, asynchronous player (an LLM agent, which cannot run
 inside the scheduler as a house agent does): a ``SeatPlayer``. For the clock its seat is a
@@ -194,6 +196,8 @@ class Room:
         self._conversations: _Conversations | None = None
         self._row: PendingRow | None = None
         """The last negotiation's row while the reply of the call that ended it is to come."""
+        self._reports: dict[Role, Mapping[str, Any]] = {}
+        """What the current negotiation's in-process players reported (``player_report``)."""
         self._replayed = 0
         """The last negotiation rebuilt from the journal: its calls before the restart are gone."""
         self._current: Negotiation | None = None
@@ -310,6 +314,7 @@ class Room:
         )
         log.info("negotiation started", room=self.id, negotiation=number, scenario=scenario.id)
         self._row = None
+        self._reports = {}
         self._launch(negotiation)
         return negotiation
 
@@ -344,14 +349,23 @@ class Room:
         if not self.writer.revise(replace(row, extra=extra | self._players(negotiation))):
             log.warning("conversation stored without its last reply", key=row.key)
 
+    def player_report(self, negotiation: Negotiation, role: Role, data: Mapping[str, Any]) -> None:
+        """What an in-process player of ``role`` has to store so far (an LLM seat's usage,
+        counts and conversation): the latest before the negotiation is recorded is stored."""
+        if negotiation is self._current and not negotiation.recorded and role in self.players:
+            self._reports[role] = dict(data)
+
     def _players(self, negotiation: Negotiation) -> dict[str, Any]:
-        """The ``players`` entry of a negotiation's extra: each client seat's briefing and
-        calls (none when some call was left out, or the seat made no call)."""
+        """The ``players`` entry of a negotiation's extra: each in-process player's last report,
+        and each client seat's briefing and calls (none when some call was left out, or the
+        seat made no call)."""
+        players: dict[str, Any] = {}
+        if negotiation is self._current:
+            players.update((role, data) for role, data in self._reports.items())
         kept = self._conversations
         if kept is None or kept.number != negotiation.number or not kept.complete:
-            return {}
+            return {"players": players} if players else {}
         tools = function_schemas(self.rules, series=self.series)
-        players: dict[str, Any] = {}
         for role, calls in kept.calls.items():
             first = {"role": "user", "content": self._briefing(negotiation.scenario, role)}
             conversation = {"messages": [first, *calls], "tools": tools}
