@@ -130,15 +130,14 @@ class RoomBackend:
         yet, raises CallRefused ``result_pending``: it says that the action counted.
         """
         negotiation = self.room.current
-        name, arguments = tool_of(action.type).name, arguments_of(action)
         try:
             try:
                 result = await negotiation.act(self.role, action)
             except RuleViolation as violation:
                 refusal = seat_text.error_payload(violation.code, violation.message)
-                self.room.heard(negotiation, self.role, name, arguments, refusal.text())
+                self._heard(negotiation, action, refusal)
                 raise CallRefused(refusal) from None
-            self._heard(negotiation, name, arguments, result)
+            self._heard(negotiation, action, result)
         finally:
             await self.room.save()
         if result.ok and result.outcome is not None and not self.room.saved(negotiation):
@@ -151,7 +150,7 @@ class RoomBackend:
         negotiation = self.room.current
         try:
             result = await negotiation.wait(self.role, timeout_s)
-            self._heard(negotiation, "wait_for_opponent", {"timeout_s": timeout_s}, result)
+            self._heard(negotiation, ("wait_for_opponent", {"timeout_s": timeout_s}), result)
             return result
         finally:
             await self.room.save()
@@ -185,15 +184,22 @@ class RoomBackend:
     def _heard(
         self,
         negotiation: Negotiation,
-        name: ToolName,
-        arguments: dict[str, Any],
-        result: ActionResult | WaitResult,
+        call: Action | tuple[ToolName, dict[str, Any]],
+        reply: ActionResult | WaitResult | ToolErrorPayload,
     ) -> None:
-        """Hand the room the call and the text the seat reads for it (rendered only when the
-        room stores its negotiations)."""
-        if self.room.writer is not None:
-            text = seat_text.update_text(result, self.role, negotiation.scenario.currency)
-            self.room.heard(negotiation, self.role, name, arguments, text)
+        """Hand the room the call (an action, or a tool's name and arguments) and the text the
+        seat reads for it; built only when the room stores its negotiations."""
+        if self.room.writer is None:
+            return
+        if isinstance(call, tuple):
+            name, arguments = call
+        else:
+            name, arguments = tool_of(call.type).name, arguments_of(call)
+        if isinstance(reply, ToolErrorPayload):
+            text = reply.text()
+        else:
+            text = seat_text.update_text(reply, self.role, negotiation.scenario.currency)
+        self.room.heard(negotiation, self.role, name, arguments, text)
 
     async def new_negotiation(self) -> SeatState:
         """Next negotiation of the series."""
