@@ -10,7 +10,6 @@ from typing import Any
 import anyio
 import pytest
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
-from agents.tracing import TracingProcessor
 from agents.tracing import setup as tracing_setup
 from agents.tracing.provider import DefaultTraceProvider
 from agents.usage import Usage
@@ -33,6 +32,7 @@ from dealroom.protocol.briefing import briefing
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.room import House, Room
 from room_server import share_schema_validators
+from tracing_support import RecordingProcessor
 
 pytestmark = pytest.mark.anyio
 
@@ -305,36 +305,11 @@ async def test_each_wake_brings_the_new_events() -> None:
     assert "{" not in update
 
 
-class Collector(TracingProcessor):
-    """A local trace processor: keeps what it is given, sends nothing anywhere."""
-
-    def __init__(self) -> None:
-        self.traces: list[Any] = []
-
-    def on_trace_start(self, trace: Any) -> None:
-        self.traces.append(trace)
-
-    def on_trace_end(self, trace: Any) -> None:
-        pass
-
-    def on_span_start(self, span: Any) -> None:
-        pass
-
-    def on_span_end(self, span: Any) -> None:
-        pass
-
-    def shutdown(self) -> None:
-        pass
-
-    def force_flush(self) -> None:
-        pass
-
-
 @pytest.mark.parametrize("tracing", [False, True])
 async def test_tracing_is_off_unless_asked_for(
     tracing: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    collector = Collector()
+    collector = RecordingProcessor()
     provider = DefaultTraceProvider()
     provider.set_processors([collector])
     monkeypatch.setattr(tracing_setup, "GLOBAL_TRACE_PROVIDER", provider)

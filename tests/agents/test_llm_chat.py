@@ -8,7 +8,6 @@ from typing import Any
 
 import openai
 import pytest
-from agents.tracing import TracingProcessor
 from agents.tracing import setup as tracing_setup
 from agents.tracing.provider import DefaultTraceProvider
 
@@ -33,6 +32,7 @@ from fake_openai import (
     scripted,
     serve,
 )
+from tracing_support import RecordingProcessor
 
 pytestmark = pytest.mark.anyio
 
@@ -243,37 +243,11 @@ def test_usage_is_read_as_reported_and_missing_usage_is_zero() -> None:
     assert reply.message == message
 
 
-class Spans(TracingProcessor):
-    """A local trace processor: keeps the spans it is given, sends nothing anywhere."""
-
-    def __init__(self) -> None:
-        self.traces: list[Any] = []
-        self.spans: list[Any] = []
-
-    def on_trace_start(self, trace: Any) -> None:
-        self.traces.append(trace)
-
-    def on_trace_end(self, trace: Any) -> None:
-        pass
-
-    def on_span_start(self, span: Any) -> None:
-        pass
-
-    def on_span_end(self, span: Any) -> None:
-        self.spans.append(span)
-
-    def shutdown(self) -> None:
-        pass
-
-    def force_flush(self) -> None:
-        pass
-
-
 @pytest.mark.parametrize("tracing", [False, True])
 async def test_with_tracing_each_model_call_is_a_generation_span(
     tracing: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spans = Spans()
+    spans = RecordingProcessor()
     provider = DefaultTraceProvider()
     provider.set_processors([spans])
     monkeypatch.setattr(tracing_setup, "GLOBAL_TRACE_PROVIDER", provider)
