@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import math
 import os
@@ -32,6 +33,7 @@ from dealroom.store.writer import ResultWriter
 
 if TYPE_CHECKING:
     from dealroom.play.players import Player
+    from dealroom.server.rooms import RoomRegistry
 
 STORE_BUSY_S = 5.0
 """How long one write waits for another process's lock on the store before it is retried
@@ -93,6 +95,13 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NAME",
         help="extra Host name accepted by DNS-rebinding protection (repeatable)",
     )
+    http.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        help="server processes; more than 1: a front on --host/--port routes each room to "
+        "the worker that owns it (default: 1, one process)",
+    )
     parser.add_argument(
         "--results",
         type=Path,
@@ -121,6 +130,12 @@ def _seconds(text: str) -> float:
     if not 0 < value <= 86_400:
         raise argparse.ArgumentTypeError(f"must be in (0, 86400]: {text!r}")
     return value
+
+
+def _workers(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 64: {text!r}")
+    return int(text)
 
 
 def open_writer(path: Path | None) -> ResultWriter:
@@ -169,8 +184,12 @@ def house_scenarios(args: argparse.Namespace, secret: Secret) -> ScenarioSource:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until the client (stdio) or an interrupt (http) ends it."""
+    if args.transport == "http" and args.workers > 1:
+        from dealroom.cli._cluster import run_cluster
+
+        return run_cluster(args)
     if args.transport == "http":
-        return _run_http(args, RoomLimits(idle_s=args.idle_limit))
+        return run_http(args)
     # One client per process: an unfinished negotiation simply ends with the process.
     limits = RoomLimits(idle_s=args.idle_limit, abandon_s=math.inf)
     role: Role = args.role
@@ -215,53 +234,74 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _has_uvloop() -> bool:
+def has_uvloop() -> bool:
     """uvloop (with httptools, which uvicorn picks up by itself) makes HTTP serving ~1.5x faster."""
     return importlib.util.find_spec("uvloop") is not None
 
 
-def _run_http(args: argparse.Namespace, limits: RoomLimits) -> int:
+def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) -> int:
+    """Serve HTTP rooms until interrupted: the whole server, or with ``worker`` (index, Unix
+    socket) one worker of a cluster (its own tokens' prefix, journals and socket)."""
     from dealroom.agents import resolve
-    from dealroom.play.players import closing
+    from dealroom.server.cluster_owners import journal_directory, owning, token_prefix
     from dealroom.server.journal import Journals
-    from dealroom.server.mcp_http import serve_http
     from dealroom.server.rooms import RoomRegistry
 
     admin_token = os.environ.get(ADMIN_TOKEN_ENV) or None
-    if admin_token is None:
+    if admin_token is None and worker is None:
         sys.stderr.write(
             f"dealroom: {ADMIN_TOKEN_ENV} is not set: the admin API (room creation) is disabled\n"
         )
     writer = open_writer(args.results)
     players: dict[str, Player] = {}
     try:
-        journals = Journals.beside(writer.store.path)
+        journals, prefix = Journals.beside(writer.store.path), ""
+        if worker is not None:
+            journals = Journals(journal_directory(writer.store.path, worker[0]))
+            prefix = token_prefix(worker[0])
         registry = RoomRegistry(
             writer=writer,
             resolve_house=resolve,
-            limits=limits,
+            limits=RoomLimits(idle_s=args.idle_limit),
             journals=journals,
             resolve_player=lambda spec: room_player(spec, args, players),
+            token_prefix=prefix,
         )
-        registry.restore()  # open rooms of an earlier process, with their tokens
-
-        async def main() -> None:
-            await serve_http(
-                registry,
-                host=args.host,
-                port=args.port,
-                admin_token=admin_token,
-                allowed_hosts=args.allow_host,
-            )
-
-        anyio.run(
-            lambda: closing(players.values(), main),
-            backend_options={"use_uvloop": _has_uvloop()},
-        )
-        registry.close()
+        with contextlib.ExitStack() as owned:
+            if worker is not None:
+                owned.enter_context(owning(journals.directory))
+            registry.restore()  # open rooms of an earlier process, with their tokens
+            _serve_registry(args, registry, players, admin_token, worker)
     finally:
         close_store(writer)
     return 0
+
+
+def _serve_registry(
+    args: argparse.Namespace,
+    registry: RoomRegistry,
+    players: dict[str, Player],
+    admin_token: str | None,
+    worker: tuple[int, str] | None,
+) -> None:
+    from dealroom.play.players import closing
+    from dealroom.server.mcp_http import serve_http
+
+    async def main() -> None:
+        await serve_http(
+            registry,
+            host=args.host,
+            port=args.port,
+            admin_token=admin_token,
+            allowed_hosts=args.allow_host,
+            uds=None if worker is None else worker[1],
+        )
+
+    anyio.run(
+        lambda: closing(players.values(), main),
+        backend_options={"use_uvloop": has_uvloop()},
+    )
+    registry.close()
 
 
 def room_player(spec: str, args: argparse.Namespace, built: dict[str, Player]) -> SeatPlayer | None:

@@ -12,6 +12,7 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     ├── ForkError                      fork           engine    a prefix that cannot be rebuilt
     ├── StoreError                     store          store     not a results store, or unreadable
     ├── RoomError                      SessionErrorCode server  a request the room refused
+    ├── WorkerFailed                   worker_failed  server    a cluster worker that cannot start
     ├── CallRefused                    payload's code server    a tool call refused to a seat
     ├── SeatError                      payload's code client    a tool call the server refused
     ├── SeatClosedError                seat_closed    client    a seat used outside ``async with``

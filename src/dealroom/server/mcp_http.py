@@ -237,8 +237,11 @@ async def serve_http(
     allowed_hosts: Sequence[str] = (),
     reap_interval: float = 1.0,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+    uds: str | None = None,
 ) -> None:
-    """Run uvicorn and the rooms' reaper until interrupted."""
+    """Run uvicorn and the rooms' reaper until interrupted. With ``uds`` (a worker of a
+    cluster) it listens on that Unix socket only; ``host`` and ``port`` are then the public
+    address of the cluster's front, which the Host checks and the auth metadata name."""
     app = build_http_app(
         registry,
         admin_token=admin_token,
@@ -248,8 +251,9 @@ async def serve_http(
         limits=limits,
     )
     open_files = raise_open_file_limit()
+    listen = {} if uds is None else {"uds": uds}
     config = uvicorn_config(
-        app, host=host, port=port, limits=limits, open_files=open_files, lifespan="on"
+        app, host=host, port=port, limits=limits, open_files=open_files, lifespan="on", **listen
     )
     server = uvicorn.Server(config)
     # Everything imported and built so far lives as long as the server: keep it out of the
@@ -259,6 +263,6 @@ async def serve_http(
     gc.set_threshold(50_000, 20, 20)  # fewer, not longer, collections: requests make garbage
     async with anyio.create_task_group() as group:
         group.start_soon(registry.reap, reap_interval)
-        log.info("serving", url=f"http://{host}:{port}/mcp")
+        log.info("serving", url=f"http://{host}:{port}/mcp", **listen)
         await server.serve()
         group.cancel_scope.cancel()

@@ -1,6 +1,8 @@
 """The rooms of an HTTP server and the bearer tokens that bind a client to one seat.
 
-Tokens come from ``secrets.token_urlsafe(32)``. The server keeps only their SHA-256 digests
+Tokens come from ``secrets.token_urlsafe(32)``, after a ``token_prefix`` that is no secret: a
+server of a cluster (``dealroom.server.cluster``) starts each token with ``w<index>.``, so that
+the front routes it to the worker that owns its room. The server keeps only their SHA-256 digests
 (in memory and in the room journals that let open rooms survive a restart): a token is looked
 up by its digest and the digests compared with ``hmac.compare_digest``. A client's seat comes
 from its token only, never from a tool argument or a header it could set itself.
@@ -70,8 +72,11 @@ class RoomRegistry:
         timer: Callable[[], float] = time.monotonic,
         journals: Journals | None = None,
         resolve_player: PlayerResolver | None = None,
+        token_prefix: str = "",
     ) -> None:
         self.writer = writer
+        self.token_prefix = token_prefix
+        """Put before every new token (digested with it): ``w3.`` on worker 3 of a cluster."""
         self.journals = journals
         """Where each room journals its inputs, so that open rooms survive a restart."""
         self.limits = limits
@@ -94,10 +99,10 @@ class RoomRegistry:
         room = self._build(room_id, request)
         tokens: dict[Role, str] = {}
         for role in room.client_roles:  # an in-process player's seat gets no token
-            token = secrets.token_urlsafe(32)
+            token = self.token_prefix + secrets.token_urlsafe(32)
             self._tokens[_digest(token)] = _Token(_digest(token), room_id, role)
             tokens[role] = token
-        spectator = secrets.token_urlsafe(32)
+        spectator = self.token_prefix + secrets.token_urlsafe(32)
         self._tokens[_digest(spectator)] = _Token(_digest(spectator), room_id, None)
         if self.journals is not None:
             digests = {role: _digest(token).hex() for role, token in tokens.items()}

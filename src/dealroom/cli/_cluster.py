@@ -1,0 +1,109 @@
+"""``dealroom serve --transport http --workers N``: the front process and the worker entry point.
+
+The front checks the store, starts N workers (each this package's ``run_http`` on a private Unix
+socket, handed its job on standard input) and serves the public address
+(``dealroom.server.cluster``). A worker reads its job (the parsed command line, its index and
+socket), stops by itself when the front's pipe closes, and serves until then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import structlog
+
+from dealroom._logging import configure_logging
+from dealroom.cli import UsageError
+from dealroom.cli._common import ADMIN_TOKEN_ENV, usage_error
+from dealroom.cli.serve import close_store, default_results_path, has_uvloop, open_writer, run_http
+from dealroom.store.results import StoreError
+
+if TYPE_CHECKING:
+    from dealroom.server.cluster_workers import WorkerSpec
+
+WORKER_COMMAND = (sys.executable, "-c", "from dealroom.cli._cluster import worker; worker()")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerJob:
+    """What a worker is told on standard input: the command line, its index, its socket."""
+
+    args: argparse.Namespace
+    index: int
+    socket: str
+
+
+def run_cluster(args: argparse.Namespace) -> int:
+    """Serve the front and its workers until interrupted."""
+    from dealroom.server.cluster import serve_cluster
+    from dealroom.server.cluster_owners import stray_journals
+    from dealroom.server.cluster_workers import WorkerFailed, Workers
+
+    args.results = args.results or default_results_path()
+    if not os.environ.get(ADMIN_TOKEN_ENV):
+        sys.stderr.write(
+            f"dealroom: {ADMIN_TOKEN_ENV} is not set: the admin API (room creation) is disabled\n"
+        )
+    # Created (WAL) and its spool stored once, here, before the workers open it side by side.
+    close_store(open_writer(args.results))
+    stray = stray_journals(args.results, args.workers)
+    if stray:
+        raise usage_error(
+            f"{args.results}.rooms holds open rooms of worker {stray[-1]}: "
+            f"start with --workers {stray[-1] + 1} or more"
+        )
+    sockets = tempfile.mkdtemp(prefix="dealroom-workers-")  # 0700: this user's only
+    specs = worker_specs(args, Path(sockets))
+    try:
+        anyio.run(
+            lambda: serve_cluster(Workers(specs), host=args.host, port=args.port),
+            backend_options={"use_uvloop": has_uvloop()},
+        )
+    except WorkerFailed as exc:
+        raise usage_error(str(exc)) from None
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+    return 0
+
+
+def worker_specs(args: argparse.Namespace, sockets: Path) -> list[WorkerSpec]:
+    """How to start each of ``args.workers`` workers, their sockets in ``sockets``."""
+    from dealroom.server.cluster_workers import WorkerSpec
+
+    specs = []
+    for index in range(args.workers):
+        socket = str(sockets / f"w{index}.sock")
+        job = pickle.dumps(WorkerJob(args, index, socket))
+        specs.append(WorkerSpec(command=WORKER_COMMAND, job=job, socket=socket))
+    return specs
+
+
+def worker() -> None:
+    """A worker process: its job from standard input, then ``run_http`` on its socket."""
+    job: WorkerJob = pickle.load(sys.stdin.buffer)  # our own front wrote it
+    configure_logging(job.args.log_level)
+    structlog.contextvars.bind_contextvars(worker=job.index)
+    threading.Thread(target=_stop_with_front, daemon=True).start()
+    try:
+        code = run_http(job.args, (job.index, job.socket))
+    except (UsageError, StoreError, OSError) as exc:
+        sys.stderr.write(f"dealroom: error: worker {job.index}: {exc}\n")
+        code = 2
+    sys.exit(code)
+
+
+def _stop_with_front() -> None:
+    """Wait for the front's pipe to close (the front stopped or died), then stop gracefully."""
+    sys.stdin.buffer.read()
+    os.kill(os.getpid(), signal.SIGTERM)

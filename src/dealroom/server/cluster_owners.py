@@ -1,0 +1,72 @@
+"""Who owns what in a cluster (``dealroom.server.cluster``): the prefix of each worker's tokens
+and each worker's journal directory. Kept apart from the front so that a worker imports none of
+the front's client stack."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+_PREFIX = re.compile(r"w(\d{1,4})\.")
+
+
+def token_prefix(index: int) -> str:
+    """The prefix of every token that worker ``index`` issues."""
+    return f"w{index}."
+
+
+def owner_of(token: str, workers: int) -> int | None:
+    """The worker a token names, or None if its prefix names none of ``workers``."""
+    found = _PREFIX.match(token)
+    if found is None or int(found.group(1)) >= workers:
+        return None
+    return int(found.group(1))
+
+
+def journal_directory(store: Path, index: int) -> Path:
+    """Worker ``index``'s room journals: worker 0 keeps the single server's ``<store>.rooms``
+    (so a server restarted with or without workers finds its rooms), worker i ``.../w<i>``."""
+    root = Path(f"{store}.rooms")
+    return root if index == 0 else root / f"w{index}"
+
+
+def stray_journals(store: Path, workers: int) -> list[int]:
+    """Worker indices at or past ``workers`` that left room journals (whose rooms a cluster
+    of ``workers`` would not restore)."""
+    root = Path(f"{store}.rooms")
+    if not root.is_dir():
+        return []
+    found = []
+    for path in root.glob("w*"):
+        index = path.name[1:]
+        if index.isdigit() and int(index) >= workers and any(path.glob("*.jsonl")):
+            found.append(int(index))
+    return sorted(found)
+
+
+@contextlib.contextmanager
+def owning(directory: Path, *, wait_s: float = 30.0) -> Iterator[None]:
+    """Hold ``directory``'s owner lock (a worker owns its journals: no two processes replay the
+    same rooms, e.g. a worker restarted while the one before it still stops). Waits up to
+    ``wait_s`` for another owner to go; OSError if it does not."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".owner", "a") as lock:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise OSError(
+                        f"{directory}: another process still serves these rooms"
+                    ) from None
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
