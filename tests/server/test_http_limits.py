@@ -213,6 +213,36 @@ async def test_an_idle_keep_alive_connection_outlives_the_clients_pool_expiry(
     assert not closed
 
 
+async def test_a_kept_alive_connection_starting_its_next_request_is_not_the_oldest_sender(
+    tmp_path: Path,
+) -> None:
+    # A connection that served a request long ago and now sends the next one is the newest
+    # sender, not the oldest: measured from its last response it was shed first under a flood,
+    # with its request half-received (a real client's ReadError).
+    limits = HttpLimits(max_connections=4)
+    async with http_server(tmp_path, http_limits=limits) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        health = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+        with anyio.fail_after(30):
+            kept = await anyio.connect_tcp("127.0.0.1", port)
+            await kept.send(health)
+            first = await kept.receive()
+            await anyio.sleep(0.2)  # its last response is now older than any flood connection
+            flood = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(2)]
+            for stream in flood:
+                await stream.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            await kept.send(health[:20])  # the next request, half sent
+            await anyio.sleep(0.2)
+            flood += [await anyio.connect_tcp("127.0.0.1", port) for _ in range(3)]  # over the cap
+            await anyio.sleep(0.2)
+            await kept.send(health[20:])
+            second = await kept.receive()
+            for stream in [kept, *flood]:
+                await stream.aclose()
+    assert first.startswith(b"HTTP/1.1 200")
+    assert second.startswith(b"HTTP/1.1 200")
+
+
 # -- the connection cap at the usual open-file limit ----------------------------------------------
 
 

@@ -97,6 +97,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._deadline: asyncio.TimerHandle | None = None
         self._reading = True
         self._since = 0.0
+        """When it started sending its request, or, idle, when its last response ended."""
 
     @classmethod
     def configured(cls, timeout_s: float, max_connections: int) -> type[GuardedHttpProtocol]:
@@ -123,7 +124,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if not self.serving:
-            self._reading = True
+            if not self._reading:  # a kept-alive connection starts its next request now
+                self._reading = True
+                self._since = self.loop.time()
             self._arm()
         super().data_received(data)
 
