@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from pydantic import BaseModel
 from referencing import Registry
 
 from dealroom.protocol import (
@@ -23,7 +24,7 @@ from dealroom.protocol import (
     WaitResult,
     WalkAway,
 )
-from dealroom.protocol.compact_schema import compact_schema, compact_schemas
+from dealroom.protocol.compact_schema import compact_schema
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.room import House, Room
 from dealroom.server.seat import RoomBackend
@@ -105,9 +106,82 @@ def test_the_published_schema_is_the_top_level_of_the_full_one(model: type[Model
     assert len(json.dumps(compact)) < len(json.dumps(full)) / 8
 
 
-def test_schemas_cut_together_equal_schemas_cut_one_by_one() -> None:
-    together = compact_schemas(RESULT_MODELS)
-    assert together == [compact_schema(m) for m in RESULT_MODELS]
+# -- the reference: the same cut, of the schema pydantic generates ---------------------------------
+
+_SCALAR_KEYS = ("type", "enum", "const")
+
+
+def _reference_cut(model: type[BaseModel]) -> dict[str, Any]:
+    """The top level of pydantic's own schema of ``model`` (how it was computed before the
+    server read annotations instead, at a third of the tools' build time)."""
+    full = model.model_json_schema(mode="validation")
+    defs: dict[str, Any] = full.get("$defs", {})
+
+    def resolved(node: dict[str, Any]) -> dict[str, Any]:
+        ref = node.get("$ref")
+        if not isinstance(ref, str):
+            return node
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        return {**defs[ref.removeprefix("#/$defs/")], **siblings}
+
+    def cut(node: dict[str, Any], depth: int) -> dict[str, Any]:
+        node = resolved(node)
+        union = node.get("anyOf", node.get("oneOf"))
+        if union is not None:
+            alternatives = [cut(alt, depth) for alt in union]
+            distinct = {json.dumps(a, sort_keys=True): a for a in reversed(alternatives)}
+            ordered = [a for a in alternatives if distinct.pop(json.dumps(a, sort_keys=True), None)]
+            return ordered[0] if len(ordered) == 1 else {"anyOf": ordered}
+        if node.get("type") == "object":
+            properties = node.get("properties")
+            if depth <= 0 or not properties:
+                return {"type": "object"}
+            out: dict[str, Any] = {
+                "type": "object",
+                "properties": {k: cut(v, depth - 1) for k, v in properties.items()},
+            }
+            if node.get("required"):
+                out["required"] = list(node["required"])
+            if node.get("additionalProperties") is False:
+                out["additionalProperties"] = False
+            return out
+        if node.get("type") == "array":
+            items = {"items": cut(node["items"], depth)} if "items" in node else {}
+            return {"type": "array", **items}
+        return {key: node[key] for key in _SCALAR_KEYS if key in node}
+
+    compact = cut(full, depth=1)
+    if "description" in full:
+        compact["description"] = full["description"]
+    return compact
+
+
+def _wire_models() -> list[type[BaseModel]]:
+    import dealroom.server.mcp_app  # noqa: F401  (the protocol's wire models and the server's)
+
+    found: list[type[BaseModel]] = []
+    todo: list[type[BaseModel]] = [Model]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.append(sub)
+                todo.append(sub)
+    return found
+
+
+@pytest.mark.parametrize("model", _wire_models(), ids=lambda m: f"{m.__module__}.{m.__name__}")
+def test_the_cut_read_from_annotations_is_the_cut_of_pydantics_schema_to_the_byte(
+    model: type[BaseModel],
+) -> None:
+    assert json.dumps(compact_schema(model)) == json.dumps(_reference_cut(model))
+
+
+def test_an_annotation_the_cut_cannot_read_is_an_error_not_a_wrong_schema() -> None:
+    class Odd(Model):
+        when: complex
+
+    with pytest.raises(TypeError, match="cannot read the annotation"):
+        compact_schema(Odd)
 
 
 def test_a_union_cut_to_identical_alternatives_becomes_one_and_never_one_of() -> None:
@@ -115,7 +189,7 @@ def test_a_union_cut_to_identical_alternatives_becomes_one_and_never_one_of() ->
     assert events == {"type": "array", "items": {"type": "object"}}
     outcome = compact_schema(ActionResult)["properties"]["outcome"]
     assert outcome == {"anyOf": [{"type": "object"}, {"type": "null"}]}
-    assert "oneOf" not in json.dumps(compact_schemas(RESULT_MODELS))
+    assert "oneOf" not in json.dumps([compact_schema(m) for m in RESULT_MODELS])
 
 
 def test_cutting_leaves_the_models_own_schema_untouched() -> None:

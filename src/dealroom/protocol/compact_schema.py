@@ -13,78 +13,87 @@ Cutting only widens: every value the model's full schema accepts, this one accep
 that validates ``structuredContent`` (as the MCP SDKs do) keeps validating it and never refuses
 a real result. The exact shape of the nested values is the models' in ``dealroom.protocol``
 (``ActionResult.model_json_schema()``), and the server checks every result against the model
-before sending it. Pure: pydantic only.
+before sending it.
+
+The cut is read from the model's field annotations, not from pydantic's generated schema: it
+is the same schema (``tests/protocol/test_compact_schema.py`` compares the two for every wire
+model), without generating the nested definitions only to drop them, which was a third of
+building the seat tools when ``dealroom serve`` starts. An annotation it cannot read raises
+TypeError, so a new kind of field fails that test rather than publishing a wrong schema. Pure.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Sequence
-from typing import Any
+import types
+from decimal import Decimal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic.json_schema import models_json_schema
-
-from dealroom.protocol._base import Model
+from pydantic import BaseModel
 
 JsonSchema = dict[str, Any]
 
-_SCALAR_KEYS = ("type", "enum", "const")
-"""What is kept of a schema that is not an object, a list or a union."""
+_SCALARS: dict[type, JsonSchema] = {
+    bool: {"type": "boolean"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    str: {"type": "string"},
+    type(None): {"type": "null"},
+    Decimal: {"anyOf": [{"type": "number"}, {"type": "string"}]},  # pydantic takes both
+}
+_LITERAL_TYPES = {bool: "boolean", int: "integer", str: "string"}
 
 
-def compact_schemas(models: Sequence[type[Model]]) -> list[JsonSchema]:
-    """Each model's JSON schema cut to its top level (see the module's docstring), in order.
-
-    The models' full schemas are generated together, their shared definitions once (half the
-    time of one by one: this runs when an MCP server starts).
-    """
-    refs, top = models_json_schema([(model, "validation") for model in models])
-    defs: dict[str, JsonSchema] = top.get("$defs", {})
-    compact: list[JsonSchema] = []
-    for model in models:
-        full = _resolved(refs[(model, "validation")], defs)
-        cut = _cut(full, defs, depth=1)
-        if "description" in full:
-            cut["description"] = full["description"]
-        compact.append(cut)
-    return compact
+def compact_schema(model: type[BaseModel]) -> JsonSchema:
+    """``model``'s JSON schema (validation mode) cut to its top level."""
+    fields = model.model_fields
+    schema: JsonSchema = {"type": "object"}
+    if fields:  # a model without fields is only said to be an object, as pydantic's is cut
+        schema["properties"] = {name: _cut(field.annotation) for name, field in fields.items()}
+        required = [name for name, field in fields.items() if field.is_required()]
+        if required:
+            schema["required"] = required
+        if model.model_config.get("extra") == "forbid":
+            schema["additionalProperties"] = False
+    if "__doc__" in vars(model) and model.__doc__:
+        schema["description"] = inspect.cleandoc(model.__doc__)
+    return schema
 
 
-def compact_schema(model: type[Model]) -> JsonSchema:
-    """``model``'s JSON schema cut to its top level."""
-    return compact_schemas([model])[0]
-
-
-def _cut(node: JsonSchema, defs: dict[str, JsonSchema], depth: int) -> JsonSchema:
-    node = _resolved(node, defs)
-    union = node.get("anyOf", node.get("oneOf"))
-    if union is not None:
-        return _union([_cut(alt, defs, depth) for alt in union])
-    kind = node.get("type")
-    if kind == "object":
-        return _object(node, defs, depth)
-    if kind == "array":
-        items: JsonSchema | None = node.get("items")
-        cut: JsonSchema = {"type": "array"}
-        if items is not None:
-            cut["items"] = _cut(items, defs, depth)
-        return cut
-    return {key: node[key] for key in _SCALAR_KEYS if key in node}
-
-
-def _object(node: JsonSchema, defs: dict[str, JsonSchema], depth: int) -> JsonSchema:
-    properties = node.get("properties")
-    if depth <= 0 or not properties:
+def _cut(annotation: Any) -> JsonSchema:
+    """The schema of a value of ``annotation``, a nested object cut to its type."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _cut(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return _union([_cut(alternative) for alternative in get_args(annotation)])
+    if origin is Literal:
+        return _literal(get_args(annotation))
+    if origin in (tuple, list):
+        items = get_args(annotation)
+        if origin is tuple and items and (len(items) != 2 or items[1] is not Ellipsis):
+            return {"type": "array"}  # a fixed-length tuple: its prefixItems are cut
+        return {"type": "array", "items": _cut(items[0])} if items else {"type": "array"}
+    if origin is dict or annotation is dict:
         return {"type": "object"}
-    cut: JsonSchema = {
-        "type": "object",
-        "properties": {name: _cut(sub, defs, depth - 1) for name, sub in properties.items()},
-    }
-    if node.get("required"):
-        cut["required"] = list(node["required"])
-    if node.get("additionalProperties") is False:
-        cut["additionalProperties"] = False
-    return cut
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return {"type": "object"}
+    if annotation in _SCALARS:
+        return dict(_SCALARS[annotation])
+    raise TypeError(f"compact_schema cannot read the annotation {annotation!r}")
+
+
+def _literal(values: tuple[Any, ...]) -> JsonSchema:
+    kinds = {_LITERAL_TYPES.get(type(value)) for value in values}
+    if len(kinds) != 1 or None in kinds:
+        raise TypeError(f"compact_schema cannot read Literal{list(values)!r}")
+    schema: JsonSchema = {"type": kinds.pop()}
+    if len(values) == 1:
+        schema["const"] = values[0]
+    else:
+        schema["enum"] = list(values)
+    return schema
 
 
 def _union(alternatives: list[JsonSchema]) -> JsonSchema:
@@ -92,21 +101,8 @@ def _union(alternatives: list[JsonSchema]) -> JsonSchema:
     may accept one value, which ``oneOf`` would refuse); one alternative stands alone."""
     distinct: dict[str, JsonSchema] = {}
     for alternative in alternatives:
-        if not alternative:  # an alternative that accepts anything makes the union accept it
-            return {}
-        distinct.setdefault(json.dumps(alternative, sort_keys=True), alternative)
+        for part in alternative.get("anyOf", [alternative]):  # pydantic flattens nested unions
+            distinct.setdefault(json.dumps(part, sort_keys=True), part)
     if len(distinct) == 1:
         return next(iter(distinct.values()))
     return {"anyOf": list(distinct.values())}
-
-
-def _resolved(node: JsonSchema, defs: dict[str, JsonSchema]) -> JsonSchema:
-    """``node`` with a local ``$ref`` replaced by its definition (siblings win)."""
-    ref = node.get("$ref")
-    if not isinstance(ref, str):
-        return node
-    name = ref.removeprefix("#/$defs/")
-    if name == ref or name not in defs:
-        raise ValueError(f"unresolvable $ref {ref!r}")
-    siblings = {key: value for key, value in node.items() if key != "$ref"}
-    return {**defs[name], **siblings}

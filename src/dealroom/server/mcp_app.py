@@ -39,7 +39,7 @@ from mcp.types import (
 from mcp.types import Tool as MCPTool
 
 from dealroom.protocol import DEFAULT_RULES, ActionResult, SeatState, WaitResult, seat_text
-from dealroom.protocol.compact_schema import compact_schemas
+from dealroom.protocol.compact_schema import compact_schema
 from dealroom.protocol.tools import (
     ArgumentError,
     ResultKind,
@@ -77,8 +77,7 @@ _RESULT_MODELS: dict[ResultKind, type[ActionResult | WaitResult | SeatState]] = 
 
 @functools.cache
 def _output_schemas() -> dict[ResultKind, dict[str, Any]]:
-    kinds = list(_RESULT_MODELS)
-    return dict(zip(kinds, compact_schemas([_RESULT_MODELS[k] for k in kinds]), strict=True))
+    return {kind: compact_schema(model) for kind, model in _RESULT_MODELS.items()}
 
 
 def _text_result(text: str, structured: dict[str, Any]) -> CallToolResult:
