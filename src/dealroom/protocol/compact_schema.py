@@ -42,7 +42,7 @@ _SCALARS: dict[type, JsonSchema] = {
     type(None): {"type": "null"},
     Decimal: {"anyOf": [{"type": "number"}, {"type": "string"}]},  # pydantic takes both
 }
-_LITERAL_TYPES = {bool: "boolean", int: "integer", str: "string"}
+_LITERAL_TYPES: dict[type, str] = {bool: "boolean", int: "integer", str: "string"}
 
 
 def compact_schema(model: type[BaseModel]) -> JsonSchema:
@@ -85,7 +85,7 @@ def _cut(annotation: Any) -> JsonSchema:
 
 
 def _literal(values: tuple[Any, ...]) -> JsonSchema:
-    kinds = {_LITERAL_TYPES.get(type(value)) for value in values}
+    kinds = {_LITERAL_TYPES.get(_type_of(value)) for value in values}
     if len(kinds) != 1 or None in kinds:
         raise TypeError(f"compact_schema cannot read Literal{list(values)!r}")
     schema: JsonSchema = {"type": kinds.pop()}
@@ -94,6 +94,10 @@ def _literal(values: tuple[Any, ...]) -> JsonSchema:
     else:
         schema["enum"] = list(values)
     return schema
+
+
+def _type_of(value: object) -> type:
+    return type(value)
 
 
 def _union(alternatives: list[JsonSchema]) -> JsonSchema:
