@@ -84,8 +84,8 @@ def _cut(annotation: Any) -> JsonSchema:
     raise TypeError(f"compact_schema cannot read the annotation {annotation!r}")
 
 
-def _literal(values: tuple[Any, ...]) -> JsonSchema:
-    kinds = {_LITERAL_TYPES.get(_type_of(value)) for value in values}
+def _literal(values: tuple[object, ...]) -> JsonSchema:
+    kinds = {_LITERAL_TYPES.get(type(value)) for value in values}
     if len(kinds) != 1 or None in kinds:
         raise TypeError(f"compact_schema cannot read Literal{list(values)!r}")
     schema: JsonSchema = {"type": kinds.pop()}
@@ -94,10 +94,6 @@ def _literal(values: tuple[Any, ...]) -> JsonSchema:
     else:
         schema["enum"] = list(values)
     return schema
-
-
-def _type_of(value: object) -> type:
-    return type(value)
 
 
 def _union(alternatives: list[JsonSchema]) -> JsonSchema:
