@@ -125,18 +125,18 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def http_server() -> AsyncIterator[str]:
-    """`dealroom serve --transport http` in its own process; yields its root URL."""
+async def http_server(*flags: str) -> AsyncIterator[str]:
+    """`dealroom serve --transport http [flags]` in its own process; yields its root URL."""
     port = free_port()
     results = Path(tempfile.mkdtemp()) / "bench.db"
     env = {**os.environ, "DEALROOM_ADMIN_TOKEN": ADMIN}
     command = [str(Path(sys.executable).parent / "dealroom"), "serve", "--transport", "http"]
-    command += ["--port", str(port), "--results", str(results)]
+    command += ["--port", str(port), "--results", str(results), *flags]
     process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
     url = f"http://127.0.0.1:{port}"
     try:
         async with httpx2.AsyncClient() as http:
-            for _ in range(200):
+            for _ in range(600):  # workers of a cluster take a few seconds to start
                 try:
                     if (await http.get(f"{url}/healthz")).status_code == 200:
                         break

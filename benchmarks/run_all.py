@@ -7,7 +7,8 @@ Runs: engine throughput side by side with NegMAS (``negmas_compare.py``), Gymnas
 ``dealroom/Bargain-v0`` steps per second (``gym_steps.py``), stdio start-up against a bare MCP
 server and the size of ``tools/list`` (``stdio_startup.py``), the 15,000-negotiation
 tournament (``tournament.py``), MCP tool-call latency in memory and over loopback HTTP with 200
-sessions (``mcp_latency.py``), memory per idle room (``memory.py``) and orchestration efficiency
+sessions (``mcp_latency.py``), the same session load on one process and on N workers behind a
+front (``mcp_cluster.py``), memory per idle room (``memory.py``) and orchestration efficiency
 of LLM seats against a fake endpoint (``orchestration.py``). Each script also runs alone, with
 more options, and each runs here in a fresh process of its own, as alone. ``--quick`` shortens
 the timed phases (about half the time; noisier figures).
@@ -33,6 +34,7 @@ import anyio
 
 import engine
 import gym_steps
+import mcp_cluster
 import mcp_latency
 import memory
 import negmas_compare
@@ -144,16 +146,22 @@ def mcp_latencies(quick: bool) -> list[Figure]:
             rate = label.split(", ")[-1]
             name = f"HTTP p99, {options.sessions} sessions, {rate}"
             figures.append(Figure(name, p99, "< 50 ms", p99 < 50.0, " ms"))
-    figures.append(
-        Figure(
-            "HTTP beyond one process",
-            None,
-            "measured",
-            False,
-            note="not built: one server process serves every room (see benchmarks/README.md)",
-        )
-    )
     return figures
+
+
+def cluster_scaling(quick: bool) -> list[Figure]:
+    options = mcp_cluster.parser().parse_args(["--seconds", "5"] if quick else [])
+    rows = anyio.run(mcp_cluster.main, options)
+    single, cluster = mcp_cluster.closed_loop(rows)
+    ratio = cluster.calls_per_s / single.calls_per_s
+    errors = sum(row.errors for row in rows)
+    note = (
+        f"{options.workers} workers {cluster.calls_per_s:,.0f} calls/s vs 1 process "
+        f"{single.calls_per_s:,.0f} (closed loop, {options.sessions} sessions, {os.cpu_count()} "
+        f"CPUs shared with the load generator); {errors} failed calls"
+    )
+    name = "HTTP beyond one process (N workers / 1)"
+    return [Figure(name, ratio, "built, measured", errors == 0, "x", note)]
 
 
 def room_memory(quick: bool) -> list[Figure]:
@@ -198,6 +206,7 @@ SECTIONS: list[tuple[str, str, Callable[[bool], list[Figure]]]] = [
     ("stdio start-up and tools/list size", "stdio start-up", stdio_start),
     ("tournament throughput", "tournament negotiations/s", tournament_throughput),
     ("MCP tool-call latency", "MCP tool-call latency", mcp_latencies),
+    ("HTTP beyond one process", "HTTP beyond one process", cluster_scaling),
     ("memory per idle room", "memory per idle room", room_memory),
     (
         "orchestration efficiency (LLM seats, fake endpoint)",
