@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import ADMIN, free_port, ok, share_schema_validators, text_of, tls
@@ -37,6 +38,13 @@ from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.cluster import serve_cluster
 from dealroom.server.cluster_owners import journal_directory, owner_of, stray_journals
 from dealroom.server.cluster_workers import Workers
+from dealroom.server.http_limits import (
+    DEFAULT_HTTP_LIMITS,
+    GuardedHttpProtocol,
+    HttpLimits,
+    connection_cap,
+    raise_open_file_limit,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -54,11 +62,17 @@ class Cluster:
     url: str
     workers: Workers
     results: Path
+    server: uvicorn.Server
+    port: int
 
 
 @asynccontextmanager
 async def cluster(
-    tmp_path: Path, *flags: str, workers: int = 2, restart_s: float | None = None
+    tmp_path: Path,
+    *flags: str,
+    workers: int = 2,
+    restart_s: float | None = None,
+    limits: HttpLimits = DEFAULT_HTTP_LIMITS,
 ) -> AsyncIterator[Cluster]:
     """A front on a free loopback port and ``workers`` real worker processes."""
     port = free_port()
@@ -71,12 +85,14 @@ async def cluster(
     async with anyio.create_task_group() as group:
         with anyio.fail_after(WAIT_S):
             server = await group.start(
-                lambda **kw: serve_cluster(running, host="127.0.0.1", port=port, **kw)
+                lambda **kw: serve_cluster(
+                    running, host="127.0.0.1", port=port, limits=limits, **kw
+                )
             )
             while not server.started:  # noqa: ASYNC110  (uvicorn has no started event)
                 await anyio.sleep(0.01)
         try:
-            yield Cluster(f"http://127.0.0.1:{port}", running, results)
+            yield Cluster(f"http://127.0.0.1:{port}", running, results, server, port)
         finally:
             server.should_exit = True
 
@@ -135,6 +151,31 @@ def test_journals_a_smaller_cluster_would_not_restore_refuse_the_start(
     for bad in ["0", "65", "two"]:
         with pytest.raises(UsageError, match="--workers: must be a whole number from 1 to 64"):
             build_parser(["serve"]).parse_args(["serve", "--workers", bad])
+
+
+def test_workers_need_the_http_transport(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--workers", "2"]) == 2
+    assert "--workers needs --transport http" in capsys.readouterr().err
+
+
+async def test_the_front_keeps_the_public_sides_limits(tmp_path: Path) -> None:
+    limits = HttpLimits(request_timeout_s=0.5, keep_alive_s=7.0)
+    async with cluster(tmp_path, limits=limits) as c:
+        protocol = c.server.config.http
+        assert isinstance(protocol, type) and issubclass(protocol, GuardedHttpProtocol)
+        assert protocol.request_timeout_s == 0.5
+        cap = connection_cap(limits, raise_open_file_limit() // 2)  # one upstream per client
+        assert protocol.max_connections == cap
+        assert c.server.config.timeout_keep_alive == 7
+        async with await anyio.connect_tcp("127.0.0.1", c.port) as slow:
+            await slow.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and no more
+            with anyio.fail_after(WAIT_S), pytest.raises(anyio.EndOfStream):
+                await slow.receive()  # closed by the front, with no reply
+        async with http() as client:  # HEAD is relayed with GET's length and no body
+            got = await client.get(f"{c.url}/web/static/room.js")
+            head = await client.head(f"{c.url}/web/static/room.js")
+        assert got.status_code == head.status_code == 200
+        assert head.headers["content-length"] == str(len(got.content)) and head.content == b""
 
 
 async def test_rooms_spread_over_the_workers_and_play_through_the_front(tmp_path: Path) -> None:

@@ -184,6 +184,8 @@ def house_scenarios(args: argparse.Namespace, secret: Secret) -> ScenarioSource:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until the client (stdio) or an interrupt (http) ends it."""
+    if args.transport != "http" and args.workers != 1:
+        raise usage_error("--workers needs --transport http")
     if args.transport == "http" and args.workers > 1:
         from dealroom.cli._cluster import run_cluster
 

@@ -232,7 +232,8 @@ class Front:
         try:
             if response.content_length is not None:
                 data = await response.read()
-                headers.append((b"content-length", str(len(data)).encode()))
+                length = response.content_length if response.method == "HEAD" else len(data)
+                headers.append((b"content-length", str(length).encode()))
                 await send(start)
                 await send({"type": "http.response.body", "body": data})
             else:

@@ -29,6 +29,8 @@ log = structlog.stdlib.get_logger(__name__)
 
 READY_S = 60.0
 """Longest a worker may take from its start to answering its health check."""
+RESTART_MAX_S = 30.0
+"""Longest wait before trying again to start a worker that failed to start."""
 STOP_S = 15.0
 """Longest a stopping worker may take (its requests in flight get the server's shutdown
 grace) before it is killed."""
@@ -118,27 +120,38 @@ class Workers:
         log.info("worker started", worker=index, pid=process.pid)
 
     async def _watch(self, index: int) -> None:
+        delay = self.restart_s
         while True:
             process = self._processes[index]
             assert process is not None
             code = await process.wait()
             self._up[index] = False
+            if process.stdin is not None:
+                await process.stdin.aclose()
             if self._stopping:
                 return
             log.error(
                 "worker exited: its rooms are unavailable until it is back",
                 worker=index,
                 code=code,
-                restart_s=self.restart_s,
+                restart_s=delay,
             )
-            if self.restart_s is None:
+            if delay is None:
                 return
-            await anyio.sleep(self.restart_s)
+            await anyio.sleep(delay)
             try:
                 await self._spawn(index)
                 await self._ready(index)
+                delay = self.restart_s
             except WorkerFailed as exc:
                 log.error("worker could not be restarted", worker=index, error=str(exc))
+                self._kill(index)
+                delay = min(delay * 2, RESTART_MAX_S)  # a worker that cannot start: back off
+
+    def _kill(self, index: int) -> None:
+        process = self._processes[index]
+        if process is not None and process.returncode is None:
+            process.kill()
 
     async def stop(self) -> None:
         """Stop every worker: close its pipe and terminate it; kill it after ``STOP_S``."""
