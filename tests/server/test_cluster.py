@@ -36,7 +36,12 @@ from dealroom.cli._cluster import worker_specs
 from dealroom.protocol import RoomRequest
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.cluster import serve_cluster
-from dealroom.server.cluster_owners import journal_directory, owner_of, stray_journals
+from dealroom.server.cluster_owners import (
+    journal_directory,
+    owner_of,
+    owning,
+    stray_journals,
+)
 from dealroom.server.cluster_workers import Workers
 from dealroom.server.http_limits import (
     DEFAULT_HTTP_LIMITS,
@@ -134,6 +139,15 @@ def test_a_token_names_its_worker_in_its_prefix() -> None:
     assert owner_of("w1.abc", 2) == 1
     for token in ["w2.abc", "abc", "", "w.abc", "x1.abc", "W1.abc", "w1abc"]:
         assert owner_of(token, 2) is None, token
+
+
+def test_one_process_at_a_time_owns_a_workers_journals(tmp_path: Path) -> None:
+    directory = journal_directory(tmp_path / "r.db", 1)
+    refused = pytest.raises(OSError, match="another process still serves these rooms")
+    with owning(directory), refused, owning(directory, wait_s=0.2):
+        pass
+    with owning(directory, wait_s=0.2):  # released: the next owner gets it at once
+        pass
 
 
 def test_journals_a_smaller_cluster_would_not_restore_refuse_the_start(
