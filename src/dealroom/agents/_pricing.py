@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
-from dealroom.protocol import Observation, Role, SeatView
+from dealroom.protocol import Role, SeatView
 from dealroom.protocol._base import CENT
 
 
@@ -61,11 +61,6 @@ def better_or_equal(role: Role, price: Decimal, than: Decimal) -> bool:
 def acceptable(role: Role, price: Decimal, reservation: Decimal) -> bool:
     """True if a deal at ``price`` does not lose ``role`` money."""
     return better_or_equal(role, price, reservation)
-
-
-def progress(obs: Observation) -> float:
-    """Normalised time t in [0, 1]."""
-    return clamp(obs.now / obs.scenario.deadline, 0.0, 1.0)
 
 
 def reservation_fraction(view: SeatView) -> float:

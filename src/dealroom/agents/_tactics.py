@@ -56,52 +56,75 @@ _SLEEPS: dict[float, Decision] = {}
 """``Decision(wait=w)`` for each ``w`` seen (a few per process): frozen, so shared."""
 
 
-def reply(
-    observation: Observation,
-    mine: Decimal,
-    reservation: Decimal,
-    wait: float,
-    *,
-    min_move: Decimal = MIN_MOVE,
-) -> Decision:
-    """AC_next, else stand by ``mine``.
+@dataclass(frozen=True, slots=True)
+class AcNext:
+    """AC_next for one seat of one negotiation, else stand by the own price.
 
     Accept the other side's live offer if it does not lose money and is at least as good as
-    ``mine`` (up to ``SLACK``); otherwise offer ``mine`` unless the live offer is closer to it
-    than ``min_move`` (a fraction of the list price). Always ask to be woken again after
-    ``wait`` seconds.
+    the own price (up to ``SLACK``); otherwise offer the own price unless the own live offer is
+    closer to it than ``min_move`` (a fraction of the list price). Always ask to be woken again
+    after ``wait`` seconds. The two thresholds, amounts of money, are computed once per
+    negotiation instead of on every wake of every scripted agent.
     """
-    role = observation.role
-    list_price = observation.scenario.list_price
-    theirs = current = None
-    for live in observation.live_offers:  # one pass instead of their_offer and my_offer
-        if live.by == role:
-            current = live
-        else:
-            theirs = live
-    if theirs is not None:
-        price = theirs.price
-        # better_or_equal(role, price, mine) and acceptable(role, price, reservation), inline:
-        # this runs on every wake of every scripted agent.
-        seller = role == "seller"
-        if (
-            (price >= mine if seller else price <= mine) or abs(price - mine) <= list_price * SLACK
-        ) and (price >= reservation if seller else price <= reservation):
-            # Both actions are built from values already typed (an offer id the referee
-            # issued, a Decimal price): constructed without validating again; the referee
-            # validates them.
-            return Decision((_accept({"type": "accept", "offer_id": theirs.offer_id}),))
-    if current is not None and (
-        current.price == mine or abs(current.price - mine) < list_price * min_move
-    ):
-        sleep = _SLEEPS.get(wait)
-        if sleep is None:
-            if len(_SLEEPS) >= 64:
-                _SLEEPS.clear()
-            sleep = _SLEEPS[wait] = Decision(wait=wait)
-        return sleep
-    offer = _offer({"type": "make_offer", "price": mine, "message": None})
-    return Decision((offer,), wait)  # positional: this runs on nearly every wake
+
+    role: Role
+    seller: bool
+    """``role == "seller"``."""
+    reservation: Decimal
+    wait: float
+    slack: Decimal
+    """``SLACK`` of the list price."""
+    move: Decimal
+    """``min_move`` of the list price."""
+
+    @classmethod
+    def of(
+        cls,
+        role: Role,
+        reservation: Decimal,
+        list_price: Decimal,
+        wait: float,
+        *,
+        min_move: Decimal = MIN_MOVE,
+    ) -> AcNext:
+        """AC_next for ``role`` with its reservation value, in a scenario of ``list_price``."""
+        return cls(
+            role, role == "seller", reservation, wait, list_price * SLACK, list_price * min_move
+        )
+
+    def reply(self, observation: Observation, mine: Decimal) -> Decision:
+        """Accept the other side's live offer, sleep on the own one, or offer ``mine``."""
+        seller = self.seller
+        theirs = current = None
+        for live in observation.live_offers:  # one pass instead of their_offer and my_offer
+            if live.by == self.role:
+                current = live
+            else:
+                theirs = live
+        if theirs is not None:
+            price = theirs.price
+            # better_or_equal(role, price, mine) and acceptable(role, price, reservation),
+            # inline: this runs on every wake of every scripted agent.
+            if (
+                (price >= mine if seller else price <= mine) or abs(price - mine) <= self.slack
+            ) and (price >= self.reservation if seller else price <= self.reservation):
+                # Both actions are built from values already typed (an offer id the referee
+                # issued, a Decimal price): constructed without validating again; the referee
+                # validates them.
+                return Decision((_accept({"type": "accept", "offer_id": theirs.offer_id}),))
+        if current is not None and ((own := current.price) == mine or abs(own - mine) < self.move):
+            return _sleep(self.wait)
+        offer = _offer({"type": "make_offer", "price": mine, "message": None})
+        return Decision((offer,), self.wait)  # positional: this runs on nearly every wake
+
+
+def _sleep(wait: float) -> Decision:
+    sleep = _SLEEPS.get(wait)
+    if sleep is None:
+        if len(_SLEEPS) >= 64:
+            _SLEEPS.clear()
+        sleep = _SLEEPS[wait] = Decision(wait=wait)
+    return sleep
 
 
 def progress_until(observation: Observation, margin: float) -> float:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from dealroom.agents._pricing import as_money, reservation_fraction, safe_price
-from dealroom.agents._tactics import MIN_MOVE, OfferLog, reply
+from dealroom.agents._tactics import MIN_MOVE, AcNext, OfferLog
 from dealroom.protocol import AgentFactory, Decision, Observation, SeatView
 
 _CELL = float(MIN_MOVE)
@@ -66,6 +66,10 @@ class Micro:
         self.reservation = view.private_value
         self.list_price = view.scenario.list_price
         self.params = params
+        # Every grid step is a deliberate offer that the other side's count depends on.
+        self.ac_next = AcNext.of(
+            view.role, self.reservation, self.list_price, params.step, min_move=Decimal(0)
+        )
         self.grid = price_grid(view, params)
         self.position = -1
         """Index of the least favourable grid offer made so far (-1: none yet)."""
@@ -86,8 +90,7 @@ class Micro:
         if sent < len(self.grid) and len(self.cells) >= sent:
             self.position = sent
         mine = self.grid[self.position]
-        # Every grid step is a deliberate offer that the other side's count depends on.
-        return reply(observation, mine, self.reservation, self.params.step, min_move=Decimal(0))
+        return self.ac_next.reply(observation, mine)
 
 
 def micro(params: MicroParams) -> AgentFactory:

@@ -23,7 +23,7 @@ import random
 from dataclasses import dataclass
 
 from dealroom.agents._pricing import as_money, clamp, reservation_fraction, safe_price
-from dealroom.agents._tactics import OfferLog, progress_until, reply
+from dealroom.agents._tactics import AcNext, OfferLog, progress_until
 from dealroom.protocol import AgentFactory, Decision, Observation, Role, SeatView
 
 
@@ -53,6 +53,7 @@ class NiceTft:
         self.reservation = view.private_value
         self.list_price = view.scenario.list_price
         self.params = params
+        self.ac_next = AcNext.of(view.role, self.reservation, self.list_price, params.step)
         self.sign = 1.0 if view.role == "seller" else -1.0
         opening = params.seller_open if view.role == "seller" else params.buyer_open
         self.res = self.sign * reservation_fraction(view)
@@ -97,7 +98,7 @@ class NiceTft:
                 self.best = max(self.best, self.sign * float(price / self.list_price))
         fraction = self.sign * self.target(progress_until(observation, self.params.margin))
         mine = safe_price(self.role, as_money(fraction, self.list_price), self.reservation)
-        return reply(observation, mine, self.reservation, self.params.step)
+        return self.ac_next.reply(observation, mine)
 
 
 def nice_tft(params: NiceTftParams) -> AgentFactory:

@@ -18,8 +18,8 @@ import random
 from dataclasses import dataclass
 from decimal import Decimal
 
-from dealroom.agents._pricing import money_of, progress, reservation_fraction, safe_price
-from dealroom.agents._tactics import reply
+from dealroom.agents._pricing import clamp, money_of, reservation_fraction, safe_price
+from dealroom.agents._tactics import AcNext
 from dealroom.protocol import Decision, Observation, Role, SeatView
 
 
@@ -48,6 +48,7 @@ class TimeDependent:
         self.reservation = view.private_value
         self.list_price = view.scenario.list_price
         self.params = params
+        self.ac_next = AcNext.of(view.role, self.reservation, self.list_price, params.step)
         r = reservation_fraction(view)
         opening = params.seller_open if view.role == "seller" else params.buyer_open
         # Never open on the losing side of one's own value.
@@ -57,6 +58,7 @@ class TimeDependent:
         # Constants of price_at, computed once (the same float operations as there).
         self._span = self.end - self.start
         self._list_cents = int(self.list_price * 100)
+        self._deadline = view.scenario.deadline
         e, k = params.e, params.k
         self._k, self._rest = k, 1 - k
         self._power = None if e <= 0 else 1 / e
@@ -76,8 +78,9 @@ class TimeDependent:
 
     def act(self, observation: Observation) -> Decision:
         """Accept by AC_next, else offer the price for now (if it moved)."""
-        mine = self.price_at(progress(observation))
-        return reply(observation, mine, self.reservation, self.params.step)
+        # Normalised time t in [0, 1], the deadline read once per negotiation.
+        mine = self.price_at(clamp(observation.now / self._deadline, 0.0, 1.0))
+        return self.ac_next.reply(observation, mine)
 
 
 def time_dependent(params: TimeDependentParams):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from dealroom.agents._pricing import as_money, clamp, reservation_fraction, safe_price
-from dealroom.agents._tactics import OfferLog, progress_until, reply
+from dealroom.agents._tactics import AcNext, OfferLog, progress_until
 from dealroom.protocol import AgentFactory, Decision, Observation, Role, SeatView
 
 
@@ -42,6 +42,7 @@ class TitForTat:
         self.reservation = view.private_value
         self.list_price = view.scenario.list_price
         self.params = params
+        self.ac_next = AcNext.of(view.role, self.reservation, self.list_price, params.step)
         self.end = reservation_fraction(view)
         if view.role == "seller":
             self.start = max(params.seller_open, self.end)
@@ -79,7 +80,7 @@ class TitForTat:
             self.reference = latest
         self.last = self.target(progress_until(observation, self.params.margin), ratio)
         mine = safe_price(self.role, as_money(self.last, self.list_price), self.reservation)
-        return reply(observation, mine, self.reservation, self.params.step)
+        return self.ac_next.reply(observation, mine)
 
 
 def tit_for_tat(params: TitForTatParams) -> AgentFactory:

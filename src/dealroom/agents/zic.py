@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from dealroom.agents._pricing import as_money, reservation_fraction, safe_price
-from dealroom.agents._tactics import reply
+from dealroom.agents._tactics import AcNext
 from dealroom.protocol import AgentFactory, Decision, Observation, Role, SeatView
 
 
@@ -39,6 +39,10 @@ class Zic:
         self.reservation = view.private_value
         self.list_price = view.scenario.list_price
         self.step = params.step
+        # A fresh quote every time: a small move is as random as a big one.
+        self.ac_next = AcNext.of(
+            view.role, self.reservation, self.list_price, params.step, min_move=Decimal(0)
+        )
         self.rng = rng
         r = reservation_fraction(view)
         if view.role == "seller":
@@ -50,8 +54,7 @@ class Zic:
         """Draw a quote; accept anything at least as good, else offer it."""
         quote = self.low + (self.high - self.low) * self.rng.random()
         mine = safe_price(self.role, as_money(quote, self.list_price), self.reservation)
-        # A fresh quote every time: a small move is as random as a big one.
-        return reply(observation, mine, self.reservation, self.step, min_move=Decimal(0))
+        return self.ac_next.reply(observation, mine)
 
 
 def zic(params: ZicParams) -> AgentFactory:
