@@ -33,6 +33,7 @@ from test_mcp_leaks import leaked
 
 from dealroom.cli import UsageError, build_parser, main
 from dealroom.cli._cluster import worker_specs
+from dealroom.client.seat import SeatClient
 from dealroom.protocol import RoomRequest
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.cluster import serve_cluster
@@ -264,6 +265,35 @@ async def test_pages_and_spectator_tokens_work_through_the_front(tmp_path: Path)
         async with http(ADMIN) as admin:
             runs = await admin.get(f"{c.url}/web/api/runs")
         assert runs.status_code == 200
+
+
+async def test_the_in_repo_seat_client_closes_a_deal_between_two_remote_seats_through_the_front(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path) as c:
+        await create(c.url)  # the next room lands on worker 1
+        room = await create(c.url)
+        assert room["tokens"]["seller"].startswith("w1.")
+        url = f"{c.url}/mcp"
+
+        async def buyer() -> None:
+            async with SeatClient.http(url, room["tokens"]["buyer"]) as seat:
+                await seat.make_offer(900)
+                while (await seat.wait_for_opponent(timeout_s=5)).woke != "ended":
+                    pass
+
+        async def seller() -> None:
+            async with SeatClient.http(url, room["tokens"]["seller"]) as seat:
+                while (offer := (await seat.get_state()).observation.their_offer) is None:
+                    await seat.wait_for_opponent(timeout_s=5)  # a long poll through the front
+                done = await seat.accept(offer.offer_id)
+                assert done.outcome is not None and done.outcome.price == Decimal(900)
+
+        with anyio.fail_after(WAIT_S):
+            async with anyio.create_task_group() as group:
+                group.start_soon(buyer)
+                group.start_soon(seller)
+    assert list(stored_rows(c.results)) == [f"{room['room']}/1"]
 
 
 async def test_nothing_a_seat_reads_through_the_front_reveals_the_other_side(
