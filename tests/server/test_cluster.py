@@ -28,7 +28,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import ADMIN, free_port, ok, share_schema_validators, text_of, tls
-from test_faults import play_in, stored_rows
+from test_faults import play_in, serve_process, stored_rows
 from test_mcp_leaks import leaked
 
 from dealroom.cli import UsageError, build_parser, main
@@ -427,3 +427,25 @@ async def test_a_cluster_killed_and_started_again_restores_each_room_once(tmp_pa
                     assert [o["by"] for o in offers if o["by"] == "buyer"] == ["buyer"]
                     await ok(client, "walk_away")
     assert sorted(stored_rows(results)) == sorted(f"{r['room']}/1" for r in rooms)
+
+
+async def test_a_single_servers_open_rooms_go_on_in_worker_0_of_a_cluster(tmp_path: Path) -> None:
+    results = tmp_path / "results.db"
+    async with serve_process(results) as (url, process):
+        room = await create(url, house_seller="hardliner")
+        token = room["tokens"]["buyer"]
+        assert owner_of(token, 2) is None  # a single server's tokens carry no prefix
+        with anyio.fail_after(WAIT_S):
+            await play_in(url, token, finish=False)
+        process.kill()
+        process.wait(WAIT_S)
+    async with cluster_process(results) as (url, process):
+        with anyio.fail_after(WAIT_S):
+            async with (
+                http(token) as h,
+                Client(streamable_http_client(f"{url}/mcp", http_client=h)) as client,
+            ):
+                state = await ok(client, "get_state")
+                assert [o["by"] for o in state["observation"]["live_offers"]].count("buyer") == 1
+                await ok(client, "walk_away")
+    assert list(stored_rows(results)) == [f"{room['room']}/1"]
