@@ -221,7 +221,9 @@ class Referee:
         cents: Decimal | None
         if type(price) is Decimal and price.is_finite():  # every offer: checked inline
             try:
-                cents = price.quantize(CENT, rounding=ROUND_HALF_UP)
+                # The rounding passed by position: a keyword argument to a Decimal method
+                # costs as much again as the quantisation itself.
+                cents = price.quantize(CENT, ROUND_HALF_UP)
             except InvalidOperation:  # finite but too large to quantise: far above the maximum
                 cents = None
         elif not is_finite_number(price):
