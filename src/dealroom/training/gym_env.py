@@ -16,12 +16,12 @@ Usage::
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from dealroom.engine.match import SeatRandom
 from dealroom.engine.virtual import Wake
 from dealroom.protocol import (
     DEFAULT_RULES,
@@ -90,7 +90,7 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
         """Start a negotiation on a drawn (or pinned) scenario."""
         super().reset(seed=seed)
         scenario = draw_scenario(self.np_random, self.scenario_seed, self.tier, options or {})
-        rng = random.Random(int(self.np_random.integers(2**63)))
+        rng = SeatRandom(int(self.np_random.integers(2**63)))
         self._match = SeatMatch(scenario, self.role, self._opponent, rng=rng, rules=self.rules)
         self._shown = 0
         self._wake = self._match.advance()
