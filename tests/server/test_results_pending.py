@@ -16,6 +16,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import weakref
 from decimal import Decimal
 from pathlib import Path
@@ -31,7 +32,7 @@ from dealroom.server.room import RECENT_RESULTS, Room
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomBackend
 from dealroom.store.results import ResultsStore
-from dealroom.store.spool import Spool
+from dealroom.store.spool import PendingRow, Spool
 from dealroom.store.writer import ResultWriter
 from store_faults import Disk, FailingStore, failing_writer
 
@@ -203,6 +204,53 @@ async def test_a_store_locked_by_another_process_holds_up_no_other_room(tmp_path
             locker.execute("ROLLBACK")
     locker.close()
     assert results[0].ok and writer.pending() == ()
+    assert [row.key for row in writer.store.iter()] == ["room-test/1"]
+
+
+class SlowSpool(Spool):
+    """A spool whose writes wait until ``go`` is set (a disk whose fsync takes its time)."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.go = threading.Event()
+        self.writing = threading.Event()
+        self.writes = 0
+
+    def write(self, pending: PendingRow) -> None:
+        self.writing.set()
+        self.go.wait(30)
+        self.writes += 1
+        super().write(pending)
+
+
+async def test_a_slow_spool_write_of_one_room_holds_up_no_call_of_another(tmp_path: Path) -> None:
+    # Every call saves what its room finished; a call of a room with nothing pending used to
+    # join the flush of another room's row and wait for its fsync (seconds under disk load:
+    # the HTTP p99 at 200 sessions), and spool it a second time.
+    path = tmp_path / "r.db"
+    spool = SlowSpool(tmp_path / "r.db.pending")
+    writer = ResultWriter(ResultsStore(path), spool)
+    ending, other = writer_room(writer), writer_room(writer)
+    other.id = "room-other"
+    results = []
+
+    async def end_it() -> None:
+        results.append(await RoomBackend(ending, "buyer").act(WalkAway()))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(end_it)
+            await anyio.to_thread.run_sync(spool.writing.wait, 10)
+            async with client_for(other, "buyer") as client:
+                with anyio.fail_after(10):
+                    for _ in range(20):
+                        state = await ok(client, "get_state")
+                    await ok(client, "make_offer", price=100)
+            assert not results, "the ending call waits for its row to be durable"
+            spool.go.set()
+    assert state["observation"]["outcome"] is None
+    assert results[0].ok and writer.pending() == ()
+    assert spool.writes == 1
     assert [row.key for row in writer.store.iter()] == ["room-test/1"]
 
 

@@ -248,12 +248,14 @@ class Room:
 
     def has_pending(self) -> bool:
         """True while a finished negotiation of this room is not in the store yet."""
-        return self.writer is not None and self.writer.has_pending(self.run)
+        return self.writer is not None and self.writer.has_pending(self.key_prefix)
 
     async def save(self) -> None:
-        """Write what has finished and is due (off the event loop, bounded; see ResultWriter)."""
-        if self.writer is not None and self.writer.pending():
-            await self.writer.flush()
+        """Write what has finished and is due (off the event loop, bounded; see ResultWriter),
+        when this room has a result pending. A call of a room with nothing pending never waits
+        on the writes of another room's results (their fsyncs: seconds on a busy disk)."""
+        if self.has_pending():
+            await self.writer.flush()  # type: ignore[union-attr]  (has_pending: a writer)
 
     def name(self, role: Role) -> str:
         """Who sits in a seat, as recorded: the house agent's or player's spec, or ``mcp``."""
@@ -393,9 +395,14 @@ class Room:
                 case _:
                     self.current.replay(op)
 
+    @property
+    def key_prefix(self) -> str:
+        """What every results-store key of this room starts with (room ids are unique)."""
+        return f"{self.id}/"
+
     def key(self, negotiation: Negotiation) -> str:
         """The results-store key of one negotiation of this room."""
-        return f"{self.id}/{negotiation.number}"
+        return f"{self.key_prefix}{negotiation.number}"
 
     def _record(self, negotiation: Negotiation) -> None:
         """Take a finished negotiation: once, however often it is handed over."""

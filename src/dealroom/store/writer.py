@@ -88,9 +88,9 @@ class ResultWriter:
         """Keys not in the store yet, oldest first."""
         return tuple(self._pending)
 
-    def has_pending(self, run: str) -> bool:
-        """True while a row of ``run`` is not in the store yet."""
-        return any(entry.row.run == run for entry in self._pending.values())
+    def has_pending(self, key_prefix: str) -> bool:
+        """True while a row whose key starts with ``key_prefix`` is not in the store yet."""
+        return any(key.startswith(key_prefix) for key in self._pending)
 
     def durable(self, key: str) -> bool:
         """True when the row survives the process: stored, or spooled."""
@@ -102,9 +102,9 @@ class ResultWriter:
     async def flush(self) -> None:
         """Spool new rows and store pending ones, in a worker thread; bounded by the store's
         busy timeout. A row never tried is tried now; the others once their backoff is over."""
-        fresh = [e for e in self._pending.values() if not e.spooled]
-        if fresh and self.spool is not None:
+        if self.spool is not None and any(not e.spooled for e in self._pending.values()):
             async with self._spool_lock:
+                fresh = [e for e in self._pending.values() if not e.spooled]  # after the wait
                 spooled = await anyio.to_thread.run_sync(self._spool_rows, fresh)
             for entry in fresh:
                 entry.spooled = entry.row.key in spooled
