@@ -218,8 +218,7 @@ SECTIONS: list[tuple[str, str, Callable[[bool], list[Figure]]]] = [
 
 def isolated(run: Callable[[bool], list[Figure]], quick: bool) -> list[Figure]:
     """``run(quick)`` in a fresh Python process: each benchmark starts from a clean heap, event
-    loop and garbage collector, as it does alone. In one process, the HTTP latency measured
-    after the 15,000-negotiation tournament read p99 1.6 s against 16-38 ms alone."""
+    loop and garbage collector, as it does alone, whatever the benchmarks before it left."""
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
         return pool.submit(_configured, run, quick).result()
