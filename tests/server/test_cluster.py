@@ -403,6 +403,14 @@ async def cluster_process(results: Path) -> AsyncIterator[tuple[str, subprocess.
         process.wait(WAIT_S)
 
 
+async def test_a_terminated_cluster_stops_its_workers_and_exits_cleanly(tmp_path: Path) -> None:
+    async with cluster_process(tmp_path / "results.db") as (url, process):
+        async with http() as client:
+            assert (await client.get(f"{url}/healthz")).json()["ok"] is True
+        process.terminate()
+        assert process.wait(WAIT_S) == 0  # not killed by its own SIGTERM raised again
+
+
 async def test_a_cluster_killed_and_started_again_restores_each_room_once(tmp_path: Path) -> None:
     results = tmp_path / "results.db"
     async with cluster_process(results) as (url, process):

@@ -29,9 +29,10 @@ is down makes its own rooms answer 502 with one line; the other workers' rooms g
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import aiohttp
@@ -274,6 +275,18 @@ async def _stream(response: aiohttp.ClientResponse, receive: Receive, send: Send
         group.cancel_scope.cancel()
 
 
+class _FrontServer(uvicorn.Server):
+    """uvicorn, except that a SIGTERM or SIGINT it shut down for is not raised again once it
+    has stopped (uvicorn does, which ends the process there): the front still has its workers
+    to stop and its sockets to remove."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
+
+
 async def serve_cluster(
     workers: Workers,
     *,
@@ -297,7 +310,7 @@ async def serve_cluster(
         server_header=False,  # the workers' own Server and Date headers go through
         date_header=False,
     )
-    server = uvicorn.Server(config)
+    server = _FrontServer(config)
     async with anyio.create_task_group() as group:
         await group.start(workers.run)
         async with front:
