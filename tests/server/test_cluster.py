@@ -384,7 +384,8 @@ async def cluster_process(results: Path) -> AsyncIterator[tuple[str, subprocess.
     command = [sys.executable, "-c", "import sys; from dealroom.cli import main; sys.exit(main())"]
     command += ["serve", "--transport", "http", "--workers", "2", "--port", str(port)]
     command += ["--results", str(results)]
-    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
+    env = {**os.environ, "TMPDIR": str(results.parent)}  # its sockets' directory, if killed
+    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
     url = f"http://127.0.0.1:{port}"
     try:
         async with http() as client:
