@@ -60,11 +60,22 @@ def _line(message: dict[str, object]) -> bytes:
     return (json.dumps(message) + "\n").encode()
 
 
+_WRITING_BYTE_CODE = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+"""The servers' environment: Python writes byte code, as it does by default, so that the timed
+starts read it as an MCP host's second launch does. With PYTHONDONTWRITEBYTECODE set (some
+containers set it) every start compiled dealroom's sources again (the installed mcp has its
+byte code from pip): 0.3G of 3.6G instructions, and 1.34x where 1.15x is what users get."""
+
+
 def start(command: list[str], *, list_tools: bool) -> Run:
     """Spawn ``command``, time its initialize reply, optionally list its tools, close stdin."""
     started = time.perf_counter()
     process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_WRITING_BYTE_CODE,
     )
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(_line(INITIALIZE))
