@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -94,6 +95,29 @@ class SerializedRecord:
         )
 
 
+def _created(path: Path, options: dict[str, Any], busy_s: float) -> sqlite3.Connection:
+    """A connection to the store at ``path``, created if new, in WAL mode with its schema.
+
+    Two processes opening a new file at once (the workers of a cluster) can meet SQLite's lock
+    while one switches the file to WAL, where SQLite answers "database is locked" at once
+    instead of waiting ``busy_s`` (its busy handler is not called there): such a clash is
+    retried until ``busy_s`` is spent, as any other lock is waited for.
+    """
+    deadline = time.monotonic() + busy_s
+    while True:
+        db = sqlite3.connect(path, **options)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(SCHEMA)
+            return db
+        except sqlite3.OperationalError as exc:
+            db.close()
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.02)
+
+
 class ResultsStore:
     """A SQLite results store. Use as a context manager, or call ``close()``.
 
@@ -114,10 +138,7 @@ class ResultsStore:
         }
         try:
             if create:
-                self._db = sqlite3.connect(self.path, **options)
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.executescript(SCHEMA)
+                self._db = _created(self.path, options, busy_s)
             else:
                 uri = f"{self.path.resolve().as_uri()}?mode=ro"
                 self._db = sqlite3.connect(uri, uri=True, **options)
