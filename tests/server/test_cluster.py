@@ -13,9 +13,8 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -377,31 +376,13 @@ async def test_a_restarted_worker_brings_its_rooms_back(tmp_path: Path) -> None:
     assert sorted(stored_rows(c.results)) == sorted([f"{first['room']}/1", f"{second['room']}/1"])
 
 
-@asynccontextmanager
-async def cluster_process(results: Path) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``dealroom serve --transport http --workers 2`` in its own process."""
-    port = free_port()
-    command = [sys.executable, "-c", "import sys; from dealroom.cli import main; sys.exit(main())"]
-    command += ["serve", "--transport", "http", "--workers", "2", "--port", str(port)]
-    command += ["--results", str(results)]
-    env = {**os.environ, "TMPDIR": str(results.parent)}  # its sockets' directory, if killed
-    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
-    url = f"http://127.0.0.1:{port}"
-    try:
-        async with http() as client:
-            with anyio.fail_after(WAIT_S):
-                while True:
-                    try:
-                        if (await client.get(f"{url}/healthz")).status_code == 200:
-                            break
-                    except httpx2.HTTPError:
-                        pass
-                    await anyio.sleep(0.05)
-        yield url, process
-    finally:
-        if process.poll() is None:
-            process.terminate()
-        process.wait(WAIT_S)
+ServedProcess = tuple[str, subprocess.Popen[bytes]]
+
+
+def cluster_process(results: Path) -> AbstractAsyncContextManager[ServedProcess]:
+    """``dealroom serve --transport http --workers 2`` in its own process (its sockets'
+    directory under the test's, in case it is killed)."""
+    return serve_process(results, "--workers", "2", env={"TMPDIR": str(results.parent)})
 
 
 async def test_a_terminated_cluster_stops_its_workers_and_exits_cleanly(tmp_path: Path) -> None:

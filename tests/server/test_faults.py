@@ -16,7 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from decimal import Decimal
 from pathlib import Path
@@ -147,19 +147,21 @@ async def test_a_negotiation_whose_clients_all_vanished_is_run_to_its_end_and_re
 
 @asynccontextmanager
 async def serve_process(
-    results: Path, *flags: str
+    results: Path, *flags: str, env: Mapping[str, str] | None = None
 ) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``dealroom serve --transport http [flags]`` in its own process; (root URL, process)."""
+    """``dealroom serve --transport http [flags]`` in its own process (``env`` added to the
+    environment); (root URL, process). Waits up to a minute for it: a cluster's workers take
+    a few seconds to start."""
     port = free_port()
     command = [sys.executable, "-c", "import sys; from dealroom.cli import main; sys.exit(main())"]
     command += ["serve", "--transport", "http", "--port", str(port), "--results", str(results)]
     command += flags
-    env = {**os.environ, "DEALROOM_ADMIN_TOKEN": ADMIN}
-    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
+    environment = {**os.environ, "DEALROOM_ADMIN_TOKEN": ADMIN, **(env or {})}
+    process = subprocess.Popen(command, env=environment, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
     url = f"http://127.0.0.1:{port}"
     try:
         async with httpx2.AsyncClient(verify=tls()) as http:
-            with anyio.fail_after(30):
+            with anyio.fail_after(60):
                 while True:
                     try:
                         if (await http.get(f"{url}/healthz")).status_code == 200:

@@ -254,8 +254,9 @@ class Room:
         """Write what has finished and is due (off the event loop, bounded; see ResultWriter),
         when this room has a result pending. A call of a room with nothing pending never waits
         on the writes of another room's results (their fsyncs: seconds on a busy disk)."""
-        if self.has_pending():
-            await self.writer.flush()  # type: ignore[union-attr]  (has_pending: a writer)
+        writer = self.writer
+        if writer is not None and writer.has_pending(self.key_prefix):
+            await writer.flush()
 
     def name(self, role: Role) -> str:
         """Who sits in a seat, as recorded: the house agent's or player's spec, or ``mcp``."""
