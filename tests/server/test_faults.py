@@ -46,6 +46,7 @@ from dealroom.cli import main as cli_main
 from dealroom.play.tournament import ChunkPlayer, Job, Progress, Tournament, TournamentConfig
 from dealroom.protocol import MakeOffer, Role
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.server.cluster_owners import owning
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
 from dealroom.store.results import ResultsStore
@@ -233,6 +234,32 @@ async def test_a_killed_server_loses_nothing_finished_and_a_restarted_one_adds_t
     assert sorted(after) == sorted([*finished, f"{room}/1"])
     assert {key: after[key] for key in before} == before
 
+
+
+async def test_a_terminated_server_shuts_down_in_order_and_owns_its_rooms_until_then(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.db"
+    journals = Path(f"{results}.rooms")
+    with anyio.fail_after(60):
+        async with serve_process(results) as (url, process):
+            room, token = await open_room(url)
+            await play_in(url, token, finish=False)
+            # While it serves, no other process may take its rooms (it would restore them too).
+            with pytest.raises(OSError, match="another process still serves these rooms"):
+                with owning(journals, wait_s=0.2):
+                    pass
+            process.terminate()
+            # Not killed by its own SIGTERM raised again: it closed its rooms and its store.
+            assert process.wait(30) == 0
+        with owning(journals, wait_s=0.2):  # released
+            pass
+        async with serve_process(results) as (url, process):
+            async with httpx2.AsyncClient(verify=tls()) as http:
+                got = await http.get(
+                    f"{url}/admin/rooms/{room}", headers={"Authorization": f"Bearer {ADMIN}"}
+                )
+            assert got.status_code == 200, got.text  # the open room came back
 
 # -- an interrupted async (LLM-style) tournament ------------------------------------------------
 

@@ -270,8 +270,11 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
             token_prefix=prefix,
         )
         with contextlib.ExitStack() as owned:
-            if worker is not None:
+            # No two processes serve one store's rooms: both would restore and play them.
+            try:
                 owned.enter_context(owning(journals.directory))
+            except OSError as exc:
+                raise usage_error(str(exc)) from None
             registry.restore()  # open rooms of an earlier process, with their tokens
             _serve_registry(args, registry, players, admin_token, worker)
     finally:

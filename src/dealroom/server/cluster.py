@@ -29,10 +29,9 @@ is down makes its own rooms answer 502 with one line; the other workers' rooms g
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -47,7 +46,7 @@ from yarl import URL
 from dealroom.server.cluster_owners import owner_of
 from dealroom.server.cluster_workers import Workers
 from dealroom.server.http_limits import DEFAULT_HTTP_LIMITS, HttpLimits, raise_open_file_limit
-from dealroom.server.mcp_http import uvicorn_config
+from dealroom.server.mcp_http import StoppingServer, uvicorn_config
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -275,18 +274,6 @@ async def _stream(response: aiohttp.ClientResponse, receive: Receive, send: Send
         group.cancel_scope.cancel()
 
 
-class _FrontServer(uvicorn.Server):
-    """uvicorn, except that a SIGTERM or SIGINT it shut down for is not raised again once it
-    has stopped (uvicorn does, which ends the process there): the front still has its workers
-    to stop and its sockets to remove."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        with super().capture_signals():
-            yield
-            self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
-
-
 async def serve_cluster(
     workers: Workers,
     *,
@@ -310,7 +297,7 @@ async def serve_cluster(
         server_header=False,  # the workers' own Server and Date headers go through
         date_header=False,
     )
-    server = _FrontServer(config)
+    server = StoppingServer(config)
     async with anyio.create_task_group() as group:
         await group.start(workers.run)
         async with front:

@@ -11,6 +11,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import structlog
+
+log = structlog.stdlib.get_logger(__name__)
+
 _PREFIX = re.compile(r"w(\d{1,4})\.")
 
 
@@ -50,17 +54,23 @@ def stray_journals(store: Path, workers: int) -> list[int]:
 
 @contextlib.contextmanager
 def owning(directory: Path, *, wait_s: float = 30.0) -> Iterator[None]:
-    """Hold ``directory``'s owner lock (a worker owns its journals: no two processes replay the
-    same rooms, e.g. a worker restarted while the one before it still stops). Waits up to
+    """Hold ``directory``'s owner lock (a server or a cluster's worker owns its journals: no two
+    processes replay the same rooms, e.g. a server started twice on one store, or restarted
+    while the one before it still stops). Waits up to
     ``wait_s`` for another owner to go; OSError if it does not."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".owner", "a") as lock:
-        deadline = time.monotonic() + wait_s
+        deadline, waited = time.monotonic() + wait_s, False
         while True:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not waited:
+                    waited = True
+                    log.info(
+                        "waiting for the process serving these rooms to stop", rooms=str(directory)
+                    )
                 if time.monotonic() >= deadline:
                     raise OSError(
                         f"{directory}: another process still serves these rooms"

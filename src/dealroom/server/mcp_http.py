@@ -16,9 +16,10 @@ Connection, request and session limits: ``dealroom.server.http_limits``.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hmac
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import anyio
@@ -152,6 +153,19 @@ def uvicorn_config(
     )
 
 
+class StoppingServer(uvicorn.Server):
+    """uvicorn, except that a SIGTERM or SIGINT it shut down for is not raised again once it
+    has stopped (uvicorn re-raises it, which ends the process there): the server still has its
+    rooms' journals to close, its pending results to write, and a cluster's front its workers
+    to stop and its sockets to remove."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
+
+
 async def _health(request: Request) -> Response:
     del request
     return JSONResponse({"ok": True})
@@ -255,7 +269,7 @@ async def serve_http(
     config = uvicorn_config(
         app, host=host, port=port, limits=limits, open_files=open_files, lifespan="on", **listen
     )
-    server = uvicorn.Server(config)
+    server = StoppingServer(config)
     # Everything imported and built so far lives as long as the server: keep it out of the
     # garbage collector's full passes, which would otherwise stall every request now and then.
     gc.collect()
