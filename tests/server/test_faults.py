@@ -246,9 +246,9 @@ async def test_a_terminated_server_shuts_down_in_order_and_owns_its_rooms_until_
             room, token = await open_room(url)
             await play_in(url, token, finish=False)
             # While it serves, no other process may take its rooms (it would restore them too).
-            with pytest.raises(OSError, match="another process still serves these rooms"):
-                with owning(journals, wait_s=0.2):
-                    pass
+            refused = pytest.raises(OSError, match="another process still serves these rooms")
+            with refused, owning(journals, wait_s=0.2):
+                pass
             process.terminate()
             # Not killed by its own SIGTERM raised again: it closed its rooms and its store.
             assert process.wait(30) == 0
