@@ -235,7 +235,6 @@ async def test_a_killed_server_loses_nothing_finished_and_a_restarted_one_adds_t
     assert {key: after[key] for key in before} == before
 
 
-
 async def test_a_terminated_server_shuts_down_in_order_and_owns_its_rooms_until_then(
     tmp_path: Path,
 ) -> None:
@@ -260,6 +259,7 @@ async def test_a_terminated_server_shuts_down_in_order_and_owns_its_rooms_until_
                     f"{url}/admin/rooms/{room}", headers={"Authorization": f"Bearer {ADMIN}"}
                 )
             assert got.status_code == 200, got.text  # the open room came back
+
 
 # -- an interrupted async (LLM-style) tournament ------------------------------------------------
 
