@@ -6,22 +6,26 @@
 Workload: a time-based Boulware buyer against a time-based Conceder seller, one price issue,
 the same scenarios (list price, buyer value, seller cost) on both sides. dealroom plays its
 virtual clock (120 s deadline: about 13 offers a seat); NegMAS plays SAO with ``--steps`` steps
-(two offers a step). Both run in one process on one core, one after the other: dealroom, then
-NegMAS (a subprocess on the benchmark venv's python, ``_negmas_side.py``), then dealroom again.
-Rates are per wall second and per CPU second of the measuring process; on a busy machine the CPU
-figure is the fair one. Prints both rates and the ratio.
+(two offers a step). Both run in one process on one core, one after the other: dealroom and
+the bare loop (``bare_loop.py``: the same game with no rules enforced, the floor of what CPython
+does for it), then NegMAS (a subprocess on the benchmark venv's python, ``_negmas_side.py``),
+then the bare loop and dealroom again. Rates are per wall second and per CPU second of the
+measuring process; on a busy machine the CPU figure is the fair one. Prints the rates and the
+ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import bare_loop
 from dealroom.protocol.generator import generate
 from engine import EngineFigures, measure
 
@@ -37,6 +41,12 @@ class Comparison:
     dealroom: EngineFigures
     negmas: dict[str, Any] | None
     problem: str | None = None
+    bare: list[float] | None = None
+    """The bare loop's negotiations per CPU second (``bare_loop.py``), one per repeat."""
+
+    @property
+    def bare_rate(self) -> float | None:
+        return None if not self.bare else statistics.median(self.bare)
 
     @property
     def ratio_wall(self) -> float | None:
@@ -71,15 +81,19 @@ def negmas_side(rows: list[list[float]], *, seconds: float, steps: int) -> dict[
 
 
 def compare(*, seconds: float = 5.0, steps: int = 20) -> Comparison:
-    """dealroom, NegMAS, dealroom again (so that a change in load hits both sides alike)."""
+    """dealroom, the bare loop, NegMAS, the bare loop and dealroom again (so that a change in
+    load hits every side alike)."""
     scenarios = generate(100, seed=7)
     rows = [[float(s.list_price), float(s.buyer_value), float(s.seller_cost)] for s in scenarios]
+    games = [bare_loop.Game.of(s) for s in scenarios]
     before = measure(scenarios, seconds=seconds / 2, repeats=3)
+    bare = bare_loop.measure(games, seconds=seconds / 2, repeats=3)
     try:
         negmas: dict[str, Any] | None = negmas_side(rows, seconds=seconds, steps=steps)
         problem = None
     except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as exc:
         negmas, problem = None, str(exc)
+    bare += bare_loop.measure(games, seconds=seconds / 2, repeats=3)
     after = measure(scenarios, seconds=seconds / 2, repeats=3)
     ours = EngineFigures(
         wall_rates=before.wall_rates + after.wall_rates,
@@ -88,7 +102,7 @@ def compare(*, seconds: float = 5.0, steps: int = 20) -> Comparison:
         offers=before.offers,
         deal_rate=before.deal_rate,
     )
-    return Comparison(ours, negmas, problem)
+    return Comparison(ours, negmas, problem, bare)
 
 
 def report(result: Comparison) -> None:
@@ -99,6 +113,12 @@ def report(result: Comparison) -> None:
         f"  dealroom          {ours.wall_rate:9,.0f} negotiations/s   {ours.cpu_rate:9,.0f} per "
         f"CPU s   ({ours.offers:.1f} offers, deal rate {ours.deal_rate:.0%})"
     )
+    bare = result.bare_rate
+    if bare is not None:
+        print(
+            f"  bare loop                                 {bare:9,.0f} per CPU s   (the same "
+            f"game, no rules enforced; dealroom runs at {ours.cpu_rate / bare:.0%} of it)"
+        )
     if result.negmas is None:
         print(f"  NegMAS            not measured: {result.problem}")
         print(
@@ -116,6 +136,8 @@ def report(result: Comparison) -> None:
         f"  ratio             {result.ratio_wall:9.1f}x wall            {result.ratio_cpu:9.1f}x "
         f"CPU   (target >= {TARGET_RATIO:g}x)"
     )
+    if bare is not None:
+        print(f"  bare loop / NegMAS                        {bare / theirs['cpu_rate']:9.1f}x CPU")
 
 
 def main() -> None:

@@ -82,6 +82,9 @@ def engine_vs_negmas(quick: bool) -> list[Figure]:
     theirs = comparison.negmas
     note = f"dealroom {comparison.dealroom.cpu_rate:,.0f}/s"
     note += "" if theirs is None else f", NegMAS {theirs['cpu_rate']:,.0f}/s"
+    bare = comparison.bare_rate
+    if bare is not None and theirs is not None:
+        note += f"; bare loop {bare:,.0f}/s ({bare / theirs['cpu_rate']:.0f}x)"
     target = negmas_compare.TARGET_RATIO
     met = None if ratio is None else ratio >= target
     return [Figure("engine vs NegMAS (per CPU second)", ratio, f">= {target:g}x", met, "x", note)]
