@@ -52,6 +52,11 @@ class FailingStore(ResultsStore):
             self.inserts[key] += 1
         return added
 
+    def set_extra(self, key: str, extra: Mapping[str, Any]) -> bool:
+        if self.disk.full:
+            raise sqlite3.OperationalError("database or disk is full")
+        return super().set_extra(key, extra)
+
 
 class FailingSpool(Spool):
     """A spool on ``disk``."""

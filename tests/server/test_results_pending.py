@@ -254,6 +254,24 @@ async def test_a_slow_spool_write_of_one_room_holds_up_no_call_of_another(tmp_pa
     assert [row.key for row in writer.store.iter()] == ["room-test/1"]
 
 
+async def test_an_amendment_of_a_row_being_written_lands_after_it(tmp_path: Path) -> None:
+    spool = SlowSpool(tmp_path / "r.db.pending")
+    writer = ResultWriter(ResultsStore(tmp_path / "r.db"), spool)
+    room = writer_room(writer)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(RoomBackend(room, "buyer").act, WalkAway())  # saves its row
+            await anyio.to_thread.run_sync(spool.writing.wait, 10)
+            row = writer.pending()[0]
+            writer.amend(row, {"v": 2})  # the row is being spooled: it cannot change in place
+            spool.go.set()
+        assert writer.store.get(row).extra == {"v": 2}  # that save set it after the insert
+        assert not writer.has_pending(room.key_prefix)
+        writer.amend(row, {"v": 3})
+        writer.close()  # a last amendment lands at shutdown too
+    assert writer.store.get(row).extra == {"v": 3}
+
+
 # -- a long series: bounded replies and memory (item 11) ----------------------------------------
 
 

@@ -23,6 +23,7 @@ from dealroom.server.room import Room
 from dealroom.store.results import ResultsStore, SerializedRecord
 from dealroom.store.spool import PendingRow
 from dealroom.store.writer import ResultWriter
+from store_faults import Disk, failing_writer
 
 pytestmark = pytest.mark.anyio
 
@@ -174,18 +175,30 @@ async def test_a_negotiation_rebuilt_from_the_journal_stores_no_partial_conversa
     assert "players" not in row.extra
 
 
-async def test_a_row_is_revised_only_before_anything_wrote_it(tmp_path: Path) -> None:
+async def test_an_amendment_replaces_a_rows_extra_before_and_after_it_is_stored(
+    tmp_path: Path,
+) -> None:
     played = ResultsStore(tmp_path / "played.db")
     room = house_room(opponent="hardliner", store=played)
     async with client_for(room, "buyer") as client:
         await ok(client, "walk_away")
     record = SerializedRecord.of(only_row(played).record)
-    writer = ResultWriter(ResultsStore(tmp_path / "r.db"))
-    writer.put(PendingRow("k", "run", record, {"v": 1}))
-    assert writer.revise(PendingRow("k", "run", record, {"v": 2}))
+    disk = Disk()
+    writer = failing_writer(tmp_path / "r.db", disk)
+    writer.put(PendingRow("k/1", "run", record, {"v": 1}))
+    writer.amend("k/1", {"v": 2})  # nothing wrote the row yet: replaced in place
     await writer.flush()
-    assert not writer.revise(PendingRow("k", "run", record, {"v": 3}))  # stored already
     assert only_row(writer.store).extra == {"v": 2}
+    assert not writer.has_pending("k/")
+    disk.full = True
+    writer.amend("k/1", {"v": 3})  # stored already: an update, kept until it lands
+    await writer.flush()
+    assert writer.has_pending("k/") and only_row(writer.store).extra == {"v": 2}
+    disk.full = False
+    await writer.flush()
+    assert not writer.has_pending("k/")
+    (row,) = writer.store.iter()
+    assert row.extra == {"v": 3} and row.record == only_row(played).record
 
 
 async def test_a_seat_over_the_call_limit_stores_no_partial_conversation(

@@ -143,6 +143,7 @@ async def play_match(
                 group.start_soon(
                     _seat_player,
                     room,
+                    negotiation,
                     players[role],
                     context,
                     extra["players"],
@@ -152,7 +153,7 @@ async def play_match(
     if scope.cancelled_caught:
         for role in room.remote_roles:
             extra["errors"].setdefault(role, f"the match took longer than {timeout_s:g} s")
-            await _walk_away(room, role, cleanup_s)
+            await _walk_away(room, negotiation, role, cleanup_s)
     if negotiation.is_open:
         await _force_end(negotiation, timer)
     outcome = negotiation.referee.outcome
@@ -204,13 +205,19 @@ def house_player(player: Player, *, cleanup_s: float = 30.0) -> SeatPlayer:
         context = SeatContext(
             role=role, rules=room.rules, charge=charge, seed=room.seed, report=report
         )
-        await _seat_player(room, player, context, {}, negotiation.errors, cleanup_s)
+        played: dict[str, Any] = {}
+        await _seat_player(
+            room, negotiation, player, context, played, negotiation.errors, cleanup_s
+        )
+        room.player_done(negotiation, role, played[role])
+        await room.save()
 
     return SeatPlayer(spec=player.name, play=play)
 
 
 async def _seat_player(
     room: Room,
+    negotiation: Negotiation,
     player: Player,
     context: SeatContext,
     players: dict[str, Any],
@@ -229,18 +236,18 @@ async def _seat_player(
         log.exception("player failed", seat=role, player=player.name)
         error = f"{type(exc).__name__}: {exc}"
     players[role] = {"name": player.name, **data}
-    if error is None and room.current.is_open:
+    if error is None and negotiation.is_open:
         error = "the player stopped before the negotiation ended"
     if error is not None:
         errors[role] = error
         log.warning("player failed; walking away for it", seat=role, error=error)
-        await _walk_away(room, role, cleanup_s)
+        await _walk_away(room, negotiation, role, cleanup_s)
 
 
-async def _walk_away(room: Room, role: Role, cleanup_s: float) -> None:
-    """End the negotiation for a failed seat (bounded; a refusal means it has already ended)."""
-    negotiation = room.current
-    if not negotiation.is_open:
+async def _walk_away(room: Room, negotiation: Negotiation, role: Role, cleanup_s: float) -> None:
+    """End ``negotiation`` for a failed seat (bounded; a refusal means it has already ended;
+    never a later negotiation of the room)."""
+    if negotiation is not room.current or not negotiation.is_open:
         return
     with anyio.move_on_after(cleanup_s):
         try:

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -78,6 +78,10 @@ RECENT_RESULTS = 20
 MAX_LOGGED_CALLS = 1_000
 """Most calls of one client seat kept in a negotiation's stored conversation."""
 
+PLAYER_GRACE_S = 30.0
+"""Wall seconds an in-process player whose own call ended its negotiation has to take the reply
+and return (an LLM seat returns at once) before it is cancelled."""
+
 
 class RoomError(DealroomError):
     """A request the room refused (not a rule of the negotiation); nothing changed."""
@@ -107,7 +111,9 @@ class SeatPlayer:
 
     ``play(room, role)`` plays the room's current negotiation through the seat's tools until it
     ends; a failure is its own to handle (``dealroom.play.runner.house_player`` walks away and
-    sets ``Negotiation.errors``). It is cancelled when the negotiation ends.
+    sets ``Negotiation.errors``). It is cancelled when the negotiation ends, unless its own call
+    ended it: then it takes that call's reply, reports what it has to store once more
+    (``Room.player_done``) and returns, or is cancelled after ``PLAYER_GRACE_S``.
     """
 
     spec: str
@@ -190,7 +196,10 @@ class Room:
         }
         self._totals: dict[Role, Decimal] = dict.fromkeys(ROLES, Decimal("0.00"))
         self._group: TaskGroup | None = None
-        self._playing: dict[int, anyio.CancelScope] = {}
+        self._playing: dict[int, dict[Role, anyio.CancelScope]] = {}
+        """Each negotiation's running players, by seat."""
+        self._player_rows: dict[int, PendingRow] = {}
+        """Rows of negotiations a player's own call ended, until that player is done."""
         self.journal: RoomJournal | None = None
         """Where the room's inputs are journaled (HTTP rooms), so it survives a restart."""
         self._conversations: _Conversations | None = None
@@ -282,14 +291,21 @@ class Room:
     def _launch(self, negotiation: Negotiation) -> None:
         if self._group is None or not self.players:
             return
-        scope = anyio.CancelScope()
-        self._playing[negotiation.number] = scope
+        scopes = self._playing[negotiation.number] = {}
         for role, player in self.players.items():
-            self._group.start_soon(self._play, scope, player, role, name=f"{player.spec}/{role}")
+            scope = scopes[role] = anyio.CancelScope()
+            name = f"{player.spec}/{role}"
+            self._group.start_soon(self._play, scope, player, role, negotiation, name=name)
 
-    async def _play(self, scope: anyio.CancelScope, player: SeatPlayer, role: Role) -> None:
-        with scope:
-            await player.play(self, role)
+    async def _play(
+        self, scope: anyio.CancelScope, player: SeatPlayer, role: Role, negotiation: Negotiation
+    ) -> None:
+        try:
+            with scope:
+                await player.play(self, role)
+        finally:
+            if negotiation.ended_during == role:  # done, or out of time: nothing more comes
+                self._player_rows.pop(negotiation.number, None)
 
     def _start(self) -> Negotiation:
         number = 1 if self._current is None else self._current.number + 1
@@ -349,14 +365,24 @@ class Room:
         if row is None or row.key != self.key(negotiation):
             return
         extra = {k: v for k, v in row.extra.items() if k != "players"}
-        if not self.writer.revise(replace(row, extra=extra | self._players(negotiation))):
-            log.warning("conversation stored without its last reply", key=row.key)
+        self.writer.amend(row.key, extra | self._players(negotiation))
 
     def player_report(self, negotiation: Negotiation, role: Role, data: Mapping[str, Any]) -> None:
         """What an in-process player of ``role`` has to store so far (an LLM seat's usage,
         counts and conversation): the latest before the negotiation is recorded is stored."""
         if negotiation is self._current and not negotiation.recorded and role in self.players:
             self._reports[role] = dict(data)
+
+    def player_done(self, negotiation: Negotiation, role: Role, data: Mapping[str, Any]) -> None:
+        """What an in-process player of ``role`` has to store, once it has returned. Stored in
+        place of its last report when its own call ended the negotiation (the report before
+        the end had no reply to that call, nor its count); otherwise that report is complete."""
+        row = self._player_rows.pop(negotiation.number, None) if self.writer else None
+        if row is None or negotiation.ended_during != role or role not in self.players:
+            return
+        players = {**row.extra.get("players", {}), role: dict(data)}
+        assert self.writer is not None
+        self.writer.amend(row.key, {**row.extra, "players": players})
 
     def _players(self, negotiation: Negotiation) -> dict[str, Any]:
         """The ``players`` entry of a negotiation's extra: each in-process player's last report,
@@ -433,9 +459,12 @@ class Room:
             reason=outcome.end_reason,
             status=outcome.status,
         )
-        scope = self._playing.pop(negotiation.number, None)
-        if scope is not None:
-            scope.cancel()  # the players are done: whatever they were doing no longer counts
+        scopes = self._playing.pop(negotiation.number, {})
+        for role, scope in scopes.items():
+            if role == negotiation.ended_during:
+                scope.deadline = anyio.current_time() + PLAYER_GRACE_S  # its reply is to come
+            else:
+                scope.cancel()  # done: whatever the player was doing no longer counts
         if self.writer is None:
             return
         record = NegotiationRecord(
@@ -461,6 +490,8 @@ class Room:
         self.writer.put(row)
         if negotiation.ended_during in self.client_roles:
             self._row = row  # its call's reply is still to come (``heard``)
+        elif negotiation.ended_during in scopes:
+            self._player_rows[negotiation.number] = row  # its player's last report is to come
 
     def needs_consent(self, role: Role) -> bool:
         """True while the room asks for consent and the seat's person has not agreed yet."""

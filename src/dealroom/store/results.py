@@ -212,6 +212,16 @@ class ResultsStore:
         )
         return cursor.rowcount == 1
 
+    def set_extra(self, key: str, extra: Mapping[str, Any]) -> bool:
+        """Replace a stored negotiation's extra and commit (its record never changes). False
+        if no negotiation of that key is stored."""
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE negotiations SET extra = ? WHERE key = ?",
+                (json.dumps(dict(extra), sort_keys=True), key),
+            )
+            return cursor.rowcount == 1
+
     @contextmanager
     def _reading(self) -> Iterator[None]:
         """Reading errors (a corrupted file, a row that is not a valid record) as StoreError."""

@@ -8,6 +8,11 @@ and in the spool, and is tried again with backoff (``retry_forever``), when the 
 (``close``) and when it starts again (``recover``). Rows are keyed, and the store keeps the
 first row of a key, so however often a row is tried it is stored once.
 
+A row's extra can be replaced after it was put (``amend``: a conversation's last reply that came
+after the negotiation was recorded): in place while nothing has written the row yet, else by an
+update once the row is in the store. An amendment is held in memory only: if the process dies
+before it lands, the row stays as it was first put.
+
 ``durable(key)``: the row is in the store or in the spool, so it survives the process. A row
 that could be neither (the disk is full for the spool too) is held in memory until it can; a
 server that stops while that lasts logs the row's JSON as its last resort.
@@ -17,8 +22,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 import anyio
 import structlog
@@ -55,6 +61,8 @@ class ResultWriter:
         self._retry_s = retry_s
         self._timer = timer
         self._pending: dict[str, _Entry] = {}
+        self._amended: dict[str, Mapping[str, Any]] = {}
+        """Extras to set on rows once they are stored (``amend``)."""
         self._spool_lock = anyio.Lock()
         self._store_lock = anyio.Lock()
         self._delay = retry_s[0]
@@ -73,24 +81,28 @@ class ResultWriter:
         if row.key not in self._pending:
             self._pending[row.key] = _Entry(row)
 
-    def revise(self, row: PendingRow) -> bool:
-        """Replace a pending row that nothing has written yet (not spooled, not tried, no write
-        under way); True if replaced. A row already on its way is kept as it is."""
-        entry = self._pending.get(row.key)
-        if entry is None or entry.spooled or entry.tried:
-            return False
-        if self._spool_lock.locked() or self._store_lock.locked():
-            return False
-        entry.row = row
-        return True
+    def amend(self, key: str, extra: Mapping[str, Any]) -> None:
+        """Replace the extra of the row put under ``key``: in the pending row while nothing has
+        written it yet, else in the store once the row is there (the next ``flush`` after)."""
+        entry = self._pending.get(key)
+        untouched = entry is not None and not (entry.spooled or entry.tried)
+        if untouched and not (self._spool_lock.locked() or self._store_lock.locked()):
+            assert entry is not None
+            entry.row = replace(entry.row, extra=extra)
+            self._amended.pop(key, None)
+            return
+        self._amended[key] = extra
 
     def pending(self) -> tuple[str, ...]:
         """Keys not in the store yet, oldest first."""
         return tuple(self._pending)
 
     def has_pending(self, key_prefix: str) -> bool:
-        """True while a row whose key starts with ``key_prefix`` is not in the store yet."""
-        return any(key.startswith(key_prefix) for key in self._pending)
+        """True while a row (or an amendment of one) whose key starts with ``key_prefix`` is
+        not in the store yet."""
+        return any(key.startswith(key_prefix) for key in self._pending) or any(
+            key.startswith(key_prefix) for key in self._amended
+        )
 
     def durable(self, key: str) -> bool:
         """True when the row survives the process: stored, or spooled."""
@@ -108,6 +120,11 @@ class ResultWriter:
                 spooled = await anyio.to_thread.run_sync(self._spool_rows, fresh)
             for entry in fresh:
                 entry.spooled = entry.row.key in spooled
+        await self._store_pending()
+        if self._amended:
+            await self._amend_stored()
+
+    async def _store_pending(self) -> None:
         untried = any(not e.tried for e in self._pending.values())
         if not self._pending or not (untried or self._timer() >= self._next_try):
             return
@@ -118,6 +135,16 @@ class ResultWriter:
             if batch:
                 stored, error = await anyio.to_thread.run_sync(self._store_rows, batch)
                 self._settle(batch, stored, error)
+
+    async def _amend_stored(self) -> None:
+        """Set the amended extras of rows now in the store (bounded as ``flush``)."""
+        async with self._store_lock:
+            due = {k: v for k, v in self._amended.items() if k not in self._pending}
+            if due:
+                done = await anyio.to_thread.run_sync(self._set_extras, due)
+                for key in done:
+                    if self._amended.get(key) is due[key]:  # not amended again meanwhile
+                        del self._amended[key]
 
     async def retry_forever(self, interval: float = 1.0) -> None:
         """Forever: flush every ``interval`` seconds (the backoff decides what is tried)."""
@@ -152,6 +179,11 @@ class ResultWriter:
                 entry.spooled = entry.row.key in spooled
         stored, error = self._store_rows(batch)
         self._settle(batch, stored, error)
+        due = {k: v for k, v in self._amended.items() if k not in self._pending}
+        for key in self._set_extras(due):
+            del self._amended[key]
+        for key in self._amended:
+            log.warning("result stored without its amendment", key=key)
         for entry in self._pending.values():
             if not entry.spooled:
                 log.error(
@@ -191,6 +223,20 @@ class ResultWriter:
                 except OSError as exc:  # stored all the same; the next start skips it
                     log.warning("cannot remove a spool file", key=row.key, error=str(exc))
         return stored, None
+
+    def _set_extras(self, extras: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        """Set each stored row's extra; the keys done (a key with no stored row is done: it
+        was never put, and there is nothing to amend). A failed write leaves the rest."""
+        done: list[str] = []
+        for key, extra in extras.items():
+            try:
+                if not self.store.set_extra(key, extra):
+                    log.warning("amendment of a result that is not stored", key=key)
+            except WriteError as exc:
+                log.warning("cannot amend a stored result yet", key=key, error=str(exc))
+                break
+            done.append(key)
+        return done
 
     # -- back on the caller's side --------------------------------------------------------------
 
