@@ -53,7 +53,8 @@ class HttpLimits(BaseModel):
     session_idle_s: float = Field(default=300.0, gt=0)
     """An MCP session with no request in flight for this long is closed."""
     max_sessions: int = Field(default=10_000, gt=0)
-    """Most MCP sessions on the whole server."""
+    """Most MCP sessions on the whole server (on each worker of a cluster: each is its own
+    process, with its own memory)."""
     shutdown_grace_s: float = Field(default=5.0, gt=0)
     """Seconds a stopping server waits for requests in flight (long polls, page streams)
     before it closes them."""
