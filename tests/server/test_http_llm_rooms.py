@@ -61,10 +61,11 @@ async def test_a_person_on_the_web_page_plays_an_llm_house_seat(tmp_path: Path) 
                 update = await call(http, url, token, "wait_for_opponent", timeout_s=10)
             assert update["result"]["outcome"]["status"] == "deal"
             with anyio.fail_after(10):
-                while True:  # stored by the call that ended it, off the event loop
-                    with ResultsStore(results, create=False) as store:
-                        if list(store.iter("p01")):
-                            break
+                # Stored by the call that ended it (the model's accept), off the event loop, then
+                # completed with the model's last reply once the model's seat has it.
+                while True:
+                    if completed(results):
+                        break
                     await anyio.sleep(0.05)
         assert fake.requests  # the model was asked, through the server's LLM flags
     with ResultsStore(results, create=False) as store:
@@ -76,3 +77,18 @@ async def test_a_person_on_the_web_page_plays_an_llm_house_seat(tmp_path: Path) 
     assert llm["name"] == "llm:fake" and llm["model_calls"] >= 1
     assert llm["model_calls"] + llm["failed_attempts"] <= len(fake.requests)
     assert [m["role"] for m in llm["conversation"]["messages"][:2]] == ["system", "user"]
+    assert row.record.outcome.ended_by == "seller"  # the model's own call ended it
+    assert llm["tool_calls"]["accept"] == 1
+    *_, accepting, reply = llm["conversation"]["messages"]
+    assert accepting["tool_calls"][-1]["function"]["name"] == "accept"
+    assert reply["role"] == "tool" and reply["tool_call_id"] == accepting["tool_calls"][-1]["id"]
+
+
+def completed(results: Path) -> bool:
+    """True once the room stored the negotiation with the model's whole conversation."""
+    with ResultsStore(results, create=False) as store:
+        rows = list(store.iter("p01"))
+    if not rows:
+        return False
+    messages = rows[0].extra["players"]["seller"]["conversation"]["messages"]
+    return messages[-1]["role"] == "tool"
