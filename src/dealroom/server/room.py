@@ -377,12 +377,12 @@ class Room:
         """What an in-process player of ``role`` has to store, once it has returned. Stored in
         place of its last report when its own call ended the negotiation (the report before
         the end had no reply to that call, nor its count); otherwise that report is complete."""
-        row = self._player_rows.pop(negotiation.number, None) if self.writer else None
-        if row is None or negotiation.ended_during != role or role not in self.players:
+        if negotiation.ended_during != role or self.writer is None:
             return
-        players = {**row.extra.get("players", {}), role: dict(data)}
-        assert self.writer is not None
-        self.writer.amend(row.key, {**row.extra, "players": players})
+        row = self._player_rows.pop(negotiation.number, None)
+        if row is not None:
+            players = {**row.extra.get("players", {}), role: dict(data)}
+            self.writer.amend(row.key, {**row.extra, "players": players})
 
     def _players(self, negotiation: Negotiation) -> dict[str, Any]:
         """The ``players`` entry of a negotiation's extra: each in-process player's last report,
