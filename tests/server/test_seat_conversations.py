@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp_support import client_for, house_room, ok, scenario, secret_with_gains, text_of
+from structlog.testing import capture_logs
 
 from dealroom.cli import main as cli_main
 from dealroom.protocol import DEFAULT_RULES
@@ -192,8 +193,11 @@ async def test_an_amendment_replaces_a_rows_extra_before_and_after_it_is_stored(
     assert not writer.has_pending("k/")
     disk.full = True
     writer.amend("k/1", {"v": 3})  # stored already: an update, kept until it lands
-    await writer.flush()
+    with capture_logs() as logs:
+        await writer.flush()
+        await writer.flush()
     assert writer.has_pending("k/") and only_row(writer.store).extra == {"v": 2}
+    assert [e["event"] for e in logs] == ["cannot amend a stored result yet"]  # once
     disk.full = False
     await writer.flush()
     assert not writer.has_pending("k/")

@@ -63,6 +63,9 @@ class ResultWriter:
         self._pending: dict[str, _Entry] = {}
         self._amended: dict[str, Mapping[str, Any]] = {}
         """Extras to set on rows once they are stored (``amend``)."""
+        self._amend_failed: set[str] = set()
+        """Keys whose amendment failed and was logged (only ``_set_extras`` touches it: under
+        the store lock, or at close)."""
         self._spool_lock = anyio.Lock()
         self._store_lock = anyio.Lock()
         self._delay = retry_s[0]
@@ -233,8 +236,11 @@ class ResultWriter:
                 if not self.store.set_extra(key, extra):
                     log.warning("amendment of a result that is not stored", key=key)
             except WriteError as exc:
-                log.warning("cannot amend a stored result yet", key=key, error=str(exc))
+                if key not in self._amend_failed:  # once per row, not once per retry
+                    self._amend_failed.add(key)
+                    log.warning("cannot amend a stored result yet", key=key, error=str(exc))
                 break
+            self._amend_failed.discard(key)
             done.append(key)
         return done
 
