@@ -9,13 +9,13 @@ from typing import Any
 
 import anyio
 import pytest
-from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message
 from agents.tracing import setup as tracing_setup
 from agents.tracing.provider import DefaultTraceProvider
 from agents.usage import Usage
 
 from dealroom.agents import resolve
-from dealroom.agents.llm import LLMPlayer, LLMSettings, RetryPolicy
+from dealroom.agents.llm import LLMPlayer, LLMSettings
 from dealroom.client.seat import SeatClient
 from dealroom.play.players import ScriptedPlayer
 from dealroom.play.runner import MatchResult, play_match, seat_app
@@ -32,22 +32,17 @@ from dealroom.protocol.briefing import briefing
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.room import House, Room
 from room_server import share_schema_validators
+from scripted_llm import FAST_RETRY, call
 from tracing_support import RecordingProcessor
 
 pytestmark = pytest.mark.anyio
 
 SCENARIO = scenario_at(0, 0, "mid")
-FAST_RETRY = RetryPolicy(attempts=3, initial_s=0.001, max_s=0.002, timeout_s=5)
-_ids = itertools.count()
 
 
 @pytest.fixture(autouse=True)
 def _fast_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
     share_schema_validators(monkeypatch)
-
-
-def call(name: str, arguments: dict[str, Any] | str | None = None) -> Any:
-    return function_call(name, {} if arguments is None else arguments, call_id=f"c{next(_ids)}")
 
 
 async def llm_match(

@@ -32,13 +32,13 @@ from fake_openai import (
     scripted,
     serve,
 )
+from scripted_llm import FAST_RETRY
 from tracing_support import RecordingProcessor
 
 pytestmark = pytest.mark.anyio
 
 SCENARIO = scenario_at(0, 0, "mid")
 SAMPLING = {"temperature": 0.3, "max_tokens": 256, "reasoning_effort": "low"}
-FAST = RetryPolicy(attempts=3, initial_s=0.001, max_s=0.002, timeout_s=5)
 OFFER = ("make_offer", {"price": 5000, "message": "A fair price."})
 TOOL = {"type": "function", "function": {"name": "noop", "description": "d", "parameters": {}}}
 
@@ -78,7 +78,7 @@ def every_case(request: dict[str, Any]) -> Reply:
 
 async def one_negotiation(model: Any) -> MatchResult:
     player = LLMPlayer(
-        model, name="llm:x", settings=LLMSettings(retry=FAST, max_turns=3, **SAMPLING)
+        model, name="llm:x", settings=LLMSettings(retry=FAST_RETRY, max_turns=3, **SAMPLING)
     )
     seller = ScriptedPlayer(resolve("boulware"), "boulware")
     try:
@@ -125,7 +125,9 @@ async def test_a_whole_negotiation_sends_what_the_sdk_model_sends(model: str) ->
     assert any("extra_content" in c for c in signatures) is model.startswith("gemini")
 
 
-async def respond(fake: FakeOpenAI, policy: RetryPolicy = FAST) -> tuple[Any, Meter, Conversation]:
+async def respond(
+    fake: FakeOpenAI, policy: RetryPolicy = FAST_RETRY
+) -> tuple[Any, Meter, Conversation]:
     """One metered model call on a one-message conversation; what it gave."""
     client = ChatCompletions("m", base_url=fake.base_url, api_key="k", timeout_s=policy.timeout_s)
     chat = client.conversation("Be brief.", [TOOL], Sampling())
@@ -253,7 +255,9 @@ async def test_with_tracing_each_model_call_is_a_generation_span(
     monkeypatch.setattr(tracing_setup, "GLOBAL_TRACE_PROVIDER", provider)
     with serve(negotiator(accept_from_wake=2)) as fake:
         model = ChatCompletions("m", base_url=fake.base_url, api_key="k")
-        player = LLMPlayer(model, name="llm:m", settings=LLMSettings(retry=FAST, tracing=tracing))
+        player = LLMPlayer(
+            model, name="llm:m", settings=LLMSettings(retry=FAST_RETRY, tracing=tracing)
+        )
         seller = ScriptedPlayer(resolve("boulware"), "boulware")
         try:
             await play_match(SCENARIO, player, seller, seed=7)

@@ -3,17 +3,16 @@ scripted model: what the room stores of it."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from agents.testing import ScriptedModel, function_call
+from agents.testing import ScriptedModel
 from mcp_support import client_for, ok
 
-from dealroom.agents.llm import LLMPlayer, LLMSettings, RetryPolicy
+from dealroom.agents.llm import LLMPlayer, LLMSettings
 from dealroom.client.seat import SeatClient
 from dealroom.play.players import SeatContext
 from dealroom.play.runner import house_player
@@ -23,21 +22,16 @@ from dealroom.server.room import Room, SeatPlayer
 from dealroom.store.results import ResultsStore, StoredNegotiation
 from dealroom.store.writer import ResultWriter
 from room_server import share_schema_validators
+from scripted_llm import FAST_RETRY, call
 
 pytestmark = pytest.mark.anyio
 
 SCENARIO = scenario_at(0, 0, "mid")
-FAST_RETRY = RetryPolicy(attempts=3, initial_s=0.001, max_s=0.002, timeout_s=5)
-_ids = itertools.count()
 
 
 @pytest.fixture(autouse=True)
 def _fast_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
     share_schema_validators(monkeypatch)
-
-
-def call(name: str, arguments: dict[str, Any] | None = None) -> Any:
-    return function_call(name, arguments or {}, call_id=f"c{next(_ids)}")
 
 
 async def played(model: ScriptedModel, store: ResultsStore) -> StoredNegotiation:
