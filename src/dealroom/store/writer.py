@@ -88,13 +88,12 @@ class ResultWriter:
         """Replace the extra of the row put under ``key``: in the pending row while nothing has
         written it yet, else in the store once the row is there (the next ``flush`` after)."""
         entry = self._pending.get(key)
-        untouched = entry is not None and not (entry.spooled or entry.tried)
-        if untouched and not (self._spool_lock.locked() or self._store_lock.locked()):
-            assert entry is not None
+        writing = self._spool_lock.locked() or self._store_lock.locked()
+        if entry is None or entry.spooled or entry.tried or writing:  # stored, or on its way
+            self._amended[key] = extra
+        else:
             entry.row = replace(entry.row, extra=extra)
             self._amended.pop(key, None)
-            return
-        self._amended[key] = extra
 
     def pending(self) -> tuple[str, ...]:
         """Keys not in the store yet, oldest first."""
@@ -142,7 +141,7 @@ class ResultWriter:
     async def _amend_stored(self) -> None:
         """Set the amended extras of rows now in the store (bounded as ``flush``)."""
         async with self._store_lock:
-            due = {k: v for k, v in self._amended.items() if k not in self._pending}
+            due = self._amendments_due()
             if due:
                 done = await anyio.to_thread.run_sync(self._set_extras, due)
                 for key in done:
@@ -182,8 +181,7 @@ class ResultWriter:
                 entry.spooled = entry.row.key in spooled
         stored, error = self._store_rows(batch)
         self._settle(batch, stored, error)
-        due = {k: v for k, v in self._amended.items() if k not in self._pending}
-        for key in self._set_extras(due):
+        for key in self._set_extras(self._amendments_due()):
             del self._amended[key]
         for key in self._amended:
             log.warning("result stored without its amendment", key=key)
@@ -226,6 +224,10 @@ class ResultWriter:
                 except OSError as exc:  # stored all the same; the next start skips it
                     log.warning("cannot remove a spool file", key=row.key, error=str(exc))
         return stored, None
+
+    def _amendments_due(self) -> dict[str, Mapping[str, Any]]:
+        """The amendments of rows that are in the store now."""
+        return {k: v for k, v in self._amended.items() if k not in self._pending}
 
     def _set_extras(self, extras: Mapping[str, Mapping[str, Any]]) -> list[str]:
         """Set each stored row's extra; the keys done (a key with no stored row is done: it
