@@ -307,6 +307,18 @@ def _list_price(messages: list[dict[str, Any]]) -> float:
     return 100.0
 
 
+def answered_tools(messages: list[dict[str, Any]]) -> list[str]:
+    """The tools whose results the conversation holds, in order (named by their call ids)."""
+    names: dict[str, str] = {}
+    out: list[str] = []
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            names[call["id"]] = call["function"]["name"]
+        if message.get("role") == "tool":
+            out.append(message.get("name") or names.get(message.get("tool_call_id", ""), ""))
+    return out
+
+
 def seat_role(request: dict[str, Any]) -> str:
     """The seat an LLM plays, read from its briefing (the first user message, or the
     instructions)."""
@@ -317,19 +329,22 @@ def seat_role(request: dict[str, Any]) -> str:
 
 
 def negotiator(*, price: float | None = None, accept_from_wake: int = 2) -> Brain:
-    """A brain that plays whichever seat its instructions name, sensibly, through the tools.
+    """A brain that plays whichever seat its briefing names, sensibly, through the tools.
 
-    On each wake (a user message) it accepts the other side's live offer from wake
-    ``accept_from_wake`` on, else offers ``price`` (default: the list price) and waits, in one
-    response.
+    On each wake (the briefing, or a wait_for_opponent result) it accepts the other side's live
+    offer from wake ``accept_from_wake`` on, else offers ``price`` (default: the list price) and
+    waits, in one response; after any other tool result it waits.
     """
 
     def brain(request: dict[str, Any]) -> Reply:
         messages = request.get("messages", [])
-        if not messages or messages[-1].get("role") != "user":
+        names = answered_tools(messages)
+        if not messages or (
+            messages[-1].get("role") == "tool" and names[-1] != "wait_for_opponent"
+        ):
             return ToolCalls((("wait_for_opponent", {}),))
         role = seat_role(request)
-        wake = sum(1 for m in messages if m.get("role") == "user")
+        wake = 1 + names.count("wait_for_opponent")
         state = _latest_state(messages, role) or {}
         theirs = [o for o in state.get("live_offers", []) if o.get("by") != role]
         if theirs and wake >= accept_from_wake:

@@ -112,7 +112,7 @@ async def from_the_llm_seat(
     player = LLMPlayer(
         model,
         name="llm:scripted",
-        settings=LLMSettings(retry=RetryPolicy(attempts=1, timeout_s=10), max_turns=20),
+        settings=LLMSettings(retry=RetryPolicy(attempts=1, timeout_s=10)),
     )
     chosen = (
         SeatClient.local(seat)

@@ -76,7 +76,7 @@ async def test_a_person_on_the_web_page_plays_an_llm_house_seat(tmp_path: Path) 
     llm = row.extra["players"]["seller"]  # the model's usage and conversation, as in a match
     assert llm["name"] == "llm:fake" and llm["model_calls"] >= 1
     assert llm["model_calls"] + llm["failed_attempts"] <= len(fake.requests)
-    assert [m["role"] for m in llm["conversation"]["messages"][:2]] == ["system", "user"]
+    assert [m["role"] for m in llm["conversation"]["messages"][:2]] == ["user", "assistant"]
     assert row.record.outcome.ended_by == "seller"  # the model's own call ended it
     assert llm["tool_calls"]["accept"] == 1
     *_, accepting, reply = llm["conversation"]["messages"]

@@ -1,9 +1,10 @@
 """The model behind an LLM seat, as the seat's turn loop sees it: a conversation that answers.
 
-``SeatModel.conversation`` starts one seat's conversation for one negotiation (its instructions,
-its tools, its sampling settings); the seat adds user messages and tool results and asks for the
-model's reply (``respond``), which joins the conversation. ``messages`` is the conversation as
-OpenAI chat messages, system message first: what is stored with the negotiation.
+``SeatModel.conversation`` starts one seat's conversation for one negotiation (its tools, its
+sampling settings); the seat adds its opening message and tool results and asks for the model's
+reply (``respond``), which joins the conversation. ``messages`` is the conversation as OpenAI
+chat messages: what is stored with the negotiation (no system message: the one model seat,
+``dealroom.protocol.model_seat``, opens with the briefing).
 
 ``ChatCompletions`` is the built-in ``llm:MODEL`` model: a lean client of any OpenAI-compatible
 ``/chat/completions`` endpoint. Why not the OpenAI client and the Agents SDK's chat model: they
@@ -98,7 +99,7 @@ class Conversation(Protocol):
     """One seat's conversation with its model over one negotiation."""
 
     def add_user(self, text: str) -> None:
-        """A user message (the briefing, a wake's news)."""
+        """A user message (the briefing)."""
         ...
 
     def add_tool_result(self, call: ToolCall, output: str) -> None:
@@ -111,7 +112,7 @@ class Conversation(Protocol):
         ...
 
     def messages(self) -> list[dict[str, Any]]:
-        """The conversation as OpenAI chat messages, system message first."""
+        """The conversation as OpenAI chat messages."""
         ...
 
 
@@ -120,14 +121,13 @@ class SeatModel(Protocol):
 
     def conversation(
         self,
-        system: str,
         tools: Sequence[dict[str, Any]],
         sampling: Sampling,
         *,
         tracing: bool = False,
     ) -> Conversation:
-        """A new conversation: ``system`` instructions, ``tools`` in the chat-completions
-        form (``{"type": "function", "function": {...}}``)."""
+        """A new, empty conversation: ``tools`` in the chat-completions form
+        (``{"type": "function", "function": {...}}``)."""
         ...
 
     async def close(self) -> None:
@@ -180,7 +180,6 @@ class ChatCompletions:
 
     def conversation(
         self,
-        system: str,
         tools: Sequence[dict[str, Any]],
         sampling: Sampling,
         *,
@@ -197,7 +196,7 @@ class ChatCompletions:
             params["store"] = True
         if sampling.reasoning_effort is not None:
             params["reasoning_effort"] = sampling.reasoning_effort
-        return _WireConversation(self, system, params, tracing)
+        return _WireConversation(self, params, tracing)
 
     async def post(self, body: bytes) -> dict[str, Any]:
         """POST one request body; the reply's JSON object. Raises ``ModelCallError``,
@@ -250,15 +249,12 @@ class _WireConversation:
     """A conversation kept twice: as chat messages (stored) and as each message's serialised
     form in the request (``_parts``), so a request body is a join, not a serialisation."""
 
-    def __init__(
-        self, client: ChatCompletions, system: str, params: dict[str, Any], tracing: bool
-    ) -> None:
+    def __init__(self, client: ChatCompletions, params: dict[str, Any], tracing: bool) -> None:
         self.client = client
         self.params = params
         self.tracing = tracing
-        system_message = {"role": "system", "content": system}
-        self._messages: list[dict[str, Any]] = [system_message]
-        self._parts: list[bytes] = [_dumps(system_message).encode()]
+        self._messages: list[dict[str, Any]] = []
+        self._parts: list[bytes] = []
         self._tail = b"]," + _dumps(params).encode()[1:]
 
     def add_user(self, text: str) -> None:

@@ -32,7 +32,6 @@ class SDKChatModel:
 
     def conversation(
         self,
-        system: str,
         tools: Sequence[dict[str, Any]],
         sampling: Sampling,
         *,
@@ -45,7 +44,7 @@ class SDKChatModel:
             if sampling.reasoning_effort is None
             else Reasoning(effort=sampling.reasoning_effort),  # type: ignore[arg-type]
         )
-        return _ItemConversation(self.model, system, function_tools(tools), settings, tracing)
+        return _ItemConversation(self.model, function_tools(tools), settings, tracing)
 
     async def close(self) -> None:
         await self.model.close()
@@ -76,13 +75,11 @@ class _ItemConversation:
     def __init__(
         self,
         model: Model,
-        system: str,
         tools: list[FunctionTool],
         settings: ModelSettings,
         tracing: bool,
     ) -> None:
         self.model = model
-        self.system = system
         self.tools = tools
         self.settings = settings
         self.tracing = ModelTracing.ENABLED if tracing else ModelTracing.DISABLED
@@ -97,7 +94,7 @@ class _ItemConversation:
 
     async def respond(self) -> ModelReply:
         response = await self.model.get_response(
-            self.system,
+            None,
             self.items,
             self.settings,
             list(self.tools),
@@ -118,6 +115,4 @@ class _ItemConversation:
         )
 
     def messages(self) -> list[dict[str, Any]]:
-        messages: list[dict[str, Any]] = [{"role": "system", "content": self.system}]
-        messages.extend(Converter.items_to_messages(self.items))  # type: ignore[arg-type]
-        return messages
+        return list(Converter.items_to_messages(self.items))  # type: ignore[arg-type]

@@ -1,35 +1,29 @@
 """An LLM in a seat, on the OpenAI Agents SDK: ``llm:MODEL`` against any OpenAI-compatible API.
 
-The model's tools are the seat's own MCP tools (listed from the server, schemas and all); its
-first user message is the seat's briefing (the server's ``briefing`` prompt, the same text in the
-same role as on every surface) and its instructions say how its turns work. Each wake is one
-turn: the model gets the news (the text a tool returned: the one model-facing text of
-``dealroom.protocol.seat_text``), acts through tool calls, and ends its turn by calling
-``wait_for_opponent`` or by replying in text; at most ``max_turns`` model calls per wake. The
-conversation carries over between wakes.
+The seat plays the one model seat (``dealroom.protocol.model_seat``): the conversation a model
+reads wherever it plays, the GRPO learner's in TRL's rollout loop included. Its only opening
+message is the seat's briefing (the server's ``briefing`` prompt); its tools are
+``model_seat.tools(rules)``; each reply's tool calls are made on the seat's MCP tools in the
+order written and answered with the text the tool returned (``dealroom.protocol.seat_text``),
+news included (``wait_for_opponent``'s result). A reply without tool calls ends the seat's play:
+the seat then waits silently until the negotiation ends (its live offer can still be accepted).
+At most ``max_tool_rounds`` replies' calls are made per negotiation; once the negotiation is
+over, no model call is made. Thinking costs ``rules.thinking.per_wake`` on the seat's first
+action after each wait, charged by the room as for every seat.
 
 The model is a ``SeatModel`` (``dealroom.agents._llm_chat``): for ``llm:MODEL``, a lean client
 of the endpoint's chat completions that sends the requests the Agents SDK's chat model would
 send, for a fraction of the CPU; any Agents SDK ``Model`` (LiteLLM, ``agents.testing.
 ScriptedModel``, your own) plays through the same contract, called through its
-``get_response`` with the SDK's items. The turn loop is this module's own (``_Game._turn``),
-not ``Runner.run``: a seat's turn needs none of the runner's handoffs, guardrails, hooks or run
-state, which cost more CPU per model call than the seat itself
-(``benchmarks/orchestration.py``).
+``get_response`` with the SDK's items. The loop is this module's own (``_Game``), not
+``Runner.run``: a seat needs none of the runner's handoffs, guardrails, hooks or run state,
+which cost more CPU per model call than the seat itself (``benchmarks/orchestration.py``).
 
-Clock: where the room runs in this process on the virtual clock, each model call is charged
-``rules.thinking.per_model_call`` seconds plus ``per_output_token`` per generated token, before
-the action it leads to (instead of the flat per-wake cost). Over HTTP the server charges its
-per-wake cost.
-
-Errors: tool errors (refusals, bad arguments, unknown tools) go back to the model as the tool's
-output and are counted; ``rules.max_invalid_actions`` malformed calls in a row (arguments that
-are not a JSON object, tools that do not exist: calls the referee never sees, so they cannot
-forfeit, and arguments a tool refused: a model that keeps sending ``{"price": true}``) end the
-seat's run as an error, as a model that keeps failing would. Transient API
-errors are retried with bounded backoff, and each attempt is bounded in time (``RetryPolicy``).
-A model call that still fails raises ``PlayerFailed``: the match runner then walks away for the
-seat and records the error beside the negotiation.
+Errors: a call that cannot be made as written (no such tool, arguments that do not fit) reads
+the text TRL's loop writes for it; refusals read ``code: sentence. hint.``; both are counted.
+Transient API errors are retried with bounded backoff, and each attempt is bounded in time
+(``RetryPolicy``). A model call that still fails raises ``PlayerFailed``: the match runner then
+walks away for the seat and records the error beside the negotiation.
 """
 
 from __future__ import annotations
@@ -49,12 +43,12 @@ from dealroom.agents._llm_model import (
     RetryPolicy,
     build_model,
     parse_llm_spec,
-    reported_tokens,
 )
 from dealroom.agents._llm_tools import SeatTools, ToolStats, render_result
 from dealroom.client.seat import SeatClient
 from dealroom.play.players import Endpoint, PlayerFailed, SeatContext
-from dealroom.protocol import Rules, WaitResult
+from dealroom.protocol import WaitResult, model_seat
+from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
 if TYPE_CHECKING:
     from agents import Model
@@ -95,12 +89,12 @@ class Prices:
 class LLMSettings:
     """How an LLM seat runs."""
 
-    max_turns: int = 6
-    """Most model calls per wake; past it the turn ends (counted in ``turn_limit_hits``)."""
-    max_wakes: int = 500
-    """Most wakes per negotiation (a runaway guard; the deadline normally comes first)."""
+    max_tool_rounds: int = MAX_TOOL_ROUNDS
+    """Most replies whose tool calls are made per negotiation (TRL's
+    ``max_tool_calling_iterations``); a reply past it ends the seat's play
+    (``turn_limit_hits``)."""
     wait_timeout_s: float = 20.0
-    """Timeout of the seat loop's own wait_for_opponent calls."""
+    """Timeout of the silent waits of a seat whose play has ended."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     temperature: float | None = None
     max_tokens: int | None = None
@@ -187,13 +181,12 @@ class _Game:
             max_tokens=self.settings.max_tokens,
             reasoning_effort=self.settings.reasoning_effort,
         )
-        self.instructions = instructions(context.rules, self.settings, self.charged)
-        self.wakes = 0
+        self.rounds = 0
         self.turn_limit_hits = 0
-        self.thinking_s = 0.0
+        self.ended_by: Literal["reply", "limit", "outcome"] | None = None
+        """Why the seat's play ended: a reply without tool calls, the round limit, the end."""
         self.over = False
-        self.last_wait: WaitResult | None = None
-        self.tools: SeatTools | None = None
+        self.tools = SeatTools(seat, context.rules, self.stats, self._on_result)
         self.chat: Conversation | None = None
 
     def extra(self, error: str | None = None) -> dict[str, Any]:
@@ -202,9 +195,9 @@ class _Game:
         usage = self.meter.usage
         prices = self.settings.prices
         data: dict[str, Any] = {
-            "wakes": self.wakes,
+            "tool_rounds": self.rounds,
             "turn_limit_hits": self.turn_limit_hits,
-            "thinking_s": round(self.thinking_s, 3),
+            "ended_by": self.ended_by,
             **usage.as_dict(),
             "cost_usd": None
             if prices is None
@@ -217,74 +210,51 @@ class _Game:
         return data
 
     def conversation(self) -> dict[str, Any]:
-        """The model's conversation as OpenAI chat messages (system message first) and tools."""
-        if self.tools is None or self.chat is None:
+        """The model's conversation as OpenAI chat messages and its tools."""
+        if self.chat is None:
             return {"messages": [], "tools": []}
         return {"messages": self.chat.messages(), "tools": self.tools.definitions}
 
     async def run(self) -> None:
-        self.tools = await SeatTools.of(self.seat, self.stats, self._on_result)
         self.chat = self.player.model.conversation(
-            self.instructions, self.tools.definitions, self.sampling, tracing=self.settings.tracing
+            self.tools.definitions, self.sampling, tracing=self.settings.tracing
         )
-        # The briefing is the first user message, as on every surface (MCP hosts, the TRL
-        # environment, the SFT export); the model then acts through the tools.
-        message = await self.seat.briefing()
+        for message in model_seat.opening(await self.seat.briefing()):
+            self.chat.add_user(message["content"])
+        if self.settings.tracing:
+            from agents import trace
+
+            with trace(f"dealroom-{self.context.role}"):
+                await self._play(self.chat)
+        else:
+            await self._play(self.chat)
+        await self._sit_out()
+
+    async def _play(self, chat: Conversation) -> None:
+        """Model calls until a reply without tool calls, the round limit or the end."""
         while not self.over:
-            self.wakes += 1
-            if self.wakes > self.settings.max_wakes:
-                raise LLMError(f"more than {self.settings.max_wakes} wakes")
-            self.last_wait = None
-            self.chat.add_user(message)
-            if self.settings.tracing:
-                from agents import trace
-
-                with trace(f"dealroom-{self.context.role}"):
-                    await self._turn(self.tools, self.chat)
-            else:
-                await self._turn(self.tools, self.chat)
-            if self.over:
-                break
-            if self._malformed():
-                raise LLMError(
-                    f"{self.stats.malformed_in_a_row} malformed tool calls in a row "
-                    "(arguments that are not JSON objects or that the tools refused, or tools "
-                    "that do not exist)"
-                )
-            message = await self._next_message()
-
-    async def _turn(self, tools: SeatTools, chat: Conversation) -> None:
-        """One wake: model calls, each reply's tool calls made in the model's order, until
-        the turn ends (wait_for_opponent, a reply without tool calls, the end of the
-        negotiation, too many malformed calls) or ``max_turns`` model calls are spent."""
-        for _ in range(self.settings.max_turns):
             completion = await self.meter.respond(chat)
             if not completion.tool_calls:
+                self.ended_by = "reply"
                 return
+            if self.rounds >= self.settings.max_tool_rounds:
+                self.turn_limit_hits += 1
+                self.ended_by = "limit"
+                return
+            self.rounds += 1
             for call in completion.tool_calls:
-                chat.add_tool_result(call, await tools.call(call.name, call.arguments))
-            waited = any(call.name == "wait_for_opponent" for call in completion.tool_calls)
-            if waited or self.over or self._malformed():
-                return
-        self.turn_limit_hits += 1
+                chat.add_tool_result(call, await self.tools.call(call.name, call.arguments))
+        self.ended_by = "outcome"
 
-    @property
-    def charged(self) -> bool:
-        return self.context.charge is not None
-
-    async def _next_message(self) -> str:
-        """Sleep until the next wake; the user message that starts it."""
-        wait, text = self.last_wait, ""
-        while wait is None or wait.woke == "pending":
+    async def _sit_out(self) -> None:
+        """The seat's play has ended: wait silently (no model call) until the negotiation
+        does; its live offer can still be accepted."""
+        while not self.over:
             arguments = {"timeout_s": self.settings.wait_timeout_s}
             result = await self.seat.call_tool("wait_for_opponent", arguments)
             if result.is_error or result.structured_content is None:
                 raise LLMError(f"wait_for_opponent failed: {render_result(result)}")
-            wait, text = WaitResult.model_validate(result.structured_content), render_result(result)
-        self.over = wait.outcome is not None
-        if text:
-            return "Your turn. wait_for_opponent returned:\n" + text
-        return "Your turn (the wait_for_opponent result above has the news)."
+            self.over = WaitResult.model_validate(result.structured_content).outcome is not None
 
     # -- hooks ------------------------------------------------------------------------------
 
@@ -293,44 +263,14 @@ class _Game:
             self.context.report(self.extra())
 
     def _on_completion(self, completion: ModelReply) -> None:
+        del completion
         self._report()
-        if self.context.charge is not None:
-            thinking = self.context.rules.thinking
-            seconds = thinking.per_model_call + thinking.per_output_token * reported_tokens(
-                completion.output_tokens
-            )
-            self.thinking_s += seconds
-            self.context.charge(seconds)
 
     def _on_result(self, name: str, result: CallToolResult) -> None:
+        del name
         self._report()
         content = result.structured_content
         if result.is_error or content is None:
             return
         if content.get("outcome") is not None or content.get("observation", {}).get("outcome"):
             self.over = True
-        if name == "wait_for_opponent":
-            self.last_wait = WaitResult.model_validate(content)
-
-    def _malformed(self) -> bool:
-        return self.stats.malformed_in_a_row >= self.context.rules.max_invalid_actions
-
-
-def instructions(rules: Rules, settings: LLMSettings, charged: bool) -> str:
-    """How an LLM seat's turns work (the briefing itself is the first user message)."""
-    thinking = rules.thinking
-    if charged:
-        cost = (
-            f"Thinking costs clock time too: each of your model calls {thinking.per_model_call:g} "
-            f"s plus {thinking.per_output_token:g} s per output token, so be brief."
-        )
-    else:
-        cost = f"Each turn costs {thinking.per_wake:g} s of thinking on the clock."
-    return f"""How your turns work:
-- You are woken when the other side acts or when the time you asked to wait has passed; the \
-message that wakes you holds the news as the wait_for_opponent result.
-- On your turn, act with the tools, then call wait_for_opponent to end your turn. You have at \
-most {settings.max_turns} model calls per turn.
-- {cost}
-- A tool error means nothing happened; read it and try again or do something else.
-"""

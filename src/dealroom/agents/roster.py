@@ -92,8 +92,7 @@ class RosterPlayer:
 
         entry = self.entry
         settings = LLMSettings(
-            max_turns=self.settings.max_turns,
-            max_wakes=self.settings.max_wakes,
+            max_tool_rounds=self.settings.max_tool_rounds,
             wait_timeout_s=self.settings.wait_timeout_s,
             retry=self.settings.retry,
             temperature=entry.temperature,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dealroom.cli._common import ADMIN_TOKEN_ENV, positive_int, usage_error
 from dealroom.play.registry import AgentSpecError, PlayerOptions, is_scripted, resolve_player
+from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
 if TYPE_CHECKING:
     from dealroom.agents.llm import LLMSettings
@@ -23,9 +24,8 @@ if TYPE_CHECKING:
     from dealroom.protocol.record import NegotiationRecord
 
 
-# Defaults of LLMSettings and RetryPolicy (a test keeps them equal), as literals so that building
-# the parser does not import the Agents SDK.
-MAX_TURNS = 6
+# Defaults of RetryPolicy (a test keeps them equal), as literals so that building the parser
+# does not import the Agents SDK (the round limit is the one model seat's own).
 MODEL_TIMEOUT_S = 60.0
 MODEL_ATTEMPTS = 4
 MODEL_BACKOFF_S = 0.5
@@ -65,10 +65,11 @@ def add_llm_flags(parser: argparse.ArgumentParser) -> None:
         "(default: $OPENAI_BASE_URL, else OpenAI); the key comes from $OPENAI_API_KEY",
     )
     group.add_argument(
-        "--max-turns",
+        "--max-tool-rounds",
         type=positive_int,
-        default=MAX_TURNS,
-        help="most model calls per wake (default: %(default)s)",
+        default=MAX_TOOL_ROUNDS,
+        help="most model replies whose tool calls are made, per negotiation; the next reply "
+        "ends the seat's play, as TRL's max_tool_calling_iterations (default: %(default)s)",
     )
     group.add_argument(
         "--model-timeout",
@@ -141,7 +142,7 @@ def llm_settings(args: argparse.Namespace) -> LLMSettings:
         max_s=max(args.model_backoff, MODEL_MAX_BACKOFF_S),
         timeout_s=args.model_timeout,
     )
-    return LLMSettings(max_turns=args.max_turns, retry=retry, tracing=args.trace)
+    return LLMSettings(max_tool_rounds=args.max_tool_rounds, retry=retry, tracing=args.trace)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -32,9 +32,6 @@ from dealroom.protocol import (
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.secret import Seed
 
-Charge = Callable[[float], None]
-"""Charges thinking seconds to a seat's virtual clock before its next action."""
-
 
 @dataclass(frozen=True, slots=True)
 class SeatContext:
@@ -42,10 +39,6 @@ class SeatContext:
 
     role: Role
     rules: Rules
-    charge: Charge | None = None
-    """Set when the room runs in this process on the virtual clock: the player's own thinking
-    (e.g. an LLM's model calls and tokens) is charged instead of the flat per-wake cost. None
-    for remote rooms, which charge ``rules.thinking.per_wake`` per wake."""
     seed: Seed = 0
     """What players that draw random numbers draw under (the room's secret in served play)."""
     report: Callable[[Mapping[str, Any]], None] | None = None

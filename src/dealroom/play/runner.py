@@ -7,9 +7,8 @@ protocol's CPU; ``tests/test_surface_parity.py`` checks it) and runs both until 
 ends. Scripted players sit as house agents (the same
 simulation as ``dealroom.engine.match.play``) unless ``scripted_as_house=False``.
 
-On the virtual clock a player's own thinking can be charged instead of the flat per-wake cost:
-``SeatContext.charge`` adds seconds to the seat's clock before its next action (LLM agents
-charge ``rules.thinking.per_model_call`` per model call and ``per_output_token`` per token).
+Every seat's thinking costs ``rules.thinking.per_wake`` on its first action after each wait,
+charged by the room: the one clock rule, LLM seats included (``dealroom.protocol.model_seat``).
 
 A player that fails (raises, or returns while the negotiation is still open) **walks away**: the
 runner ends the negotiation for it with ``walk_away`` (end reason ``walk_away``, ended by that
@@ -34,7 +33,7 @@ import structlog
 
 from dealroom.client.seat import SeatClient
 from dealroom.engine.match import play
-from dealroom.play.players import Charge, Player, PlayerFailed, ScriptedPlayer, SeatContext
+from dealroom.play.players import Player, PlayerFailed, ScriptedPlayer, SeatContext
 from dealroom.protocol import (
     DEFAULT_RULES,
     ROLES,
@@ -134,12 +133,7 @@ async def play_match(
     with anyio.move_on_after(timeout_s) as scope:
         async with anyio.create_task_group() as group:
             for role in room.remote_roles:
-                context = SeatContext(
-                    role=role,
-                    rules=rules,
-                    charge=_charger(negotiation, role) if clock == "virtual" else None,
-                    seed=seed,
-                )
+                context = SeatContext(role=role, rules=rules, seed=seed)
                 group.start_soon(
                     _seat_player,
                     room,
@@ -191,20 +185,17 @@ def seat_app(room: Room, role: Role):
 def house_player(player: Player, *, cleanup_s: float = 30.0) -> SeatPlayer:
     """``player`` as the in-process player of a room's seat, for every negotiation of it.
 
-    On the virtual clock its thinking is charged as in ``play_match``. A failure walks away for
-    the seat, with the error in ``Negotiation.errors`` (stored with the negotiation).
+    A failure walks away for the seat, with the error in ``Negotiation.errors`` (stored with
+    the negotiation).
     """
 
     async def play(room: Room, role: Role) -> None:
         negotiation = room.current
-        charge = _charger(negotiation, role) if room.clock == "virtual" else None
 
         def report(data: Mapping[str, Any]) -> None:
             room.player_report(negotiation, role, {"name": player.name, **data})
 
-        context = SeatContext(
-            role=role, rules=room.rules, charge=charge, seed=room.seed, report=report
-        )
+        context = SeatContext(role=role, rules=room.rules, seed=room.seed, report=report)
         played: dict[str, Any] = {}
         await _seat_player(
             room, negotiation, player, context, played, negotiation.errors, cleanup_s
@@ -260,12 +251,3 @@ async def _force_end(negotiation: Negotiation, timer: _Clock) -> None:
     """Every seat silent: run the negotiation to its deadline (the room's abandonment path)."""
     timer.offset += 10 * negotiation.limits.abandon_s + negotiation.scenario.deadline + 1e6
     await negotiation.tick()
-
-
-def _charger(negotiation: Negotiation, role: Role) -> Charge:
-    """Thinking time charged to a remote seat of an in-process virtual room."""
-
-    def charge(seconds: float) -> None:
-        negotiation.think(role, seconds)
-
-    return charge

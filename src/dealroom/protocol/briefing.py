@@ -71,6 +71,8 @@ you can do next.
 other side answers (woke: news), and respond. woke: pending means the other side is still \
 deciding: call wait_for_opponent again.
 - Accept an offer only if the price gives you a positive surplus.
+- Every reply of yours must call a tool: a reply without a tool call ends your part in the \
+negotiation (you stay silent until it ends; your live offer can still be accepted).
 
 Success is the largest surplus you can get: as buyer your value minus the price, as seller the \
 price minus your cost. A deal at a loss counts against you; no deal scores zero.

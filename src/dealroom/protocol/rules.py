@@ -40,14 +40,11 @@ class ActionCosts(Model):
 
 
 class ThinkingCosts(Model):
-    """Simulated seconds charged for deciding, per wake."""
+    """Simulated seconds charged for deciding, per wake: the one clock rule for thinking."""
 
     per_wake: float = Field(default=1.0, ge=0)
-    """Charged to a scripted agent or remote client each time it is woken."""
-    per_model_call: float = Field(default=2.0, ge=0)
-    """Charged to an LLM agent per model call."""
-    per_output_token: float = Field(default=0.01, ge=0)
-    """Charged to an LLM agent per generated token."""
+    """Charged to every seat (scripted agent, MCP client, model) on its first action after
+    each wake."""
 
 
 class Rules(Model):

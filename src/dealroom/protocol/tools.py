@@ -421,16 +421,8 @@ def function_schema(tool: SeatTool, rules: Rules) -> dict[str, Any]:
             "name": tool.name,
             "description": tool.description(rules),
             "parameters": parameters,
-            "return": {"type": "string", "description": RESULT_DOC[tool.result]},
         },
     }
-
-
-RESULT_DOC: dict[ResultKind, str] = {
-    "action": "What happened, as text.",
-    "wait": "The news, as text.",
-    "state": "Your view of the negotiation, as text.",
-}
 
 
 def function_schemas(rules: Rules, *, series: bool = False) -> list[dict[str, Any]]:
@@ -484,7 +476,6 @@ def docstring(tool: SeatTool, rules: Rules) -> str:
     if fields:
         lines += ["", "Args:"]
         lines += [f"    {name}: {info.description}" for name, info in fields.items()]
-    lines += ["", "Returns:", f"    {RESULT_DOC[tool.result]}"]
     return "\n".join(lines)
 
 

@@ -59,8 +59,8 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.generator import scenario_at
+from dealroom.protocol.model_seat import ToolMethods
 from dealroom.protocol.tools import (
-    DEFAULT_WAIT_S,
     TOOLS_BY_NAME,
     ArgumentError,
     SeatTool,
@@ -91,8 +91,9 @@ def separator(row: Mapping[str, Any]) -> str:
     return "\n\n"
 
 
-class BargainToolEnv:
-    """One seat of a negotiation against a house agent, played through tools.
+class BargainToolEnv(ToolMethods[str]):
+    """One seat of a negotiation against a house agent, played through tools (the tool
+    methods are ``ToolMethods``: the one model seat's signatures, docstrings rendered here).
 
     Only ``reset``, the tools and ``get_reward`` are public: TRL turns every other public
     method into a tool. ``BargainToolEnv(rules=R)`` is an instance of ``with_rules(R)``, a
@@ -157,30 +158,6 @@ class BargainToolEnv:
         outcome = seat.referee.outcome
         assert outcome is not None
         return self._reward(outcome, seat.role, seat.referee.scenario.list_price)
-
-    # -- the tools: signatures as in dealroom.protocol.tools (a test checks them); the
-    # docstrings are rendered from the rules by _install --------------------------------
-
-    def make_offer(self, price: float, message: str | None = None) -> str:
-        return self._call("make_offer", {"price": price, "message": message})
-
-    def accept(self, offer_id: str) -> str:
-        return self._call("accept", {"offer_id": offer_id})
-
-    def reject(self, offer_id: str, message: str | None = None) -> str:
-        return self._call("reject", {"offer_id": offer_id, "message": message})
-
-    def send_message(self, text: str) -> str:
-        return self._call("send_message", {"text": text})
-
-    def walk_away(self, message: str | None = None) -> str:
-        return self._call("walk_away", {"message": message})
-
-    def wait_for_opponent(self, timeout_s: float = DEFAULT_WAIT_S) -> str:
-        return self._call("wait_for_opponent", {"timeout_s": timeout_s})
-
-    def get_state(self) -> str:
-        return self._call("get_state", {})
 
     # -- internals ----------------------------------------------------------------------
 
@@ -248,7 +225,7 @@ def _documented(fn: Callable[..., str], rules: Rules) -> Callable[..., str]:
 
 def _install(cls: type[BargainToolEnv], rules: Rules) -> None:
     for tool in TOOLS:
-        setattr(cls, tool.name, _documented(getattr(BargainToolEnv, tool.name), rules))
+        setattr(cls, tool.name, _documented(getattr(ToolMethods, tool.name), rules))
 
 
 @functools.cache

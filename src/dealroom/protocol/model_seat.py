@@ -1,0 +1,184 @@
+"""The one model seat: what every model reads, and what its replies mean. Pure.
+
+A model plays a seat the same way wherever it plays (the tournament's ``llm:`` seat, a served
+room's house seat, the GRPO learner in TRL's rollout loop, the LLM opponent of training, the SFT
+rows it is cloned from). TRL's tool loop fixes most of the rules, so every other surface follows
+them (docs/design.md, "What a model reads"):
+
+- **Opening**: the seat's briefing as the only message (``user``); no system message.
+- **Tools**: ``tools(rules)``, the seat's tools as ``transformers.utils.get_json_schema`` writes
+  the TRL environment's methods, in name order (``function_schemas``).
+- **Calls**: a reply's tool calls run one by one, in the order written, each answered by a
+  ``tool`` message that names its tool. The answer is the tool's text
+  (``dealroom.protocol.seat_text``); a call that cannot be made as written (no such tool,
+  arguments that do not fit the tool's signature) reads ``{'error': '...'}``, the text TRL's
+  loop writes for it, with the same Python message (``ToolMethods`` are the signatures).
+- **News**: only through tools; after ``wait_for_opponent`` its result holds the news.
+- **A reply without tool calls ends the seat's play**: from then on the seat is silent, the clock
+  runs on and its live offer can still be accepted, until the negotiation ends.
+- **Limits**: at most ``max_tool_rounds`` replies' calls are run per negotiation (TRL's
+  ``max_tool_calling_iterations``); a reply past it ends the seat's play, its calls not run.
+- **Clock**: thinking costs ``rules.thinking.per_wake`` on the seat's first action after each
+  wait, charged by the schedule (never per model call or token).
+- **The end**: once the negotiation is over, the seat makes no more model calls (in a GRPO
+  rollout the completion after the end changes nothing, and is not scored).
+
+``canonical`` is the conversation as the model reads it, free of wire details (call ids,
+arguments as JSON strings), so that requests from different surfaces can be compared.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from dealroom.protocol.rules import Rules
+from dealroom.protocol.tools import DEFAULT_WAIT_S, ToolName, function_schemas
+
+R = TypeVar("R")
+
+MAX_TOOL_ROUNDS = 100
+"""Replies whose tool calls are run, per negotiation, unless set otherwise: ``get_state`` costs
+no clock time, so a model that keeps calling it would otherwise never end."""
+
+
+def opening(briefing: str) -> list[dict[str, Any]]:
+    """The conversation's first messages: the briefing as the only user message."""
+    return [{"role": "user", "content": briefing}]
+
+
+def tools(rules: Rules) -> list[dict[str, Any]]:
+    """The tools a model is offered: one form, one order, on every surface."""
+    return function_schemas(rules)
+
+
+class ToolMethods(Generic[R]):
+    """The seat's tools as Python methods: the signatures TRL reads a schema from and calls.
+
+    Each method hands its arguments to ``_call``; subclasses decide what a call does (the TRL
+    environment runs it, ``bind`` only records it). Every other surface checks a model's call
+    against these same signatures, so a call that does not fit reads the same Python error.
+    No return annotations: ``get_json_schema`` would add a ``return`` key to each tool, which
+    chat-completions APIs do not take.
+    """
+
+    def _call(self, name: ToolName, arguments: dict[str, Any]) -> R:
+        raise NotImplementedError  # pragma: no cover
+
+    def make_offer(self, price: float, message: str | None = None):
+        return self._call("make_offer", {"price": price, "message": message})
+
+    def accept(self, offer_id: str):
+        return self._call("accept", {"offer_id": offer_id})
+
+    def reject(self, offer_id: str, message: str | None = None):
+        return self._call("reject", {"offer_id": offer_id, "message": message})
+
+    def send_message(self, text: str):
+        return self._call("send_message", {"text": text})
+
+    def walk_away(self, message: str | None = None):
+        return self._call("walk_away", {"message": message})
+
+    def wait_for_opponent(self, timeout_s: float = DEFAULT_WAIT_S):
+        return self._call("wait_for_opponent", {"timeout_s": timeout_s})
+
+    def get_state(self):
+        return self._call("get_state", {})
+
+
+TOOL_NAMES: frozenset[str] = frozenset(
+    name for name in vars(ToolMethods) if not name.startswith("_")
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """A model's call that fits its tool: the tool and its arguments (None where omitted)."""
+
+    name: ToolName
+    arguments: dict[str, Any]
+
+
+class _Binder(ToolMethods[Bound]):
+    def _call(self, name: ToolName, arguments: dict[str, Any]) -> Bound:
+        return Bound(name, arguments)
+
+
+_BINDER = _Binder()
+
+
+def failed_call_text(message: str) -> str:
+    """What a call that could not be made reads: TRL's ``str({"error": message})``."""
+    return str({"error": message})
+
+
+def bind(name: str, arguments: object) -> Bound | str:
+    """A model's call checked against its tool's signature, as TRL's loop calls it
+    (``method(**arguments)``): the bound call, or the error text the model reads."""
+    if name not in TOOL_NAMES:
+        return failed_call_text(f"Tool {name} not found.")
+    method = getattr(ToolMethods, name)
+    try:  # a non-mapping fails as it does in TRL
+        return method(_BINDER, **arguments)  # type: ignore[arg-type]
+    except Exception as exc:  # the Python error of a call that does not fit, as TRL reports it
+        return failed_call_text(str(exc))
+
+
+def parse_arguments(raw: str) -> object:
+    """A wire tool call's arguments: the JSON object, else the raw text (which then fails to
+    bind, as a call TRL could not parse would)."""
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def canonical(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as the model reads it: no call ids, arguments as objects, each tool
+    message naming its tool, an assistant's missing text as ``""`` (what TRL's rollouts hold
+    and chat templates render)."""
+    names: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+            calls: list[Mapping[str, Any]] = message.get("tool_calls") or []
+            if calls:
+                item["tool_calls"] = [_canonical_call(call, names) for call in calls]
+            out.append(item)
+        elif role == "tool":
+            name = message.get("name") or names.get(str(message.get("tool_call_id")), "")
+            out.append({"role": "tool", "name": name, "content": message["content"]})
+        else:
+            out.append({"role": role, "content": message["content"]})
+    return out
+
+
+def _canonical_call(call: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    function = call["function"]
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        arguments = parse_arguments(arguments)
+    if call.get("id") is not None:
+        names[str(call["id"])] = function["name"]
+    return {"type": "function", "function": {"name": function["name"], "arguments": arguments}}
+
+
+__all__ = [
+    "MAX_TOOL_ROUNDS",
+    "TOOL_NAMES",
+    "Bound",
+    "ToolMethods",
+    "bind",
+    "canonical",
+    "failed_call_text",
+    "opening",
+    "parse_arguments",
+    "tools",
+]
