@@ -1,0 +1,135 @@
+"""One model seat: the same model reads the same conversation on every surface it plays on.
+
+One deterministic policy (offer 90% of the list price with a message, wait, then answer in text:
+the policy that made deals on one surface and none on another before the seats were one) plays
+the buyer seat against scripted sellers on:
+
+- the tournament's ``llm:`` seat: the lean chat-completions client against a loopback endpoint
+  (the requests as they go over the wire), in an in-process room (``play_match``);
+- the same seat through the Agents SDK's contract (``SDKChatModel``), as LiteLLM models play;
+- the evaluation surface: TRL's rollout loop over ``BargainToolEnv`` (``training.evaluate``);
+- the SFT rows: the stored conversation exported (``conversation_example``), and a scripted
+  seat's replay (``sft_example``).
+
+Every request's conversation as the model reads it (``model_seat.canonical``: no call ids, no
+JSON strings) is equal on every surface, the tools are equal byte for byte, a reply without tool
+calls means the same (the seat's play ends; the negotiation is played out without it) and the
+outcomes are equal.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from dealroom.agents._llm_chat import ChatCompletions
+from dealroom.agents.llm import LLMPlayer, LLMSettings
+from dealroom.play.players import ScriptedPlayer
+from dealroom.play.registry import resolve
+from dealroom.play.runner import play_match
+from dealroom.protocol import DEFAULT_RULES, model_seat
+from dealroom.protocol.generator import scenario_at
+from dealroom.training.evaluate import Completion, rollout
+from dealroom.training.sft import conversation_example, sft_example
+from dealroom.training.trl import BargainToolEnv
+from fake_openai import Text, ToolCalls, serve
+from scripted_llm import FAST_RETRY
+
+pytestmark = pytest.mark.anyio
+
+SEED = 3
+INDEXES = range(6)
+OPPONENTS = ("boulware", "conceder")
+
+
+def policy(messages: list[dict[str, Any]]) -> tuple[tuple[tuple[str, dict[str, Any]], ...], str]:
+    """(tool calls, text) of the policy's next reply, from the conversation as it reads it."""
+    calls = sum(1 for m in messages if m["role"] == "assistant")
+    if calls == 0:
+        text = messages[0]["content"]
+        price = float(text.split("List price: $", 1)[1].split(" ", 1)[0].replace(",", ""))
+        offer = {"price": round(price * 0.9, 2), "message": "A fair price."}
+        return (("make_offer", offer),), ""
+    if calls == 1:
+        return (("wait_for_opponent", {"timeout_s": 30}),), ""
+    return (), "That is my offer."
+
+
+def wire_brain(request: dict[str, Any]) -> ToolCalls | Text:
+    calls, text = policy(model_seat.canonical(request["messages"]))
+    return ToolCalls(calls) if calls else Text(text)
+
+
+async def seat_requests(opponent: str, index: int) -> tuple[list[dict[str, Any]], Any, Any]:
+    """The llm: seat's wire requests, its outcome and its stored data."""
+    scenario = scenario_at(SEED, index, "mid")
+    with serve(wire_brain) as fake:
+        model = ChatCompletions("m", base_url=fake.base_url, api_key="k")
+        player = LLMPlayer(model, name="llm:m", settings=LLMSettings(retry=FAST_RETRY))
+        seller = ScriptedPlayer(resolve(opponent), opponent)
+        try:
+            result = await play_match(scenario, player, seller, seed=SEED)
+        finally:
+            await player.aclose()
+        requests = list(fake.requests)
+    return requests, result.record, result.extra["players"]["buyer"]
+
+
+def evaluation(opponent: str, index: int) -> tuple[list[dict[str, Any]], Any]:
+    """The evaluation surface's requests (TRL's loop) and its record."""
+    requests: list[dict[str, Any]] = []
+
+    def complete(messages: Any, tools: Any) -> Completion:
+        requests.append({"messages": json.loads(json.dumps(list(messages))), "tools": tools})
+        calls, text = policy(model_seat.canonical(messages))
+        return Completion(content=text, tool_calls=calls)
+
+    env = BargainToolEnv(opponent=opponent, seed=SEED)
+    played = rollout(env, complete, {"index": index, "tier": "mid"}, names=("m", opponent))
+    return requests, played
+
+
+@pytest.mark.parametrize("opponent", OPPONENTS)
+async def test_the_llm_seat_and_the_evaluation_send_the_same_requests(opponent: str) -> None:
+    deals = 0
+    for index in INDEXES:
+        wire, record, stored = await seat_requests(opponent, index)
+        evaluated, played = evaluation(opponent, index)
+        assert [model_seat.canonical(r["messages"]) for r in wire] == [
+            model_seat.canonical(r["messages"]) for r in evaluated
+        ], (opponent, index)
+        tools = model_seat.tools(DEFAULT_RULES)
+        assert all(r["tools"] == tools for r in wire) and all(
+            r["tools"] == tools for r in evaluated
+        )
+        assert json.dumps(wire[0]["tools"]) == json.dumps(evaluated[0]["tools"])
+        assert [m["role"] for m in wire[0]["messages"]] == ["user"]  # the briefing alone
+        # The same meaning of the text reply: the seat's play ends, the rest is played out.
+        assert record.outcome == played.record.outcome, (opponent, index)
+        assert record.events == played.record.events, (opponent, index)
+        deals += record.outcome.status == "deal"
+        # The SFT row of the stored conversation is what the model read and wrote.
+        row = conversation_example(record, "buyer", stored["conversation"])
+        assert row is not None and row["tools"] == tools
+        last = model_seat.canonical(wire[-1]["messages"])
+        assert model_seat.canonical(row["messages"])[: len(last)] == last
+    assert 0 < deals < len(INDEXES) or opponent == "boulware"  # the policy can make deals
+
+
+def test_a_scripted_replay_row_opens_and_is_tooled_as_every_surface() -> None:
+    from dealroom.engine.match import play
+
+    scenario = scenario_at(SEED, 0, "mid")
+    record = play(
+        scenario, resolve("linear"), resolve("conceder"), names=("linear", "conceder"), seed=SEED
+    )
+    row = sft_example(record, "buyer", seed=SEED)
+    assert row is not None
+    assert row["tools"] == model_seat.tools(DEFAULT_RULES)
+    assert [m["role"] for m in row["messages"][:2]] == ["user", "assistant"]
+    for message in model_seat.canonical(row["messages"]):
+        for call in message.get("tool_calls", []):
+            bound = model_seat.bind(call["function"]["name"], call["function"]["arguments"])
+            assert isinstance(bound, model_seat.Bound)  # every call fits the one signatures
