@@ -19,7 +19,7 @@ calls x latency), the LLM seat's calls being one after another, list-scheduled o
 
 Beside each run, the **model client's floor**: the CPU per call of the seat's chat-completions
 client alone (``dealroom.agents._llm_chat``: the request body, aiohttp, ``json.loads``), making
-a seat's first request (its instructions, briefing and tools) to the same endpoint at the same
+a seat's first request (its briefing and tools) to the same endpoint at the same
 concurrency, with no seat and no tournament; what the harness spends above it is the seat, the
 room and the tournament. For comparison, the same floor of the Agents SDK's chat model (the
 OpenAI client, httpx2, the SDK's converters), which the seat drove before.
@@ -46,14 +46,12 @@ from agents import ModelSettings, OpenAIChatCompletionsModel
 from dealroom.agents import PlayerOptions
 from dealroom.agents._llm_chat import ChatCompletions, Sampling
 from dealroom.agents._llm_sdk import function_tools
-from dealroom.agents._llm_tools import SeatTools, ToolStats
-from dealroom.agents.llm import LLMSettings, RetryPolicy, instructions
+from dealroom.agents.llm import LLMSettings, RetryPolicy
 from dealroom.cli._players import SpecResolver
 from dealroom.play.registry import resolve
 from dealroom.play.tournament import Tournament, TournamentConfig
-from dealroom.protocol import DEFAULT_RULES, TIERS
+from dealroom.protocol import DEFAULT_RULES, TIERS, model_seat
 from dealroom.protocol.generator import scenario_at
-from dealroom.server.mcp_app import DirectSession
 from dealroom.server.room import House, Room
 from dealroom.server.seat import RoomBackend
 from dealroom.store.results import ResultsStore
@@ -196,14 +194,13 @@ def model_floor(
         houses={"seller": House(HOUSE, resolve(HOUSE))},
         rules=DEFAULT_RULES,
     )
-    system = instructions(DEFAULT_RULES, settings, charged=True)
+    del settings
     spent = 0.0
 
     async def main() -> None:
         nonlocal spent
         seat = RoomBackend(room, "buyer")
-        session = DirectSession(seat, series=False)
-        tools = SeatTools(session, await session.list_tools(), ToolStats()).definitions
+        tools = model_seat.tools(DEFAULT_RULES)
         briefing = await seat.briefing()
         client = ChatCompletions("fake", base_url=base_url, api_key="fake")
         openai_client = openai.AsyncOpenAI(base_url=base_url, api_key="fake")
@@ -214,12 +211,12 @@ def model_floor(
         async def one() -> None:
             async with limiter:
                 if not sdk:
-                    chat = client.conversation(system, tools, Sampling())
+                    chat = client.conversation(tools, Sampling())
                     chat.add_user(briefing)
                     await chat.respond()
                     return
                 await sdk_model.get_response(
-                    system,
+                    None,
                     [{"role": "user", "content": briefing}],
                     ModelSettings(),
                     list(sdk_tools),

@@ -59,8 +59,8 @@ Actions take clock time (offer {costs.make_offer:g} s, message {costs.send_messa
 reject {costs.reject:g} s, accept {costs.accept:g} s), and so does thinking.
 - wait_for_opponent() waits for the other side's next move; get_state() shows the current \
 offers, events and time left.
-- Invalid actions are refused with an error and change nothing, but after \
-{rules.max_invalid_actions} of them you forfeit.
+- Invalid actions are refused with an error and change nothing but the clock (their time \
+passes), but after {rules.max_invalid_actions} of them you forfeit.
 
 How to play through the tools:
 - {_timing(rules, clock)}

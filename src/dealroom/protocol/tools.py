@@ -307,9 +307,16 @@ class SeatTool:
     """Offered only by servers that play a series (``new_negotiation``)."""
 
     def description(self, rules: Rules) -> str:
-        """What the tool does under ``rules``, and what it returns."""
+        """What the tool does under ``rules``, and what it returns: self-contained, as MCP
+        clients list it."""
         refusals = _refusals(rules) if self.result == "action" else ""
         return f"{self.describe_rules(rules)} {_RETURNS[self.result]}{refusals}"
+
+    def model_description(self, rules: Rules) -> str:
+        """What the tool does under ``rules``, for a model that has read the briefing (which
+        says once what every result holds and what a refusal costs): sent with every request
+        of the one model seat, so nothing in it is said twice."""
+        return self.describe_rules(rules)
 
 
 def _tool(
@@ -419,7 +426,7 @@ def function_schema(tool: SeatTool, rules: Rules) -> dict[str, Any]:
         "type": "function",
         "function": {
             "name": tool.name,
-            "description": tool.description(rules),
+            "description": tool.model_description(rules),
             "parameters": parameters,
         },
     }
@@ -471,7 +478,7 @@ def call_messages(call_id: str, name: ToolName, arguments: Any, text: str) -> li
 
 def docstring(tool: SeatTool, rules: Rules) -> str:
     """A Google-style docstring for the tool (TRL reads a method's schema from it)."""
-    lines = [tool.description(rules)]
+    lines = [tool.model_description(rules)]
     fields = tool.args.model_fields
     if fields:
         lines += ["", "Args:"]
