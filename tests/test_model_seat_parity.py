@@ -8,6 +8,7 @@ the buyer seat against scripted sellers on:
   (the requests as they go over the wire), in an in-process room (``play_match``);
 - the same seat through the Agents SDK's contract (``SDKChatModel``), as LiteLLM models play;
 - the evaluation surface: TRL's rollout loop over ``BargainToolEnv`` (``training.evaluate``);
+- GRPO's LLM opponent (``training.opponents``), in the other seat of the training environment;
 - the SFT rows: the stored conversation exported (``conversation_example``), and a scripted
   seat's replay (``sft_example``).
 
@@ -20,19 +21,22 @@ outcomes are equal.
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
 
 from dealroom.agents._llm_chat import ChatCompletions
 from dealroom.agents.llm import LLMPlayer, LLMSettings
-from dealroom.play.players import ScriptedPlayer
+from dealroom.engine.calls import LocalSeat
+from dealroom.play.players import ScriptedPlayer, SeatContext
 from dealroom.play.registry import resolve
 from dealroom.play.runner import play_match
-from dealroom.protocol import DEFAULT_RULES, model_seat
+from dealroom.protocol import DEFAULT_RULES, model_seat, seat_view
 from dealroom.protocol.generator import scenario_at
 from dealroom.training.evaluate import Completion, rollout
-from dealroom.training.sft import conversation_example, sft_example
+from dealroom.training.opponents import LLMOpponent, openai_transport
+from dealroom.training.sft import RecordingSeat, conversation_example, sft_example
 from dealroom.training.trl import BargainToolEnv
 from fake_openai import Text, ToolCalls, serve
 from scripted_llm import FAST_RETRY
@@ -133,3 +137,39 @@ def test_a_scripted_replay_row_opens_and_is_tooled_as_every_surface() -> None:
         for call in message.get("tool_calls", []):
             bound = model_seat.bind(call["function"]["name"], call["function"]["arguments"])
             assert isinstance(bound, model_seat.Bound)  # every call fits the one signatures
+
+
+async def test_the_training_opponent_sends_what_the_llm_seat_sends() -> None:
+    """GRPO's LLM opponent, in the seller seat of the training environment, against a scripted
+    buyer playing through the environment's tools (the SFT replay's seat), and the tournament's
+    llm: seat in the same seat against the same buyer: the same requests, the same outcome."""
+    for index in INDEXES:
+        scenario = scenario_at(SEED, index, "mid")
+        with serve(wire_brain) as fake:
+            model = ChatCompletions("m", base_url=fake.base_url, api_key="k")
+            seller = LLMPlayer(model, name="llm:m", settings=LLMSettings(retry=FAST_RETRY))
+            buyer = ScriptedPlayer(resolve("conceder"), "conceder")
+            try:
+                played = await play_match(scenario, buyer, seller, seed=SEED)
+            finally:
+                await seller.aclose()
+            seat_requests = list(fake.requests)
+        with serve(wire_brain) as fake:
+            transport = openai_transport(fake.base_url, retries=0)
+            opponent = LLMOpponent("m", transport, temperature=None, max_tokens=None)
+            house = opponent(seat_view(scenario, "seller"), random.Random(0))
+            local = LocalSeat(scenario, "buyer", house, DEFAULT_RULES)
+            context = SeatContext(role="buyer", rules=DEFAULT_RULES, seed=SEED)
+            await ScriptedPlayer(resolve("conceder"), "conceder").play(
+                RecordingSeat(local), context
+            )
+            local.finish()
+            trained_requests = list(fake.requests)
+        assert [model_seat.canonical(r["messages"]) for r in seat_requests] == [
+            model_seat.canonical(r["messages"]) for r in trained_requests
+        ], index
+        for ours, theirs in zip(seat_requests, trained_requests, strict=True):
+            assert {k: v for k, v in ours.items() if k != "messages"} == {
+                k: v for k, v in theirs.items() if k != "messages"
+            }
+        assert local.referee.outcome == played.record.outcome, index

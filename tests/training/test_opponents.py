@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dealroom.play.registry import AgentSpecError
-from dealroom.protocol import seat_view
+from dealroom.protocol import DEFAULT_RULES, model_seat, seat_view
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.text import money
@@ -39,6 +39,7 @@ def _brain() -> object:
             ToolCalls((("make_offer", {"price": 1250.0, "message": "Firm."}),)),
             ToolCalls((("get_state", {}),)),
             ToolCalls((("make_offer", {"price": "cheap"}),)),
+            ToolCalls((("wait_for_opponent", {"timeout_s": 30}),)),
         ],
         then=Text("I wait."),
     )
@@ -57,16 +58,17 @@ def test_llm_opponent_plays_through_tool_calls_and_records_each_call(tmp_path: P
         assert {k: request[k] for k in call.request} == call.request
     assert all(c.response is not None and c.error is None for c in opponent.calls)
     assert load_calls(log) == opponent.calls
-    # The briefing is the first user message, as on every surface (seat_text's wording after).
+    # The one model seat: the briefing alone opens, then only the model's calls and results.
     messages = opponent.calls[-1].request["messages"]
     scenario = scenario_at(0, 2, "mid")
     assert messages[0] == {"role": "user", "content": briefing(seat_view(scenario, "seller"))}
-    assert messages[1]["role"] == "user" and messages[1]["content"].startswith("clock: ")
+    assert [m["role"] for m in messages[1:]] == ["assistant", "tool"] * 4
+    assert opponent.calls[-1].request["tools"] == model_seat.tools(DEFAULT_RULES)
     # get_state was answered at once, and a bad price went back as the served refusal.
     tool_texts = [m["content"] for m in messages if m["role"] == "tool"]
     assert any(t.startswith("you: the seller; item: ") for t in tool_texts)
     assert any(t.startswith("invalid_arguments: price must be a JSON number") for t in tool_texts)
-    # The learner's offer reached the opponent as text at its next wake.
+    # The learner's offer reached the opponent as the news of its wait.
     assert any("] buyer offered $700.00 (o" in t for t in tool_texts)
     assert isinstance(reward, float)
 
@@ -99,7 +101,8 @@ def test_a_replay_that_diverges_is_an_error() -> None:
     env = BargainToolEnv(opponent=LLMOpponent("frontier", replay_transport(live.calls)))
     env.reset(index=2)
     with pytest.raises(OpponentError, match="differs from the recording"):
-        env.make_offer(650.0)  # not what was played
+        env.make_offer(650.0)  # not what was played: the opponent's wait reads otherwise
+        env.wait_for_opponent()
 
 
 def test_an_unreachable_endpoint_is_one_line() -> None:
@@ -133,17 +136,13 @@ def test_a_tool_the_opponent_was_not_offered_is_refused_as_the_server_refuses() 
         _play(opponent)
     messages = opponent.calls[-1].request["messages"]
     refused = [m["content"] for m in messages if m["role"] == "tool"]
-    assert refused[0] == (
-        "invalid_action: There is no tool named 'new_negotiation'. "
-        "Call get_state, then choose one of the tools."
-    )
+    assert refused[0] == "{'error': 'Tool new_negotiation not found.'}"  # as in TRL's loop
 
 
-def test_an_llm_spec_is_an_opponent_of_the_tool_and_gym_environments(
+def test_an_llm_spec_is_an_opponent_of_the_tool_environment_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from dealroom.training.gym_env import BargainEnv
-    from dealroom.training.spaces import OFFER, action
 
     with serve(_brain()) as api:  # type: ignore[arg-type]
         monkeypatch.setenv("OPENAI_BASE_URL", api.base_url)
@@ -151,12 +150,11 @@ def test_an_llm_spec_is_an_opponent_of_the_tool_and_gym_environments(
         env = BargainToolEnv(opponent="llm:frontier", role="buyer")
         env.reset(index=2)
         assert "seller offered $1,250.00" in env.wait_for_opponent()
-        gym = BargainEnv(opponent="llm:frontier", role="buyer")
-        gym.reset(seed=0, options={"index": 2})
-        gym.step(action(OFFER, 0.5))
         requests = api.requests
+        with pytest.raises(AgentSpecError, match="plays BargainToolEnv"):
+            BargainEnv(opponent="llm:frontier", role="buyer")
     assert {r["model"] for r in requests} == {"frontier"}
-    assert len(requests) >= 2
+    assert len(requests) >= 1
 
 
 def test_a_person_cannot_be_an_environments_opponent() -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, Protocol, assert_never, runtime_checkable
 
 from dealroom.engine.schedule import Scheduler, live_offers
 from dealroom.protocol import (
@@ -197,59 +197,141 @@ class SeatCalls:
         }
 
 
+@runtime_checkable
+class InPlace(Protocol):
+    """The other seat of a ``LocalSeat`` played as a remote seat, one call at a time, in place:
+    whenever the schedule waits for it, ``turn`` is called with the result of its previous
+    call (None at first) and must start its next call on ``seat`` (``submit`` or ``sleep``,
+    after any number of ``state`` calls) or ``sit_out``. A model seat plays this way, reading
+    exactly what a served seat reads."""
+
+    def turn(
+        self, seat: OtherSeat, result: ActionResult | WaitResult | RuleViolation | None
+    ) -> None: ...
+
+
+class OtherSeat:
+    """What an ``InPlace`` player may do on its seat during its ``turn``."""
+
+    def __init__(self, calls: SeatCalls, role: Role) -> None:
+        self.calls = calls
+        self.role: Role = role
+        self.started: Literal["act", "wait"] | None = None
+
+    def submit(self, action: Action) -> None:
+        """Start an action (its result comes with the next ``turn``)."""
+        self.calls.submit(self.role, action)
+        self.started = "act"
+
+    def sleep(self, timeout_s: float) -> None:
+        """Start a wait (its result comes with the next ``turn``)."""
+        self.calls.sleep(self.role, timeout_s)
+        self.started = "wait"
+
+    def state(self) -> SeatState:
+        """The seat's whole view now (answered at once)."""
+        return seat_state(self.calls, self.role)
+
+    def sit_out(self) -> None:
+        """Stay silent to the end (it counts as waiting for news)."""
+        self.calls.sched.set_absent(self.role)
+        self.started = None
+
+    def settled(self) -> ActionResult | WaitResult | RuleViolation | None:
+        """The result of the call started in the last turn, once the schedule waits for it."""
+        started, self.started = self.started, None
+        match started:
+            case "act":
+                try:
+                    return self.calls.acted(self.role)
+                except RuleViolation as violation:
+                    return violation
+            case "wait":
+                return self.calls.woken(self.role)
+            case None:
+                return None
+            case _:
+                assert_never(started)
+
+
+def seat_state(calls: SeatCalls, role: Role) -> SeatState:
+    """A seat's whole view (a series of one negotiation); marks every event as seen."""
+    observation = calls.observe(role, deliver=True)
+    return SeatState(
+        observation=observation,
+        negotiation=1,
+        results=(),
+        finished=0,
+        total_surplus=Decimal("0.00"),
+        can_start_next=False,
+        clock="virtual",
+        hint=calls.hint(role),
+    )
+
+
 class LocalSeat:
     """One remote seat against a house agent, its calls run synchronously (virtual clock).
 
     The TRL environment and the SFT export play through it: the same ``Scheduler`` and
     ``SeatCalls`` as a served negotiation, so the same calls give the same results. Against a
-    house agent every call settles at once: the schedule never waits on anyone else.
+    house agent every call settles at once: the schedule never waits on anyone else. The other
+    seat may instead be ``InPlace``, a remote seat too, played whenever the schedule waits for
+    it (a model opponent, reading what a served seat reads).
     """
 
-    def __init__(self, scenario: Scenario, role: Role, house: Agent, rules: Rules) -> None:
+    def __init__(
+        self, scenario: Scenario, role: Role, house: Agent | InPlace, rules: Rules
+    ) -> None:
         referee = Referee(scenario, rules)
         opponent: Role = "seller" if role == "buyer" else "buyer"
         self.role: Role = role
-        self.sched = Scheduler(referee, {opponent: house}, clock="virtual")
-        self.calls = SeatCalls(scenario, self.sched, (role,))
+        self._in_place = house if isinstance(house, InPlace) else None
+        houses: dict[Role, Agent] = {}
+        if not isinstance(house, InPlace):
+            houses[opponent] = house
+        self.sched = Scheduler(referee, houses, clock="virtual")
+        remote: tuple[Role, ...] = (role,) if self._in_place is None else (role, opponent)
+        self.calls = SeatCalls(scenario, self.sched, remote)
         self.referee = referee
+        self._other = OtherSeat(self.calls, opponent)
 
     def act(self, action: Action) -> ActionResult:
         """One action; returns once it took effect. Raises RuleViolation if refused."""
-        self.sched.advance()
+        self._advance()
         if not self.calls.submit(self.role, action):
             return self.calls.too_late(self.role)
-        self.sched.advance()
-        assert not self.calls.acting(self.role), "a house opponent never blocks the schedule"
+        self._advance()
+        assert not self.calls.acting(self.role), "the other seat never blocks the schedule"
         return self.calls.acted(self.role)
 
     def wait(self, timeout_s: float) -> WaitResult:
         """Sleep until news, ``timeout_s`` on the clock, or the end."""
-        self.sched.advance()
+        self._advance()
         self.calls.sleep(self.role, timeout_s)
-        self.sched.advance()
-        assert not self.calls.waiting(self.role), "a house opponent never blocks the schedule"
+        self._advance()
+        assert not self.calls.waiting(self.role), "the other seat never blocks the schedule"
         return self.calls.woken(self.role)
 
     def state(self) -> SeatState:
         """The seat's whole view (a series of one negotiation); marks every event as seen."""
-        self.sched.advance()
-        observation = self.calls.observe(self.role, deliver=True)
-        return SeatState(
-            observation=observation,
-            negotiation=1,
-            results=(),
-            finished=0,
-            total_surplus=Decimal("0.00"),
-            can_start_next=False,
-            clock="virtual",
-            hint=self.calls.hint(self.role),
-        )
+        self._advance()
+        return seat_state(self.calls, self.role)
 
     def finish(self) -> None:
         """Play the negotiation out with the seat silent (it counts as waiting for news)."""
         if self.referee.is_open:
             self.sched.set_absent(self.role)
+            self._advance()
+
+    def _advance(self) -> None:
+        """Run the schedule; each time it waits for an in-place other seat, play its turn."""
+        self.sched.advance()
+        player = self._in_place
+        while player is not None and self.sched.blocker() == self._other.role:
+            player.turn(self._other, self._other.settled())
+            if self._other.started is None and not self.sched.remote(self._other.role).absent:
+                raise RuntimeError("an in-place seat's turn must start a call or sit out")
             self.sched.advance()
 
 
-__all__ = ["LocalSeat", "SeatCalls", "Sight"]
+__all__ = ["InPlace", "LocalSeat", "OtherSeat", "SeatCalls", "Sight", "seat_state"]

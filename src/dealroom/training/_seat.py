@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import numpy as np
 
+from dealroom.engine.calls import InPlace
 from dealroom.engine.virtual import VirtualRoom, Wake
-from dealroom.play.registry import resolve
+from dealroom.play.registry import AgentSpecError, resolve
 from dealroom.protocol import (
     DEFAULT_RULES,
     TIERS,
+    Agent,
     AgentFactory,
     Decision,
     Observation,
@@ -21,31 +23,50 @@ from dealroom.protocol import (
     Role,
     Rules,
     Scenario,
+    SeatView,
     Tier,
     other,
     seat_view,
 )
 from dealroom.protocol.generator import scenario_at
 
+OpponentFactory = Callable[[SeatView, random.Random], Agent | InPlace]
+"""What plays the other seat of a negotiation: a house agent, or a seat played in place (an
+``llm:`` opponent, the one model seat)."""
 
-def opponent_factory(opponent: str | AgentFactory, rules: Rules = DEFAULT_RULES) -> AgentFactory:
-    """An AgentFactory from a spec or a factory: a scripted spec (``"boulware"``,
+
+def opponent_factory(
+    opponent: str | AgentFactory | OpponentFactory, rules: Rules = DEFAULT_RULES
+) -> OpponentFactory:
+    """The other seat's factory from a spec or a factory: a scripted spec (``"boulware"``,
     ``"linear:k=0.1"``), or ``llm:MODEL``, the training opponent (``LLMOpponent``) against the
     endpoint of ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY``: it plays inside the environment's
-    synchronous steps on the virtual clock, as any house agent.
+    synchronous steps on the virtual clock.
 
     Raises ``AgentSpecError`` for an unknown spec, and for a seat that needs a person or a
     connection of its own (``human``): those play served rooms, not in-process steps.
     """
     if not isinstance(opponent, str):
         return opponent
-    from dealroom.training.opponents import LLM_PREFIX, LLMOpponent, training_opponent
+    from dealroom.training.opponents import LLM_PREFIX, training_opponent
 
     if not opponent.strip().startswith(LLM_PREFIX):
         return resolve(opponent)
     llm = training_opponent(opponent, api_key=os.environ.get("OPENAI_API_KEY"), rules=rules)
-    assert isinstance(llm, LLMOpponent)
+    assert not isinstance(llm, str)
     return llm
+
+
+def house_factory(opponent: str | AgentFactory, rules: Rules = DEFAULT_RULES) -> AgentFactory:
+    """A house agent's factory (the step-by-step environments' other seat: Gymnasium,
+    PettingZoo): a scripted spec or factory. An ``llm:`` opponent plays the tool environment
+    (``BargainToolEnv``), where it reads what a served seat reads; raises AgentSpecError here."""
+    if isinstance(opponent, str) and opponent.strip().startswith("llm:"):
+        raise AgentSpecError(
+            f"opponent {opponent.strip()!r}: an llm: opponent plays BargainToolEnv (the tool "
+            "environment, as a model seat), not this step-by-step environment"
+        )
+    return cast(AgentFactory, opponent_factory(opponent, rules))
 
 
 def draw_scenario(

@@ -32,7 +32,7 @@ from dealroom.protocol import (
     seat_text,
 )
 from dealroom.training import spaces
-from dealroom.training._seat import SeatMatch, draw_scenario, opponent_factory
+from dealroom.training._seat import SeatMatch, draw_scenario, house_factory
 from dealroom.training.rewards import RewardSpec
 
 
@@ -77,7 +77,7 @@ class BargainEnv(gym.Env[np.ndarray, np.ndarray]):
         self.wait = wait
         self.rules = rules
         self.render_mode = render_mode
-        self._opponent = opponent_factory(opponent, rules)
+        self._opponent = house_factory(opponent, rules)
         self.observation_space = spaces.observation_space(rules)
         self.action_space = spaces.action_space()
         self._match: SeatMatch | None = None

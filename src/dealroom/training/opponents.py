@@ -1,62 +1,67 @@
 """Opponents for the training environments: any scripted spec, or a language model.
 
-The paper's RL stage trains against a fixed frontier model. ``LLMOpponent`` is an
-``AgentFactory`` like any scripted strategy, so ``BargainToolEnv(opponent=LLMOpponent(...))``
-plays it on the virtual clock inside TRL's synchronous tool methods: each wake of the opponent
-is one or a few blocking chat-completions calls to an OpenAI-compatible endpoint.
+The paper's RL stage trains against a fixed frontier model. ``LLMOpponent`` plays the other
+seat of ``BargainToolEnv`` as the one model seat (``dealroom.protocol.model_seat``): the same
+conversation as the tournament's ``llm:`` seat and the learner, byte for byte in the form a
+model reads it. It is a remote seat of the environment's schedule played in place
+(``dealroom.engine.calls.InPlace``): its briefing as the only opening message, the one seat's
+tools, each tool call answered with what the served tool returns once it took effect (news only
+through wait_for_opponent), a reply without tool calls ending its play, at most
+``max_tool_rounds`` rounds, per-wake thinking on the clock. Its model calls are blocking
+chat-completions calls to an OpenAI-compatible endpoint, made inside TRL's synchronous tool
+methods whenever the schedule waits for it.
 
-The opponent reads what every model seat reads (``dealroom.protocol.seat_text``): its briefing
-as the first user message, then at each wake the events since its last one, the clock, the live
-offers and what it can do next, with the seat's tools (the same schemas as the learner's, and
-the same refusals: ``invalid_arguments: ...``). Each of its tool calls is answered at its next
-wake with what happened meanwhile; get_state and a refused call are answered at once.
-
-Every call is recorded (``ModelCall``: which negotiation, the request, the reply, the time), kept
-in ``LLMOpponent.calls`` and, with ``log=PATH``, appended to a JSONL file as it happens, so a
-rollout can be audited afterwards. ``replay_transport(calls)`` answers the same requests from a
-recording without any endpoint, so the rollout can be replayed exactly; a request that differs
-from the recorded one is an error, not a silent divergence.
+Every call is recorded (``ModelCall``: which negotiation, the request, the reply, the time, and
+``key``, a digest of the request), kept in ``LLMOpponent.calls`` and, with ``log=PATH``,
+appended to a JSONL file as it happens, so a rollout can be audited afterwards.
+``replay_transport(calls)`` answers each request with the reply recorded for the same request
+(by ``key``, in recorded order among equal requests), so every generation of a GRPO step
+replays exactly whatever order TRL plays them in; a request never recorded is an error, not a
+silent divergence.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, assert_never
 
+from dealroom.engine.calls import OtherSeat
 from dealroom.play.registry import AgentSpecError, resolve
 from dealroom.protocol import (
     DEFAULT_RULES,
     Action,
-    AgentFactory,
-    Decision,
-    Observation,
+    ActionResult,
     Rules,
+    RuleViolation,
     SeatView,
-    SessionErrorCode,
-    ToolErrorPayload,
+    WaitResult,
+    model_seat,
     seat_text,
 )
 from dealroom.protocol.briefing import briefing
-from dealroom.protocol.errors import DealroomError, ErrorCode
-from dealroom.protocol.tools import ArgumentError, action_of, seat_tools, validate_arguments
-from dealroom.training.sft import TOOL_SCHEMAS
+from dealroom.protocol.errors import DealroomError
+from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
+from dealroom.protocol.tools import (
+    TOOLS_BY_NAME,
+    ArgumentError,
+    WaitArgs,
+    action_of,
+    validate_arguments,
+)
+from dealroom.training.trl import result_text
 
 Transport = Callable[[str, dict[str, Any]], dict[str, Any]]
 """Sends one chat-completions request body for a negotiation (``scenario_id/role``); returns
 the reply as JSON, or raises OpponentError."""
 
-_TOOLS = {tool.name: tool for tool in seat_tools(series=False)}
-"""The tools the opponent is offered (``TOOL_SCHEMAS``), by name."""
-
 LLM_PREFIX = "llm:"
-WAIT_S = 30.0
-"""Clock seconds the opponent sleeps after a turn unless the learner moves first."""
 
 
 class OpponentError(DealroomError, RuntimeError):
@@ -77,10 +82,18 @@ class ModelCall:
     response: dict[str, Any] | None
     error: str | None
     seconds: float
+    key: str = ""
+    """``request_key(request)``: what a replay answers by."""
 
     def to_json(self) -> str:
         """One JSONL line."""
         return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+
+
+def request_key(body: Mapping[str, Any]) -> str:
+    """A digest of a request body (its canonical JSON)."""
+    text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def openai_transport(
@@ -105,22 +118,24 @@ def openai_transport(
 
 
 def replay_transport(calls: Iterable[ModelCall]) -> Transport:
-    """Answers requests from a recording, in order per negotiation; a different request raises."""
+    """Answers each request with the reply recorded for the same request (in recorded order
+    among equal ones); a request never recorded, or recorded as failed, raises."""
     recorded: dict[str, list[ModelCall]] = {}
-    for call in sorted(calls, key=lambda c: (c.negotiation, c.n)):
-        recorded.setdefault(call.negotiation, []).append(call)
+    for call in calls:
+        recorded.setdefault(call.key or request_key(call.request), []).append(call)
     lock = threading.Lock()
 
-    def send(key: str, body: dict[str, Any]) -> dict[str, Any]:
+    def send(negotiation: str, body: dict[str, Any]) -> dict[str, Any]:
         with lock:
-            queue = recorded.get(key)
+            queue = recorded.get(request_key(body))
             if not queue:
-                raise OpponentError(f"replay: no recorded call left for negotiation {key!r}")
+                raise OpponentError(
+                    f"replay: no recorded call of {negotiation!r} matches this request "
+                    "(the rollout differs from the recording)"
+                )
             call = queue.pop(0)
-        if call.request != body:
-            raise OpponentError(f"replay: call {call.n} of {key!r} differs from the recording")
         if call.response is None:
-            raise OpponentError(f"replay: call {call.n} of {key!r} failed when recorded")
+            raise OpponentError(f"replay: call {call.n} of {negotiation!r} failed when recorded")
         return call.response
 
     return send
@@ -134,18 +149,19 @@ def load_calls(path: Path) -> list[ModelCall]:
 
 @dataclass
 class LLMOpponent:
-    """An ``AgentFactory`` whose agents are a chat model behind ``transport``.
+    """An opponent factory whose seats are a chat model behind ``transport``, played as the
+    one model seat.
 
     ``model`` is the model id sent with each request; ``temperature`` and ``max_tokens`` are
-    sampling settings; ``max_calls`` bounds the model calls of one wake (a call to
-    ``get_state`` or a refused argument costs one and asks again).
+    sampling settings (None: not sent); ``max_tool_rounds`` bounds the replies whose calls are
+    made per negotiation.
     """
 
     model: str
     transport: Transport
-    temperature: float = 0.0
-    max_tokens: int = 256
-    max_calls: int = 3
+    temperature: float | None = 0.0
+    max_tokens: int | None = 256
+    max_tool_rounds: int = MAX_TOOL_ROUNDS
     rules: Rules = DEFAULT_RULES
     log: Path | None = None
     calls: list[ModelCall] = field(default_factory=list)
@@ -156,9 +172,9 @@ class LLMOpponent:
         """The opponent's spec, as stored with results."""
         return f"{LLM_PREFIX}{self.model}"
 
-    def __call__(self, view: SeatView, rng: random.Random) -> _LLMAgent:
+    def __call__(self, view: SeatView, rng: random.Random) -> ModelSeat:
         del rng  # the model's sampling is its own; temperature 0 by default
-        return _LLMAgent(self, view)
+        return ModelSeat(self, view)
 
     def record(self, call: ModelCall) -> None:
         """Keep one call (and append it to the log file, if any)."""
@@ -168,129 +184,128 @@ class LLMOpponent:
                 with self.log.open("a", encoding="utf-8") as out:
                     out.write(call.to_json() + "\n")
 
+    def body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The request for the conversation so far."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": json.loads(json.dumps(messages)),
+            "tools": model_seat.tools(self.rules),
+        }
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        return body
 
-class _LLMAgent:
-    """One negotiation of an LLMOpponent: a conversation carried across wakes."""
+
+Step = Generator[Action | float, str, None]
+"""The seat's play: yields the action or the wait (its timeout) that starts a call, is sent
+the text its result reads once it settled."""
+
+
+class ModelSeat:
+    """One negotiation of an ``LLMOpponent``: the one model seat, played in place."""
 
     def __init__(self, owner: LLMOpponent, view: SeatView) -> None:
         self._owner = owner
+        self._view = view
         self._key = f"{view.scenario.id}/{view.role}"
-        self._messages: list[dict[str, Any]] = [
-            {"role": "user", "content": briefing(view, owner.rules)}
-        ]
-        self._pending: list[str] = []  # tool call ids answered at the next wake
-        self._seen = 0
+        self.messages: list[dict[str, Any]] = model_seat.opening(briefing(view, owner.rules))
+        """The conversation in the wire form (call ids, arguments as JSON strings)."""
         self._n = 0
+        self._seat: OtherSeat | None = None
+        self._play: Step = self._steps()
+        self._started = False
 
-    def act(self, observation: Observation) -> Decision:
-        """One wake: tell the model what happened, let it act through tool calls."""
-        self._tell(observation)
-        actions: list[Action] = []
-        for _ in range(self._owner.max_calls):
-            message = self._call()
-            self._messages.append(message)
-            calls = message.get("tool_calls") or []
-            if not calls:
-                break  # a text reply ends the turn
-            again = False
-            for call in calls:
-                outcome = self._action(call, observation)
-                if isinstance(outcome, str):  # answered at once: get_state or a bad call
-                    self._answer(call["id"], outcome)
-                    again = True
-                else:
-                    self._pending.append(call["id"])
-                    if outcome is not None:
-                        actions.append(outcome)
-            if not again:
-                break
-        return Decision(actions=tuple(actions), wait=WAIT_S)
-
-    def _tell(self, observation: Observation) -> None:
-        update = seat_text.view_text(observation, self._seen)
-        self._seen = len(observation.events)
-        if not self._pending:
-            self._messages.append({"role": "user", "content": update})
+    def turn(
+        self, seat: OtherSeat, result: ActionResult | WaitResult | RuleViolation | None
+    ) -> None:
+        """Start the seat's next call (``InPlace``)."""
+        self._seat = seat
+        try:
+            if not self._started:
+                self._started = True
+                step = next(self._play)
+            else:
+                assert result is not None
+                step = self._play.send(result_text(result, seat.role, self._view.scenario.currency))
+        except StopIteration:
+            seat.sit_out()
             return
-        *earlier, last = self._pending
-        for call_id in earlier:
-            self._answer(call_id, "Done.")
-        self._answer(last, update)
-        self._pending = []
+        if isinstance(step, float | int):
+            seat.sleep(float(step))
+        else:
+            seat.submit(step)
 
-    def _answer(self, call_id: str, content: str) -> None:
-        self._messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+    def _steps(self) -> Step:
+        rounds = 0
+        while True:
+            message = self._ask()
+            calls: list[dict[str, Any]] = message.get("tool_calls") or []
+            if not calls or rounds >= self._owner.max_tool_rounds:
+                return
+            rounds += 1
+            for call in calls:
+                text = yield from self._run(call)
+                self.messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+            seat = self._seat
+            assert seat is not None
+            if not seat.calls.referee.is_open:
+                return
 
-    def _call(self) -> dict[str, Any]:
+    def _run(self, call: Mapping[str, Any]) -> Generator[Action | float, str, str]:
+        """One call: the text it reads (after it settled, for an action or a wait)."""
+        function = call["function"]
+        bound = model_seat.bind(function["name"], model_seat.parse_arguments(function["arguments"]))
+        if isinstance(bound, str):
+            return bound
+        tool = TOOLS_BY_NAME[bound.name]
+        try:
+            args = validate_arguments(tool, bound.arguments)
+        except ArgumentError as error:
+            return seat_text.error_text(error.payload)
+        seat = self._seat
+        assert seat is not None
+        match tool.result:
+            case "state":
+                return seat_text.state_text(seat.state())
+            case "action":
+                action = action_of(args)
+                assert action is not None
+                return (yield action)
+            case "wait":
+                assert isinstance(args, WaitArgs)
+                return (yield float(args.timeout_s))
+            case _:
+                assert_never(tool.result)
+
+    def _ask(self) -> dict[str, Any]:
+        """One model call on the conversation so far; its reply joins the conversation."""
         owner = self._owner
-        body: dict[str, Any] = {
-            "model": owner.model,
-            "messages": json.loads(json.dumps(self._messages)),
-            "tools": TOOL_SCHEMAS,
-            "temperature": owner.temperature,
-            "max_tokens": owner.max_tokens,
-        }
+        body = owner.body(self.messages)
         started = time.perf_counter()
         n, self._n = self._n, self._n + 1
+        key = request_key(body)
         try:
             reply = owner.transport(self._key, body)
             message = _message(reply)
         except OpponentError as exc:
-            owner.record(
-                ModelCall(self._key, n, body, None, str(exc), time.perf_counter() - started)
-            )
+            seconds = time.perf_counter() - started
+            owner.record(ModelCall(self._key, n, body, None, str(exc), seconds, key))
             raise
-        owner.record(ModelCall(self._key, n, body, reply, None, time.perf_counter() - started))
+        owner.record(ModelCall(self._key, n, body, reply, None, time.perf_counter() - started, key))
+        self.messages.append(message)
         return message
-
-    def _action(self, call: Mapping[str, Any], observation: Observation) -> Action | str | None:
-        """The action behind a tool call; None for wait; text to answer at once otherwise."""
-        function = call.get("function") or {}
-        name = function.get("name")
-        tool = _TOOLS.get(name) if isinstance(name, str) else None
-        if tool is None:
-            refusal = seat_text.error_payload(
-                ErrorCode.INVALID_ACTION, f"There is no tool named {name!r}."
-            )
-            return seat_text.error_text(refusal)
-        try:
-            args = validate_arguments(tool, _arguments(function.get("arguments")))
-        except ArgumentError as error:
-            return seat_text.error_text(error.payload)
-        except ValueError:
-            refusal = ToolErrorPayload(
-                code=SessionErrorCode.INVALID_ARGUMENTS,
-                message=f"arguments must be a JSON object. Call {tool.name} again with its "
-                "listed arguments.",
-            )
-            return seat_text.error_text(refusal)
-        match tool.result:
-            case "action":
-                return action_of(args)
-            case "wait":
-                return None
-            case "state":
-                return seat_text.observation_state_text(observation)
-            case _:
-                assert_never(tool.result)
-
-
-def _arguments(raw: Any) -> dict[str, Any]:
-    if raw is None or raw == "":
-        return {}
-    value = json.loads(raw) if isinstance(raw, str) else raw
-    if not isinstance(value, dict):
-        raise ValueError("arguments must be a JSON object")
-    return value
 
 
 def _message(reply: Mapping[str, Any]) -> dict[str, Any]:
-    """The assistant message of a chat-completions reply, as it goes back into the history."""
+    """The assistant message of a chat-completions reply, as it goes back into the history
+    (no text: ``content`` null, as the lean client of the ``llm:`` seat stores it)."""
     try:
         message = reply["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
         raise OpponentError("opponent model reply has no message") from None
-    out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+    out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or None}
     calls = [
         {
             "id": call.get("id") or f"call_{i}",
@@ -313,6 +328,10 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _number(value: Any, kind: Callable[[Any], Any]) -> Any:
+    return None if value is None else kind(value)
+
+
 def training_opponent(
     spec: str,
     *,
@@ -321,7 +340,7 @@ def training_opponent(
     roster: Mapping[str, Mapping[str, Any]] | None = None,
     log: Path | None = None,
     rules: Rules = DEFAULT_RULES,
-) -> str | AgentFactory:
+) -> str | LLMOpponent:
     """What ``BargainToolEnv(opponent=...)`` takes for a spec: a scripted spec (checked),
     ``llm:MODEL`` against ``base_url``, or the name of a roster entry (``model``, ``base_url``,
     ``api_key``, ``temperature``, ``max_tokens`` keys). Raises AgentSpecError if unknown."""
@@ -331,8 +350,8 @@ def training_opponent(
         return LLMOpponent(
             model=str(entry["model"]),
             transport=openai_transport(entry.get("base_url"), entry.get("api_key")),
-            temperature=float(entry.get("temperature", 0.0)),
-            max_tokens=int(entry.get("max_tokens", 256)),
+            temperature=_number(entry.get("temperature"), float),
+            max_tokens=_number(entry.get("max_tokens"), int),
             rules=rules,
             log=log,
         )
@@ -350,10 +369,12 @@ def training_opponent(
 __all__: Sequence[str] = [
     "LLMOpponent",
     "ModelCall",
+    "ModelSeat",
     "OpponentError",
     "Transport",
     "load_calls",
     "openai_transport",
     "replay_transport",
+    "request_key",
     "training_opponent",
 ]

@@ -84,7 +84,7 @@ class _Call:
 
 
 @dataclass(slots=True)
-class _RecordingSeat:
+class RecordingSeat:
     """The scripted player's seat: each call goes through ``call_tool`` on a ``LocalSeat``
     (what BargainToolEnv's tools do), and is written down with the text it returned."""
 
@@ -139,7 +139,7 @@ def replay_calls(
     theirs = _scripted(record.seller if role == "buyer" else record.buyer, "opponent")
     house = theirs.factory(seat_view(scenario, them), seat_rng(seed, scenario.id, them))
     local = LocalSeat(scenario, role, house, rules)
-    seat = _RecordingSeat(local)
+    seat = RecordingSeat(local)
     context = SeatContext(role=role, rules=rules, seed=seed)
 
     async def play() -> None:

@@ -38,6 +38,7 @@ from dealroom.play.registry import resolve
 from dealroom.protocol import DEFAULT_RULES, AgentFactory, Role, Rules, Tier
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.tools import ArgumentsForm, with_arguments
+from dealroom.training._seat import OpponentFactory
 from dealroom.training.lengths import (
     Lengths,
     Row,
@@ -105,7 +106,7 @@ class SFTSettings(Common):
 class GRPOSettings(Common):
     """GRPO in ``BargainToolEnv`` against one opponent."""
 
-    opponent: str | AgentFactory = "boulware"
+    opponent: str | OpponentFactory = "boulware"
     role: Role = "buyer"
     tier: Tier = "mid"
     scenario_seed: int = 0

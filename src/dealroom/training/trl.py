@@ -45,7 +45,6 @@ from dealroom.protocol import (
     DEFAULT_RULES,
     TIERS,
     ActionResult,
-    AgentFactory,
     Role,
     Rules,
     RuleViolation,
@@ -71,7 +70,7 @@ from dealroom.protocol.tools import (
     seat_tools,
     validate_arguments,
 )
-from dealroom.training._seat import opponent_factory
+from dealroom.training._seat import OpponentFactory, opponent_factory
 from dealroom.training.rewards import RewardSpec
 
 TOOLS: tuple[SeatTool, ...] = seat_tools(series=False)
@@ -110,7 +109,7 @@ class BargainToolEnv(ToolMethods[str]):
     def __init__(
         self,
         *,
-        opponent: str | AgentFactory = "boulware",
+        opponent: str | OpponentFactory = "boulware",
         role: Role = "buyer",
         tier: Tier = "mid",
         seed: int = 0,
@@ -210,7 +209,17 @@ def call_tool(seat: LocalSeat, name: ToolName, arguments: Mapping[str, Any]) -> 
         payload = seat_text.error_payload(violation.code, violation.message)
         return ToolReply(payload.text(), payload)
     currency = seat.referee.scenario.currency
-    return ToolReply(seat_text.update_text(result, seat.role, currency), result)
+    return ToolReply(result_text(result, seat.role, currency), result)
+
+
+def result_text(
+    result: ActionResult | WaitResult | RuleViolation, role: Role, currency: str
+) -> str:
+    """What an action's or a wait's result reads, as the served tool writes it (a refusal by
+    the rules as ``code: sentence. hint.``)."""
+    if isinstance(result, RuleViolation):
+        return seat_text.error_payload(result.code, result.message).text()
+    return seat_text.update_text(result, role, currency)
 
 
 def _documented(fn: Callable[..., str], rules: Rules) -> Callable[..., str]:
@@ -245,4 +254,12 @@ def with_rules(rules: Rules) -> type[BargainToolEnv]:
     return _with_rules(BargainToolEnv, rules.model_dump_json())
 
 
-__all__ = ["TOOLS", "BargainToolEnv", "ToolReply", "call_tool", "separator", "with_rules"]
+__all__ = [
+    "TOOLS",
+    "BargainToolEnv",
+    "ToolReply",
+    "call_tool",
+    "result_text",
+    "separator",
+    "with_rules",
+]
