@@ -312,3 +312,20 @@ def test_a_chunk_of_seat_jobs_keeps_each_endpoint_within_its_limit() -> None:
     assert len(played) == len(jobs) == 8
     assert all(p.extra["players"] and not p.extra.get("errors") for p in played)
     assert fake.peak == 2  # two at once (the limit), never more
+
+
+def test_a_learner_plays_only_its_own_pairings_in_its_seat() -> None:
+    agents = ("trained", "boulware", "conceder")
+    both = TournamentConfig(agents=agents, learner="trained")
+    assert both.pairings() == [
+        ("trained", "boulware"),
+        ("trained", "conceder"),
+        ("boulware", "trained"),
+        ("conceder", "trained"),
+    ]
+    buyer = TournamentConfig(agents=agents, learner="trained", learner_role="buyer")
+    assert buyer.pairings() == [("trained", "boulware"), ("trained", "conceder")]
+    assert buyer.as_dict()["learner_role"] == "buyer"
+    assert "learner" not in TournamentConfig(agents=agents).as_dict()  # old runs still resume
+    with pytest.raises(TournamentError, match="not one of the agents"):
+        TournamentConfig(agents=agents, learner="nobody")

@@ -1,9 +1,10 @@
-"""Evaluation on the training surface: TRL's rollout loop, played against opponents and stored.
+"""TRL's rollout loop as a function, and ``dealroom train evaluate`` (a tournament with one
+learner).
 
 The model here is a script: it writes the tool calls of a scripted agent's SFT row (the same
-negotiation replayed), so the evaluation's conversation can be compared with the SFT row and
-its record with the scripted match. ``openai_complete`` and the CLI run against the loopback
-endpoint of tests/fake_openai.py.
+negotiation replayed), so the rollout's conversation can be compared with the SFT row and its
+record with the scripted match. The CLI runs against the loopback endpoint of
+tests/fake_openai.py.
 """
 
 from __future__ import annotations
@@ -20,14 +21,7 @@ from dealroom.engine.match import play
 from dealroom.play.registry import resolve
 from dealroom.protocol.generator import scenario_at
 from dealroom.store.results import ResultsStore
-from dealroom.training.evaluate import (
-    Completion,
-    EvalSettings,
-    evaluate,
-    openai_complete,
-    rollout,
-    wire_message,
-)
+from dealroom.training.evaluate import Completion, rollout
 from dealroom.training.sft import conversation_example, sft_example
 from dealroom.training.trl import BargainToolEnv
 from fake_openai import Text, ToolCalls, scripted, serve
@@ -134,64 +128,7 @@ def test_the_loop_stops_at_the_iteration_limit() -> None:
     assert out.record.outcome is not None  # played out with the seat silent
 
 
-def test_evaluate_stores_each_negotiation_with_its_conversation_and_resumes(tmp_path: Path) -> None:
-    settings = EvalSettings(name="trained", opponents=("boulware", "conceder"), scenarios=2)
-    model_calls = 0
-
-    def model(messages: Sequence[dict[str, Any]], tools: Any) -> Completion:
-        nonlocal model_calls
-        model_calls += 1
-        if len(messages) == 1:
-            return Completion("", (("make_offer", {"price": 1000.0}),))
-        return Completion("Waiting.")
-
-    db = tmp_path / "eval.db"
-    with ResultsStore(db) as store:
-        summary = evaluate(settings, model, store, "eval")
-        assert (summary.played, summary.skipped) == (4, 0)
-        rows = list(store.iter("eval"))
-        assert {(r.record.buyer, r.record.seller) for r in rows} == {
-            ("trained", "boulware"),
-            ("trained", "conceder"),
-        }
-        stored = rows[0].extra["players"]["buyer"]
-        example = conversation_example(rows[0].record, "buyer", stored["conversation"])
-        assert example is not None and example["messages"][0]["role"] == "user"
-        assert stored["requests"] == 2 and stored["model"] == "trained"
-        assert store.run_config("eval")["seed"] == 1
-    calls_before = model_calls
-    with ResultsStore(db) as store:
-        again = evaluate(settings, model, store, "eval")
-    assert (again.played, again.skipped) == (0, 4) and model_calls == calls_before
-
-
-def test_openai_complete_speaks_the_wire_form(tmp_path: Path) -> None:
-    brain = scripted([ToolCalls([("make_offer", {"price": 900.0}), ("wait_for_opponent", {})])])
-    with serve(brain) as fake:
-        complete = openai_complete(fake.base_url, "fake")
-        history = [
-            {"role": "user", "content": "Hello"},
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": "c1",
-                        "type": "function",
-                        "function": {"name": "get_state", "arguments": {}},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": "c1", "content": "state"},
-        ]
-        reply = complete(history, [{"type": "function", "function": {"name": "get_state"}}])
-        sent = fake.requests[-1]
-    assert reply.tool_calls == (("make_offer", {"price": 900.0}), ("wait_for_opponent", {}))
-    assert sent["messages"][1]["tool_calls"][0]["function"]["arguments"] == "{}"
-    assert sent["messages"] == [wire_message(m) for m in history]
-
-
-def test_cli_evaluate_against_a_loopback_endpoint_then_report(
+def test_cli_evaluate_is_a_tournament_of_one_learner_that_resumes_only_unchanged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "eval.db"
@@ -203,8 +140,25 @@ def test_cli_evaluate_against_a_loopback_endpoint_then_report(
             "--out", str(db),
         ]  # fmt: skip
         assert main(argv) == 0
-    err = capsys.readouterr().err
-    assert "4 negotiations played, 0 already stored" in err
+        assert "4 negotiations in" in capsys.readouterr().err
+        assert main([*argv, "--resume"]) == 0  # nothing left to play
+        assert main([*argv, "--resume", "--temperature", "0.7"]) == 2
+        assert "different configuration" in capsys.readouterr().err
+        assert main([*argv, "--resume", "--role", "seller"]) == 2
+    with ResultsStore(db) as store:
+        rows = list(store.iter("evaluate"))
+        assert store.run_config("evaluate")["learner_role"] == "buyer"
+    assert {(r.record.buyer, r.record.seller) for r in rows} == {
+        ("trained", "boulware"),
+        ("trained", "linear"),
+    }
+    stored = rows[0].extra["players"]["buyer"]
+    assert stored["model_calls"] == 2 and stored["name"] == "trained"
+    example = conversation_example(rows[0].record, "buyer", stored["conversation"])
+    assert example is not None and [m["role"] for m in example["messages"][:2]] == [
+        "user",
+        "assistant",
+    ]
     assert main(["report", str(db), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert "trained" in json.dumps(report)

@@ -283,22 +283,25 @@ def test_grpo_trains_against_an_llm_opponent(grpo_run: dict[str, Any], work: Pat
 def test_the_trained_checkpoint_is_evaluated_on_its_training_surface(
     grpo_run: dict[str, Any], work: Path
 ) -> None:
-    """The evaluation path: the GRPO checkpoint served over HTTP, played in TRL's rollout loop
-    against an opponent it was not trained against, stored, and reported."""
+    """The evaluation path: the GRPO checkpoint served over HTTP, played on the one model seat
+    (``train evaluate``: a tournament with one learner) against an opponent it was not trained
+    against, stored with its usage, and reported."""
     from dealroom.store.results import ResultsStore
-    from dealroom.training.evaluate import EvalSettings, evaluate, openai_complete
     from dealroom.training.serving import ChatModel, serve
 
     chat = ChatModel(str(grpo_run["result"].output_dir), name="trained", max_new_tokens=48)
-    settings = EvalSettings(
-        name="trained", opponents=("conceder",), scenarios=1, max_tool_calling_iterations=1
-    )
-    with serve(chat) as endpoint, ResultsStore(work / "eval.db") as store:
-        summary = evaluate(settings, openai_complete(endpoint.base_url, "trained"), store, "eval")
-        (stored,) = store.iter("eval")
-    assert summary.played == 1
-    conversation = stored.extra["players"]["buyer"]["conversation"]
-    assert conversation["messages"][0]["content"].startswith("You are the buyer")
+    with serve(chat) as endpoint:
+        argv = [
+            "train", "evaluate", "--model", "trained", "--base-url", endpoint.base_url,
+            "--opponents", "conceder", "--scenarios", "1",
+            "--max-tool-calling-iterations", "1", "--out", str(work / "eval.db"),
+        ]  # fmt: skip
+        assert main(argv) == 0
+    with ResultsStore(work / "eval.db") as store:
+        (stored,) = store.iter("evaluate")
+    seat = stored.extra["players"]["buyer"]
+    assert seat["conversation"]["messages"][0]["content"].startswith("You are the buyer")
+    assert seat["model_calls"] >= 1
     assert stored.record.buyer == "trained" and stored.record.outcome is not None
     assert main(["report", str(work / "eval.db")]) == 0
 

@@ -202,10 +202,13 @@ def _lineup(specs: list[str], args: argparse.Namespace) -> Lineup:
     roster: dict[str, Any] = {}
     entries: dict[str, Any] = {}
     probes: dict[str, str | None] = {}
-    if args.models is not None:
+    extra: list[Any] = list(getattr(args, "extra_entries", ()))
+    if args.models is not None or extra:
         from dealroom.agents import roster as rosters
 
-        loaded = rosters.load(args.models)
+        loaded = [*(rosters.load(args.models) if args.models is not None else []), *extra]
+        if len({entry.name for entry in loaded}) != len(loaded):
+            raise usage_error("two roster entries share a name")
         roster = rosters.players(loaded, llm_settings(args))
         for entry in loaded:
             if _registered(entry.name):

@@ -80,6 +80,15 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--resume", action="store_true", help="continue a run of the same configuration"
     )
     parser.add_argument("--self-play", action="store_true", help="also play each agent itself")
+    parser.add_argument(
+        "--learner",
+        metavar="AGENT",
+        help="only the pairings of this agent against the others (a trained model against "
+        "fixed opponents); default: the whole round robin",
+    )
+    parser.add_argument(
+        "--learner-role", choices=["buyer", "seller"], help="with --learner: only in this seat"
+    )
     parser.add_argument("--backend", choices=["local", "ray"], default="local")
     parser.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
     llm = parser.add_argument_group("LLM benchmarks")
@@ -193,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
             seed=_seed(args),
             self_play=args.self_play,
             entries=players.entries,
+            learner=args.learner,
+            learner_role=args.learner_role,
         )
     except TournamentError as exc:
         raise usage_error(str(exc)) from None

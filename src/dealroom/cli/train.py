@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dealroom.cli._common import positive_int, tier_list, usage_error
+from dealroom.cli._common import positive_int, usage_error
 from dealroom.cli.export_sft import add_filters, stored_examples
 from dealroom.protocol import ROLES, TIERS
 
@@ -86,37 +86,9 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     grpo.set_defaults(handler=_grpo)
 
-    evaluate = stages.add_parser(
-        "evaluate",
-        help="play a served checkpoint on its training surface against opponents",
-        description="TRL's GRPO rollout loop as a benchmark: the model behind --base-url plays "
-        "--role against each opponent on scenarios it was not trained on (--scenario-seed, "
-        "default 1), reading exactly the conversation it was trained on. Each negotiation is "
-        "stored as it ends, with the model's conversation; rerunning resumes; dealroom report "
-        "ranks the run.",
-    )
-    evaluate.add_argument("--model", required=True, help="the model id the endpoint serves")
-    evaluate.add_argument("--base-url", required=True, help="its OpenAI-compatible endpoint")
-    evaluate.add_argument("--api-key", help="its key (default: $OPENAI_API_KEY, else none)")
-    evaluate.add_argument("--name", help="the model's name in the report (default: --model)")
-    evaluate.add_argument(
-        "--opponents",
-        type=_specs,
-        required=True,
-        help="comma-separated specs: scripted, or llm:MODEL with --opponent-base-url",
-    )
-    evaluate.add_argument("--opponent-base-url", help="endpoint of the llm: opponents")
-    evaluate.add_argument("--opponent-api-key", help="its key (default: $OPENAI_API_KEY)")
-    evaluate.add_argument("--role", choices=ROLES, default="buyer", help="the model's seat")
-    evaluate.add_argument("--tiers", type=tier_list, default=["mid"], help="default: mid")
-    evaluate.add_argument("--scenarios", type=positive_int, default=20, help="per opponent, tier")
-    evaluate.add_argument("--scenario-seed", type=int, default=1)
-    evaluate.add_argument("--max-tool-calling-iterations", type=positive_int)
-    evaluate.add_argument("--temperature", type=float, default=0.0)
-    evaluate.add_argument("--max-tokens", type=positive_int)
-    evaluate.add_argument("--out", type=Path, required=True, help="results store (created)")
-    evaluate.add_argument("--run", default="evaluate", help="run name in the store")
-    evaluate.set_defaults(handler=_evaluate)
+    from dealroom.cli import train_evaluate
+
+    train_evaluate.add(stages)
 
     serve = stages.add_parser("serve", help="serve a checkpoint (OpenAI-compatible, loopback)")
     serve.add_argument("--model", required=True, help="checkpoint directory")
@@ -269,75 +241,6 @@ def _grpo(args: argparse.Namespace) -> int:
         return _report("grpo", run_grpo(settings))
 
     return _guard(run)
-
-
-def _specs(text: str) -> list[str]:
-    """argparse type: comma-separated opponent specs, each checked (llm: ones when built)."""
-    from dealroom.play.registry import AgentSpecError
-    from dealroom.training.opponents import LLM_PREFIX, training_opponent
-
-    specs = [spec.strip() for spec in text.split(",") if spec.strip()]
-    if not specs:
-        raise argparse.ArgumentTypeError("no opponent given")
-    for spec in specs:
-        if spec.startswith(LLM_PREFIX):
-            continue
-        try:
-            training_opponent(spec)
-        except AgentSpecError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    return specs
-
-
-def _evaluate(args: argparse.Namespace) -> int:
-    return _guard(lambda: _evaluate_run(args))
-
-
-def _evaluate_run(args: argparse.Namespace) -> int:
-    import os
-
-    from dealroom.store.results import ResultsStore, StoreError
-    from dealroom.training.evaluate import EvalSettings, evaluate, openai_complete
-
-    if not args.base_url.startswith(("http://", "https://")):
-        raise usage_error(f"--base-url {args.base_url!r} is not an http(s) URL")
-    from dealroom.training.opponents import training_opponent
-
-    factories = {
-        spec: training_opponent(
-            spec, base_url=args.opponent_base_url, api_key=args.opponent_api_key
-        )
-        for spec in args.opponents
-    }
-    settings = EvalSettings(
-        name=args.name or args.model,
-        opponent_factories=factories,
-        opponents=tuple(args.opponents),
-        role=args.role,
-        tiers=tuple(args.tiers),
-        scenarios=args.scenarios,
-        scenario_seed=args.scenario_seed,
-        max_tool_calling_iterations=args.max_tool_calling_iterations,
-    )
-    complete = openai_complete(
-        args.base_url,
-        args.model,
-        api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or "none",
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-    )
-    try:
-        store = ResultsStore(args.out)
-    except StoreError as exc:
-        raise usage_error(str(exc)) from None
-    with store:
-        summary = evaluate(settings, complete, store, args.run)
-    sys.stderr.write(
-        f"dealroom: {summary.played} negotiations played, {summary.skipped} already stored, "
-        f"{summary.deals} deals, mean reward {summary.mean_reward:.3f}; run {summary.run!r} in "
-        f"{args.out} (dealroom report {args.out})\n"
-    )
-    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:

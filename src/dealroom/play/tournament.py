@@ -52,7 +52,7 @@ from dealroom.engine.match import play
 from dealroom.play._orphans import end_with_driver, fate_shared
 from dealroom.play.players import Player, ScriptedPlayer, close_players
 from dealroom.play.registry import resolve_player
-from dealroom.protocol import DEFAULT_RULES, TIERS, AgentFactory, Rules, Scenario, Tier
+from dealroom.protocol import DEFAULT_RULES, TIERS, AgentFactory, Role, Rules, Scenario, Tier
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.record import NegotiationRecord
@@ -113,10 +113,19 @@ class TournamentConfig:
     rules: Rules = DEFAULT_RULES
     entries: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """What defines each named LLM entry (model, sampling, prices), recorded with the run."""
+    learner: str | None = None
+    """Only the pairings of this agent against the others (a trained model's evaluation
+    against fixed opponents); None: the whole round robin."""
+    learner_role: Role | None = None
+    """With ``learner``: only in this seat (None: both)."""
 
     def __post_init__(self) -> None:
         if len(set(self.agents)) != len(self.agents):
             raise TournamentError("each agent may appear only once")
+        if self.learner is not None and self.learner not in self.agents:
+            raise TournamentError(f"the learner {self.learner!r} is not one of the agents")
+        if self.learner_role is not None and self.learner is None:
+            raise TournamentError("a learner role needs a learner")
         if bad := [a for a in self.agents if not a or "/" in a]:
             raise TournamentError(f"agent specs must be non-empty and without '/': {bad}")
         if not self.pairings():
@@ -130,12 +139,16 @@ class TournamentConfig:
 
     def pairings(self) -> list[tuple[str, str]]:
         """Ordered (buyer, seller) pairs: both seats for every two agents."""
-        return [
+        pairs = [
             (buyer, seller)
             for buyer in self.agents
             for seller in self.agents
             if self.self_play or buyer != seller
         ]
+        if self.learner is None:
+            return pairs
+        seats = {"buyer": (0,), "seller": (1,), None: (0, 1)}[self.learner_role]
+        return [pair for pair in pairs if any(pair[i] == self.learner for i in seats)]
 
     def as_dict(self) -> dict[str, Any]:
         """The configuration as stored beside the run (JSON-ready)."""
@@ -147,6 +160,8 @@ class TournamentConfig:
             "self_play": self.self_play,
             "rules": self.rules.model_dump(mode="json"),
             **({"entries": dict(self.entries)} if self.entries else {}),
+            **({"learner": self.learner} if self.learner is not None else {}),
+            **({"learner_role": self.learner_role} if self.learner_role is not None else {}),
         }
 
     def jobs(self, run: str = DEFAULT_RUN) -> list[Job]:
