@@ -160,3 +160,22 @@ def test_an_llm_spec_is_an_opponent_of_the_tool_environment_only(
 def test_a_person_cannot_be_an_environments_opponent() -> None:
     with pytest.raises(AgentSpecError, match="plays through a seat"):
         BargainToolEnv(opponent="human").reset()
+
+
+def test_a_roster_entry_of_the_tournament_is_a_grpo_opponent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dealroom.cli.train import _roster
+
+    models = tmp_path / "models.toml"
+    models.write_text(
+        '[models.frontier]\nmodel = "gpt-x"\nendpoint = "http://127.0.0.1:9/v1"\n'
+        'key_env = "FRONTIER_KEY"\ntemperature = 0.3\nmax_tokens = 64\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("FRONTIER_KEY", "sk-roster")
+    opponent = training_opponent("frontier", roster=_roster(models))
+    assert isinstance(opponent, LLMOpponent)
+    assert (opponent.model, opponent.temperature, opponent.max_tokens) == ("gpt-x", 0.3, 64)
+    with pytest.raises(AgentSpecError):
+        training_opponent("nobody", roster=_roster(models))

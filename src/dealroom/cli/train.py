@@ -63,7 +63,15 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     grpo = stages.add_parser("grpo", help="GRPO in the environment against an opponent")
     grpo.add_argument(
-        "--opponent", default="boulware", help="scripted spec or llm:MODEL (default: boulware)"
+        "--opponent",
+        default="boulware",
+        help="scripted spec, llm:MODEL, or the name of a --models entry (default: boulware)",
+    )
+    grpo.add_argument(
+        "--models",
+        type=Path,
+        metavar="FILE.toml",
+        help="the tournament's roster: --opponent may name an entry (endpoint, key, sampling)",
     )
     grpo.add_argument("--base-url", help="OpenAI-compatible endpoint of an llm: opponent")
     grpo.add_argument("--api-key", help="its key (default: $OPENAI_API_KEY)")
@@ -219,7 +227,11 @@ def _grpo(args: argparse.Namespace) -> int:
         from dealroom.training.trainers import GRPOSettings, read_rows, run_grpo
 
         opponent = training_opponent(
-            args.opponent, base_url=args.base_url, api_key=args.api_key, log=args.opponent_log
+            args.opponent,
+            base_url=args.base_url,
+            api_key=args.api_key,
+            roster=_roster(args.models),
+            log=args.opponent_log,
         )
         settings = GRPOSettings(
             **_common(args),
@@ -241,6 +253,29 @@ def _grpo(args: argparse.Namespace) -> int:
         return _report("grpo", run_grpo(settings))
 
     return _guard(run)
+
+
+def _roster(path: Path | None) -> dict[str, dict[str, Any]] | None:
+    """The roster's entries as training opponents (keys read from their variables now)."""
+    if path is None:
+        return None
+    from dealroom.agents import roster
+
+    try:
+        entries = roster.load(path)
+        return {
+            entry.name: {
+                "model": entry.model,
+                "base_url": entry.endpoint,
+                "api_key": roster.api_key(entry),
+                "temperature": entry.temperature,
+                "max_tokens": entry.max_tokens,
+            }
+            for entry in entries
+            if not entry.litellm
+        }
+    except roster.RosterError as exc:
+        raise usage_error(str(exc)) from None
 
 
 def _serve(args: argparse.Namespace) -> int:
