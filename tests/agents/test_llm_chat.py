@@ -290,3 +290,32 @@ def test_the_environments_proxy_is_used_unless_no_proxy_names_the_host(
     assert local.proxy is None  # no HTTP_PROXY for plain http
     monkeypatch.setenv("NO_PROXY", "api.openai.com")
     assert ChatCompletions("m", api_key="k").proxy is None
+
+
+def test_cached_and_reasoning_tokens_are_read_and_priced_apart() -> None:
+    from dealroom.agents.llm import Prices
+
+    message = {"role": "assistant", "content": "Hi."}
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 50,
+        "prompt_tokens_details": {"cached_tokens": 800},
+        "completion_tokens_details": {"reasoning_tokens": 30},
+    }
+    body = {"choices": [{"message": message, "finish_reason": "stop"}], "usage": usage}
+    reply = parse_reply(body, "m").completion
+    assert (reply.cached_tokens, reply.reasoning_tokens) == (800, 30)
+    meter = Meter()
+    meter._count(reply, 0.1)  # type: ignore[attr-defined]
+    data = meter.usage.as_dict()
+    assert (data["cached_input_tokens"], data["reasoning_tokens"]) == (800, 30)
+    prices = Prices(input_per_million=2.0, output_per_million=8.0, cached_input_per_million=0.5)
+    assert prices.cost(1000, 50, 800) == (200 * 2.0 + 800 * 0.5 + 50 * 8.0) / 1e6
+    assert Prices(2.0, 8.0).cost(1000, 50, 800) == (1000 * 2.0 + 50 * 8.0) / 1e6
+    # A cached count above the input (a broken endpoint) is capped at it.
+    huge = parse_reply(
+        {**body, "usage": {**usage, "prompt_tokens_details": {"cached_tokens": 10**9}}}, "m"
+    )
+    capped = Meter()
+    capped._count(huge.completion, 0.1)  # type: ignore[attr-defined]
+    assert capped.usage.cached_input_tokens == 1000

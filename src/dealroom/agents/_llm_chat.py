@@ -84,6 +84,10 @@ class ModelReply:
     """As the endpoint reported it (the meter counts only non-negative integers)."""
     output_tokens: object
     finish_reason: str | None = None
+    cached_tokens: object = 0
+    """Of the input tokens, those read from the endpoint's prompt cache (as reported)."""
+    reasoning_tokens: object = 0
+    """Of the output tokens, those spent on reasoning (as reported)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,8 +325,12 @@ def parse_reply(data: dict[str, Any], model: str) -> ParsedReply:
     one whose fields have the wrong types."""
     usage = data.get("usage")
     input_tokens = output_tokens = None
+    cached: object = 0
+    reasoning: object = 0
     if isinstance(usage, dict):
         input_tokens, output_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
+        reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens")
     choices = data.get("choices")
     if not choices:
         error = data.get("error")
@@ -337,7 +345,9 @@ def parse_reply(data: dict[str, Any], model: str) -> ParsedReply:
     message = choice.get("message")
     if message is None:
         return ParsedReply(
-            None, None, ModelReply((), input_tokens or 0, output_tokens or 0, finish)
+            None,
+            None,
+            ModelReply((), input_tokens or 0, output_tokens or 0, finish, cached, reasoning),
         )
     if not isinstance(message, dict):
         raise _malformed("'message' is not an object")
@@ -357,6 +367,8 @@ def parse_reply(data: dict[str, Any], model: str) -> ParsedReply:
         input_tokens or 0,
         output_tokens or 0,
         finish,
+        cached,
+        reasoning,
     )
     if not text and not refusal and not calls:
         return ParsedReply(None, None, completion)
@@ -374,6 +386,12 @@ def parse_reply(data: dict[str, Any], model: str) -> ParsedReply:
         wire["tool_calls"] = [_wire_call(call, model) for call in calls]
     wire.update(_replayed_reasoning(message, model))
     return ParsedReply(stored, wire, completion)
+
+
+def _detail(usage: dict[str, Any], group: str, key: str) -> object:
+    """A count inside a usage breakdown (``prompt_tokens_details.cached_tokens``), 0 if absent."""
+    details = usage.get(group)
+    return details.get(key, 0) if isinstance(details, dict) else 0
 
 
 def _string(message: dict[str, Any], key: str) -> str:

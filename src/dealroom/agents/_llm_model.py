@@ -87,6 +87,10 @@ class Usage:
     """Attempts that raised (retried or not)."""
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    """Of ``input_tokens``, those the endpoint reported as read from its prompt cache."""
+    reasoning_tokens: int = 0
+    """Of ``output_tokens``, those the endpoint reported as reasoning."""
     latency_s: float = 0.0
     """Wall-clock seconds spent in successful model calls."""
     latencies_s: list[float] = field(default_factory=list[float])
@@ -101,6 +105,8 @@ class Usage:
             "failed_attempts": self.failed_attempts,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
             "latency_s": round(self.latency_s, 4),
             "latency_p50_s": round(lat[len(lat) // 2], 4) if lat else None,
             "latency_max_s": round(lat[-1], 4) if lat else None,
@@ -178,6 +184,9 @@ class Meter:
         usage.bad_token_counts += sum(c != r for c, r in zip(counted, reported, strict=True))
         usage.input_tokens += counted[0]
         usage.output_tokens += counted[1]
+        # Parts of the counts above: never more than them, whatever the endpoint says.
+        usage.cached_input_tokens += min(reported_tokens(completion.cached_tokens), counted[0])
+        usage.reasoning_tokens += min(reported_tokens(completion.reasoning_tokens), counted[1])
         usage.latency_s += latency
         usage.latencies_s.append(latency)
 

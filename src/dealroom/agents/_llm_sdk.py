@@ -108,10 +108,13 @@ class _ItemConversation:
         self.items.extend(response.to_input_items())
         calls = [i for i in response.output if isinstance(i, ResponseFunctionToolCall)]
         self._calls.update((call.call_id, call) for call in calls)
+        usage = response.usage
         return ModelReply(
             tuple(ToolCall(call.call_id, call.name, call.arguments) for call in calls),
-            response.usage.input_tokens,
-            response.usage.output_tokens,
+            usage.input_tokens,
+            usage.output_tokens,
+            cached_tokens=usage.input_tokens_details.cached_tokens or 0,
+            reasoning_tokens=usage.output_tokens_details.reasoning_tokens or 0,
         )
 
     def messages(self) -> list[dict[str, Any]]:

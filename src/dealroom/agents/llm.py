@@ -77,11 +77,21 @@ class Prices:
 
     input_per_million: float
     output_per_million: float
+    cached_input_per_million: float | None = None
+    """Input read from the provider's prompt cache (None: billed as any input)."""
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        """USD for that many tokens."""
+    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
+        """USD for that many tokens (``cached_input_tokens`` are part of ``input_tokens``)."""
+        cached = min(cached_input_tokens, input_tokens)
+        cached_price = (
+            self.input_per_million
+            if self.cached_input_per_million is None
+            else self.cached_input_per_million
+        )
         return (
-            input_tokens * self.input_per_million + output_tokens * self.output_per_million
+            (input_tokens - cached) * self.input_per_million
+            + cached * cached_price
+            + output_tokens * self.output_per_million
         ) / 1e6
 
 
@@ -201,7 +211,9 @@ class _Game:
             **usage.as_dict(),
             "cost_usd": None
             if prices is None
-            else round(prices.cost(usage.input_tokens, usage.output_tokens), 8),
+            else round(
+                prices.cost(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens), 8
+            ),
             **self.stats.as_dict(),
             "conversation": self.conversation(),
         }

@@ -12,6 +12,7 @@ One table per entry; its name is the agent spec (what stores and reports show)::
     concurrency = 32                           # negotiations in flight on this endpoint
     input_price = 0.40                         # USD per million input tokens
     output_price = 1.60                        # USD per million output tokens
+    cached_input_price = 0.10                  # optional: input read from the prompt cache
 
 Entries on the same endpoint share one limit (the smallest ``concurrency`` given for it).
 Everything is checked before a negotiation starts, each as one sentence (``RosterError``):
@@ -66,6 +67,7 @@ class RosterEntry(BaseModel):
     concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1, le=4096)
     input_price: float | None = Field(default=None, ge=0)
     output_price: float | None = Field(default=None, ge=0)
+    cached_input_price: float | None = Field(default=None, ge=0)
 
     @property
     def litellm(self) -> bool:
@@ -75,7 +77,10 @@ class RosterEntry(BaseModel):
     def describe(self) -> dict[str, object]:
         """What a run records about the entry (no secrets): resuming with other settings is
         refused."""
-        return self.model_dump(mode="json", exclude={"name", "concurrency"})
+        data = self.model_dump(mode="json", exclude={"name", "concurrency"})
+        if data["cached_input_price"] is None:  # as runs recorded before it existed
+            del data["cached_input_price"]
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +106,11 @@ class RosterPlayer:
             tracing=self.settings.tracing,
             prices=None
             if entry.input_price is None or entry.output_price is None
-            else Prices(input_per_million=entry.input_price, output_per_million=entry.output_price),
+            else Prices(
+                input_per_million=entry.input_price,
+                output_per_million=entry.output_price,
+                cached_input_per_million=entry.cached_input_price,
+            ),
         )
         model = entry.endpoint if entry.litellm else entry.model
         base_url = None if entry.litellm else entry.endpoint
@@ -151,6 +160,8 @@ def _entry(path: Path, name: str, table: object) -> RosterEntry:
             )
     if (entry.input_price is None) != (entry.output_price is None):
         raise RosterError(f"{where}: give both input_price and output_price, or neither")
+    if entry.cached_input_price is not None and entry.input_price is None:
+        raise RosterError(f"{where}: cached_input_price needs input_price and output_price")
     return entry
 
 
