@@ -23,6 +23,7 @@ import pytest
 
 from dealroom.cli import main
 from dealroom.play.tournament import TournamentConfig
+from dealroom.store import paid as paid_calls
 from dealroom.store.results import ResultsStore, StoredNegotiation
 from fake_openai import FakeOpenAI, flaky, negotiator, serve, with_latency
 from room_server import share_schema_validators
@@ -158,7 +159,7 @@ def count_rows(path: Path) -> int:
 
 
 def test_an_llm_round_robin_stores_exact_usage_survives_kill_9_and_a_budget_stop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("FAKE_KEY", "sk-test")
     out = tmp_path / "llm.db"
@@ -226,6 +227,24 @@ def test_an_llm_round_robin_stores_exact_usage_survives_kill_9_and_a_budget_stop
         for row in after.values()
         for data in row.extra.get("players", {}).values()
     )
+    # Every model call was journaled as it returned: the kill's lost plays were paid for, and
+    # the report counts them apart ("paid, not stored").
+    paid = list(paid_calls.read(paid_calls.paid_path(out)))
+    kept = {row.extra.get("attempt") for row in after.values()}
+    lost = [line for line in paid if line["attempt"] not in kept]
+    stored_calls = sum(
+        data["model_calls"]
+        for row in after.values()
+        for data in row.extra.get("players", {}).values()
+    )
+    assert lost and len(paid) == stored_calls + len(lost)
+    capsys.readouterr()
+    assert main(["report", str(out), "--json"]) == 0
+    totals = json.loads(capsys.readouterr().out)["usage"]["totals"]
+    assert totals["unstored_calls"] == len(lost) and totals["model_calls"] == stored_calls
+    assert totals["unstored_cost_usd"] == pytest.approx(sum(x["cost_usd"] for x in lost))
+    assert main(["report", str(out)]) == 0
+    assert f"paid, not stored: {len(lost)} model calls" in capsys.readouterr().out
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")

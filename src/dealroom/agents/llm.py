@@ -43,6 +43,7 @@ from dealroom.agents._llm_model import (
     RetryPolicy,
     build_model,
     parse_llm_spec,
+    reported_tokens,
 )
 from dealroom.agents._llm_tools import SeatTools, ToolStats, render_result
 from dealroom.client.seat import SeatClient
@@ -275,8 +276,23 @@ class _Game:
             self.context.report(self.extra())
 
     def _on_completion(self, completion: ModelReply) -> None:
-        del completion
         self._report()
+        if self.context.on_model_call is not None:
+            self.context.on_model_call(self._call_usage(completion))
+
+    def _call_usage(self, completion: ModelReply) -> dict[str, Any]:
+        """One model call's usage, counted as the meter counts it."""
+        tokens_in = reported_tokens(completion.input_tokens)
+        tokens_out = reported_tokens(completion.output_tokens)
+        cached = min(reported_tokens(completion.cached_tokens), tokens_in)
+        prices = self.settings.prices
+        return {
+            "model_calls": 1,
+            "input_tokens": tokens_in,
+            "output_tokens": tokens_out,
+            "cached_input_tokens": cached,
+            "cost_usd": None if prices is None else prices.cost(tokens_in, tokens_out, cached),
+        }
 
     def _on_result(self, name: str, result: CallToolResult) -> None:
         del name

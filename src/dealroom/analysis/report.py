@@ -44,6 +44,7 @@ def build_report(
     resamples: int = 1000,
     seed: int = 0,
     samples: int = 6,
+    paid: Iterable[Mapping[str, Any]] = (),
 ) -> Report:
     """The whole report (``Report.model_dump(mode="json")`` is its JSON). Stored negotiations
     (not bare records) also give the per-model usage of LLM seats (``dealroom.analysis.usage``)."""
@@ -78,7 +79,7 @@ def build_report(
         per_tier=tuple(_per_tier(rows, agents, tiers, est)),
         features=tuple(_features(rows, agents)),
         samples=tuple(_trajectory(r) for r in _diverse(picked, samples)),
-        usage=usage.report(),
+        usage=usage.report(paid),
     )
 
 
@@ -345,11 +346,19 @@ def usage_totals(usage: UsageReport) -> str:
     """The run's totals in one sentence."""
     t = usage.totals
     cost = "unknown (no prices)" if t.cost_usd is None else f"${t.cost_usd:,.4f}"
-    return (
+    line = (
         f"{t.model_calls:,} model calls ({t.failed_attempts:,} failed attempts), "
         f"{t.input_tokens:,} input and {t.output_tokens:,} output tokens, cost {cost}, "
         f"{t.failures:,} failed seats"
     )
+    if t.unstored_calls:
+        lost = "" if t.unstored_cost_usd is None else f", ${t.unstored_cost_usd:,.4f}"
+        line += (
+            f"; paid, not stored: {t.unstored_calls:,} model calls ({t.unstored_input_tokens:,} "
+            f"input and {t.unstored_output_tokens:,} output tokens{lost}) of plays lost before "
+            "they were stored"
+        )
+    return line
 
 
 def usage_lines(usage: UsageReport) -> list[str]:

@@ -61,6 +61,12 @@ class UsageTotals(BaseModel):
     cost_usd: float | None
     """None if no seat had prices; otherwise the sum over the seats that had."""
     failures: int
+    unstored_calls: int = 0
+    """Model calls paid for in plays of negotiations that no stored row kept (a run killed
+    before it stored them, replayed on ``--resume``): from ``<store>.paid.jsonl``."""
+    unstored_input_tokens: int = 0
+    unstored_output_tokens: int = 0
+    unstored_cost_usd: float | None = None
 
 
 class UsageReport(BaseModel):
@@ -115,9 +121,12 @@ class UsageCollector:
 
     def __init__(self) -> None:
         self._by_agent: dict[str, _Sum] = {}
+        self._kept: set[str] = set()
 
     def add(self, record: NegotiationRecord, extra: Mapping[str, Any]) -> None:
         """Count every seat of one negotiation whose player reported model usage."""
+        if isinstance(attempt := extra.get("attempt"), str):
+            self._kept.add(attempt)
         players = extra.get("players", {})
         errors = extra.get("errors", {})
         seats = {seat.role: seat for seat in m.seats_of(record)}
@@ -127,9 +136,11 @@ class UsageCollector:
             agent = record.buyer if role == "buyer" else record.seller
             self._by_agent.setdefault(agent, _Sum()).add(data, role in errors, seats[role])
 
-    def report(self) -> UsageReport | None:
-        """The per-model rows (by agent name) and the totals."""
-        if not self._by_agent:
+    def report(self, paid: Iterable[Mapping[str, Any]] = ()) -> UsageReport | None:
+        """The per-model rows (by agent name) and the totals; ``paid``: the run's journaled
+        model calls, of which those of attempts no stored row kept are counted apart."""
+        lost = [line for line in paid if line.get("attempt") not in self._kept]
+        if not self._by_agent and not lost:
             return None
         rows = tuple(_row(agent, s) for agent, s in sorted(self._by_agent.items()))
         sums = list(self._by_agent.values())
@@ -141,8 +152,22 @@ class UsageCollector:
             output_tokens=sum(s.tokens_out for s in sums),
             cost_usd=round(sum(s.cost for s in priced), 6) if priced else None,
             failures=sum(s.failures for s in sums),
+            **_unstored(lost),
         )
         return UsageReport(models=rows, totals=totals)
+
+
+def _unstored(lost: list[Mapping[str, Any]]) -> dict[str, Any]:
+    def total(key: str) -> int:
+        return sum(n for line in lost if isinstance(n := line.get(key), int) and n >= 0)
+
+    costs = [c for line in lost if isinstance(c := line.get("cost_usd"), int | float)]
+    return {
+        "unstored_calls": len(lost),
+        "unstored_input_tokens": total("input_tokens"),
+        "unstored_output_tokens": total("output_tokens"),
+        "unstored_cost_usd": round(sum(costs), 6) if costs else None,
+    }
 
 
 def _ratio(a: float, b: float) -> float | None:

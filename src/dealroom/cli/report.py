@@ -10,6 +10,7 @@ from pathlib import Path
 from dealroom.analysis.report import build_report, format_report
 from dealroom.analysis.report_html import render_html
 from dealroom.cli._common import positive_int, usage_error
+from dealroom.store import paid as paid_calls
 from dealroom.store.results import ResultsStore, StoreError
 
 
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
             config=store.run_config(name),
             resamples=args.resamples,
             seed=args.seed,
+            paid=list(paid_calls.read(paid_calls.paid_path(store.path), name)),
         )
     if args.html is not None:
         try:

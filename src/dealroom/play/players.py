@@ -41,6 +41,10 @@ class SeatContext:
     rules: Rules
     seed: Seed = 0
     """What players that draw random numbers draw under (the room's secret in served play)."""
+    on_model_call: Callable[[Mapping[str, Any]], None] | None = None
+    """Set by a tournament: a player that calls a model hands it each call's usage (tokens,
+    cost) the moment the call returns, so calls paid for are known even if the negotiation is
+    never stored (``dealroom.store.paid``)."""
     report: Callable[[Mapping[str, Any]], None] | None = None
     """Set when a server's room records the negotiation itself: a player that returns data
     (an LLM seat: usage, counts, its conversation) also hands it here each time it changes,

@@ -23,8 +23,9 @@ error stored beside the negotiation under ``errors``.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,10 +95,12 @@ async def play_match(
     store: ResultsStore | None = None,
     key: str | None = None,
     run: str = "",
+    on_model_call: Callable[[Role, Mapping[str, Any]], None] | None = None,
 ) -> MatchResult:
     """Play one negotiation to its end and return (and optionally store) its record.
 
     House agents draw under ``seed`` (default: a fresh secret, so no seat can predict them).
+    ``on_model_call`` sees each model call's usage as it returns (``SeatContext``).
     """
     seed = Secret.new() if seed is None else seed
     players: dict[Role, Player] = {"buyer": buyer, "seller": seller}
@@ -133,7 +136,8 @@ async def play_match(
     with anyio.move_on_after(timeout_s) as scope:
         async with anyio.create_task_group() as group:
             for role in room.remote_roles:
-                context = SeatContext(role=role, rules=rules, seed=seed)
+                paid = None if on_model_call is None else functools.partial(on_model_call, role)
+                context = SeatContext(role=role, rules=rules, seed=seed, on_model_call=paid)
                 group.start_soon(
                     _seat_player,
                     room,

@@ -41,9 +41,11 @@ import multiprocessing.context
 import os
 import signal
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
@@ -57,6 +59,7 @@ from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret, Seed, seed_from_json, seed_json
+from dealroom.store import paid as paid_calls
 from dealroom.store.results import ResultsStore, SerializedRecord
 
 Resolver = Callable[[str], Player]
@@ -226,6 +229,8 @@ class ChunkPlayer:
     rules: Rules = DEFAULT_RULES
     concurrency: int = DEFAULT_SEAT_CONCURRENCY
     """Seat jobs of one chunk in flight at once (Ray tasks)."""
+    paid_log: Path | None = None
+    """Where each model call is journaled as it returns (``dealroom.store.paid``)."""
 
     def is_scripted(self, job: Job) -> bool:
         """Both seats are scripted: the job plays in the engine."""
@@ -249,10 +254,23 @@ class ChunkPlayer:
         """One negotiation through the seats (``players`` by spec)."""
         from dealroom.play.runner import play_match  # the MCP stack: only for seat jobs
 
+        attempt = uuid.uuid4().hex
+        log, specs = self.paid_log, {"buyer": job.buyer, "seller": job.seller}
+
+        def paid(role: Role, usage: Mapping[str, Any]) -> None:
+            if log is not None:
+                line = {"run": job.run, "key": job.key, "attempt": attempt, "role": role}
+                paid_calls.append(log, {**line, "agent": specs[role], **usage})
+
         result = await play_match(
-            job.scenario(), players[job.buyer], players[job.seller], rules=self.rules, seed=job.seed
+            job.scenario(),
+            players[job.buyer],
+            players[job.seller],
+            rules=self.rules,
+            seed=job.seed,
+            on_model_call=paid,
         )
-        return Played(SerializedRecord.of(result.record), result.extra)
+        return Played(SerializedRecord.of(result.record), {**result.extra, "attempt": attempt})
 
     def __call__(self, jobs: Sequence[Job]) -> list[Played]:
         # Serialised here, in the worker: the driver only writes rows.
@@ -599,7 +617,8 @@ class Tournament:
         ``concurrency`` at once and within each endpoint's limit (a backend that plays seats,
         Ray, takes them all). Stops early, cleanly, when ``budget`` is reached."""
         jobs = self.pending(resume=resume)
-        player = ChunkPlayer(resolver, self.config.rules, concurrency)
+        paid_log = paid_calls.paid_path(self.store.path)
+        player = ChunkPlayer(resolver, self.config.rules, concurrency, paid_log)
         backend = backend or SerialBackend()
         if backend.plays_seats:
             self._drain(backend, jobs, player, on_progress, budget)
