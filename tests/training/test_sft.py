@@ -173,3 +173,29 @@ def test_metadata_names_the_seat_and_the_result_but_no_values() -> None:
         "end_reason": "accepted",
         "key": "k1",
     }
+
+
+def test_a_stored_conversation_exports_with_the_one_seats_tools_or_not_at_all() -> None:
+    from dealroom.protocol import Rules, model_seat
+    from dealroom.training.sft import conversation_example
+
+    record = play(
+        scenario_at(0, 0, "mid"), resolve("linear"), resolve("conceder"), names=("a", "b")
+    )
+    call = {"id": "c1", "type": "function", "function": {"name": "get_state", "arguments": "{}"}}
+    one_seat = [
+        {"role": "user", "content": "You are the buyer..."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "you: the buyer"},
+    ]
+    rules = Rules(max_message_chars=500)
+    stored = {"messages": one_seat, "tools": function_schemas(rules, series=True)}
+    row = conversation_example(record, "buyer", stored, rules=rules)
+    assert row is not None and row["tools"] == model_seat.tools(rules)  # no series tool
+    # An llm: seat recorded before the one model seat: a system message, news as user messages.
+    older = [{"role": "system", "content": "How your turns work:"}, *one_seat]
+    with pytest.raises(NotReplayable, match="another surface"):
+        conversation_example(record, "buyer", {"messages": older}, rules=rules)
+    woken = [*one_seat, {"role": "user", "content": "Your turn. wait_for_opponent returned:"}]
+    with pytest.raises(NotReplayable, match="another surface"):
+        conversation_example(record, "buyer", {"messages": woken}, rules=rules)

@@ -97,9 +97,9 @@ def _example(
     run's recorded seed and rules)."""
     metadata = {"key": row.key, "run": row.run}
     conversation = row.extra.get("players", {}).get(role, {}).get("conversation")
-    if conversation:
-        return conversation_example(row.record, role, conversation, metadata=metadata)
     rules = Rules.model_validate(config["rules"]) if "rules" in config else DEFAULT_RULES
+    if conversation:
+        return conversation_example(row.record, role, conversation, rules=rules, metadata=metadata)
     seed = seed_from_json(config)
     return sft_example(
         row.record, role, seed=seed, rules=rules, arguments=arguments, metadata=metadata

@@ -43,6 +43,7 @@ from dealroom.protocol import (
     SeatState,
     ToolErrorPayload,
     WaitResult,
+    model_seat,
     other,
     seat_view,
 )
@@ -187,17 +188,27 @@ def conversation_example(
     role: Role,
     conversation: Mapping[str, Any],
     *,
+    rules: Rules = DEFAULT_RULES,
     metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """A seat whose conversation was stored with the negotiation (LLM seats, client seats of a
-    server's room): exactly the messages it read and wrote and the tools it was given, instead
-    of a transcript rebuilt from the events. None if it holds no call."""
+    server's room: an MCP client's, a person's): exactly the messages it read and wrote, with
+    the one model seat's tools under the run's ``rules`` (what TRL offers the trained model;
+    a client seat's series tool is not among them, and its calls were never stored). None if
+    it holds no call. Raises NotReplayable for a conversation on another surface (a system
+    message, or news as user messages: an ``llm:`` seat recorded before the one model seat),
+    which would teach a model a conversation it is never served."""
     messages = list(conversation.get("messages") or [])
     if len(messages) < 2:
         return None
-    tools = list(conversation.get("tools") or TOOL_SCHEMAS)
+    if any(m.get("role") != "user" for m in messages[:1]) or any(
+        m.get("role") in ("system", "user") for m in messages[1:]
+    ):
+        raise NotReplayable(
+            "another surface", f"{record.scenario.id} {role}: not the one model seat's form"
+        )
     meta = _metadata(record, role, {"source": "conversation", **(metadata or {})})
-    return {"messages": messages, "tools": tools, "metadata": meta}
+    return {"messages": messages, "tools": model_seat.tools(rules), "metadata": meta}
 
 
 def _metadata(
