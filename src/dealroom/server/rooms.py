@@ -121,7 +121,8 @@ class RoomRegistry:
     def restore(self) -> int:
         """At start, before serving: rebuild every journaled room, open negotiations included,
         with its seat tokens. Returns how many open negotiations it restored. A journal that
-        cannot be replayed is logged and left in place."""
+        cannot be replayed is logged and left in place; one behind the results store (the
+        store holds a negotiation its replay did not finish) is logged and set aside."""
         if self.journals is None:
             return 0
         restored = 0
@@ -138,16 +139,41 @@ class RoomRegistry:
                 if "spectator" in journal.header:  # journals written before spectators: none
                     digest = bytes.fromhex(journal.header["spectator"])
                     seats[digest] = _Token(digest, room_id, None)
+                behind = self._stored_ahead(room)
             except (ValueError, KeyError, TypeError, RuleViolation) as exc:
                 log.error("room journal cannot be replayed", path=str(path), error=str(exc))
                 continue
-            room.journal = self.journals.reopen(path)
+            reopened = self.journals.reopen(path)
+            if behind:
+                log.error(
+                    "room journal is behind the results store (it missed inputs); room not "
+                    "restored, journal set aside",
+                    room=room_id,
+                    replayed=room.finished,
+                    stored=behind,
+                )
+                reopened.stop()
+                continue
+            room.journal = reopened
             self._tokens.update(seats)
             self.rooms[room_id] = room
             restored += room.current.is_open
         if self.rooms:
             log.info("rooms restored", rooms=len(self.rooms), open=restored)
         return restored
+
+    def _stored_ahead(self, room: Room) -> int:
+        """The last negotiation of ``room`` that the results hold (stored or pending) if it is
+        one its replay did not finish, else 0: the journal missed inputs, and restoring it would
+        take the room back behind the store."""
+        if self.writer is None:
+            return 0
+        keys = self.writer.store.keys(room.run) | set(self.writer.pending())
+        numbers = [
+            key.removeprefix(room.key_prefix) for key in keys if key.startswith(room.key_prefix)
+        ]
+        stored = max((int(n) for n in numbers if n.isdigit()), default=0)
+        return stored if stored > room.finished else 0
 
     def _build(self, room_id: str, request: RoomRequest) -> Room:
         houses: dict[Role, House] = {}

@@ -1,0 +1,124 @@
+"""Room journals on a hostile machine: a full disk, a damaged file, a server killed at the worst
+moment. A restored room is never behind the results store, and one bad journal never stops the
+others from being restored.
+
+The full disk is real where the machine allows a mount (a 1 MiB tmpfs, ``store_faults``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_support import house_resolver, ok, share_schema_validators, tls
+from test_faults import open_room, serve_process, stored_rows
+
+from dealroom.protocol import MakeOffer, RoomRequest, WalkAway
+from dealroom.server.journal import Journals
+from dealroom.server.negotiation import RoomLimits
+from dealroom.server.rooms import RoomRegistry
+from dealroom.store.results import ResultsStore
+from dealroom.store.writer import ResultWriter
+from store_faults import fill, mount_tmpfs, unmount
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _shared_validators(monkeypatch: pytest.MonkeyPatch) -> None:
+    share_schema_validators(monkeypatch)
+
+
+@pytest.fixture
+def registries() -> Iterator[Callable[[Path], RoomRegistry]]:
+    """Registries on a store, each as a server process would open it; closed at the end."""
+    opened: list[RoomRegistry] = []
+
+    def registry_at(path: Path) -> RoomRegistry:
+        writer = ResultWriter.beside(ResultsStore(path))
+        writer.recover()
+        registry = RoomRegistry(
+            writer=writer,
+            resolve_house=house_resolver,
+            limits=RoomLimits(idle_s=0.05),
+            journals=Journals.beside(path),
+        )
+        opened.append(registry)
+        return registry
+
+    yield registry_at
+    for registry in opened:
+        registry.close()
+        registry.writer.store.close()  # type: ignore[union-attr]
+
+
+async def test_a_journal_that_missed_inputs_is_never_restored_behind_the_store(
+    tmp_path: Path, registries: Callable[[Path], RoomRegistry]
+) -> None:
+    path = tmp_path / "r.db"
+    first = registries(path)
+    created = first.create(RoomRequest(index=1, house_seller="hardliner"))
+    seat = first.seat(created.room, "buyer")
+    await seat.act(MakeOffer(price=Decimal(100)))
+    journal = Journals.beside(path).directory / f"{created.room}.jsonl"
+    missed = journal.read_text()  # what a journal that stopped here holds
+    await seat.act(WalkAway())
+    await first.rooms[created.room].save()
+    journal.write_text(missed)
+
+    second = registries(path)
+    assert second.restore() == 0
+    assert created.room not in second.rooms
+    assert second.seat_for_token(created.tokens["buyer"]) is None
+    assert not journal.exists() and journal.with_name(journal.name + ".stopped").exists()
+    assert registries(path).restore() == 0  # set aside: never replayed again
+    stored = second.writer.store.get(f"{created.room}/1")  # type: ignore[union-attr]
+    assert stored is not None and stored.record.outcome.end_reason == "walk_away"
+
+
+async def test_a_server_killed_after_its_journal_failed_on_a_full_disk_never_goes_back_in_time(
+    tmp_path: Path,
+) -> None:
+    disk = tmp_path / "disk"
+    if not mount_tmpfs(disk):
+        pytest.skip("needs root and mount(8) for a small tmpfs")
+    results = disk / "results.db"
+    journals = Journals.beside(results).directory
+    try:
+        with anyio.fail_after(60):
+            async with serve_process(results) as (url, process):
+                room, token = await open_room(url)
+                headers = {"Authorization": f"Bearer {token}"}
+                async with (
+                    httpx2.AsyncClient(headers=headers, verify=tls(), timeout=30) as http,
+                    Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+                ):
+                    await ok(client, "make_offer", price=700)
+                    filler = fill(disk)
+                    for _ in range(3):  # past the journal's last page: a line is lost
+                        await ok(client, "send_message", text="x" * 2000)
+                    filler.unlink()  # space comes back: the walk-away is stored
+                    await ok(client, "walk_away")
+                process.send_signal(signal.SIGKILL)
+                process.wait(10)
+            assert list(stored_rows(results)) == [f"{room}/1"]
+            assert not (journals / f"{room}.jsonl").exists()
+
+            async with serve_process(results) as (url, process):
+                async with httpx2.AsyncClient(verify=tls()) as http:
+                    response = await http.post(f"{url}/mcp", json={}, headers=headers)
+                assert response.status_code == 401  # the room is gone, not back in negotiation 1
+                process.terminate()
+                process.wait(10)
+        assert list(stored_rows(results)) == [f"{room}/1"]
+    finally:
+        shutil.rmtree(journals, ignore_errors=True)
+        unmount(disk)
