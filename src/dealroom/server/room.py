@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -56,8 +56,9 @@ from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret, Seed, seed_json
-from dealroom.protocol.tools import ToolName, call_messages, function_schemas
+from dealroom.protocol.tools import ToolName, function_schemas
 from dealroom.protocol.wire import ClockKind
+from dealroom.server.conversations import Conversations
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
 from dealroom.store.results import SerializedRecord
@@ -74,9 +75,6 @@ REMOTE_NAME = "mcp"
 
 RECENT_RESULTS = 20
 """How many of the last results a seat's state carries (the totals cover them all)."""
-
-MAX_LOGGED_CALLS = 1_000
-"""Most calls of one client seat kept in a negotiation's stored conversation."""
 
 PLAYER_GRACE_S = 30.0
 """Wall seconds an in-process player whose own call ended its negotiation has to take the reply
@@ -118,29 +116,6 @@ class SeatPlayer:
 
     spec: str
     play: Callable[[Room, Role], Awaitable[None]]
-
-
-@dataclass(slots=True)
-class _Conversations:
-    """What the client seats of one negotiation did and read: their calls, as OpenAI chat
-    messages (the briefing is added when they are stored)."""
-
-    number: int
-    calls: dict[Role, list[dict[str, Any]]] = field(
-        default_factory=dict[Role, list[dict[str, Any]]]
-    )
-    complete: bool = True
-    """False once a call was left out (the ``MAX_LOGGED_CALLS`` cap)."""
-    tail: bool = False
-    """True once the reply of the call that ended the negotiation is in."""
-
-    def add(self, role: Role, name: ToolName, arguments: dict[str, Any], text: str) -> None:
-        mine = self.calls.setdefault(role, [])
-        n = len(mine) // 2 + 1
-        if n > MAX_LOGGED_CALLS:
-            self.complete = False
-            return
-        mine += call_messages(f"call_{n}", name, dict(arguments), text)
 
 
 class Room:
@@ -202,7 +177,7 @@ class Room:
         """Rows of negotiations a player's own call ended, until that player is done."""
         self.journal: RoomJournal | None = None
         """Where the room's inputs are journaled (HTTP rooms), so it survives a restart."""
-        self._conversations: _Conversations | None = None
+        self._conversations: Conversations | None = None
         self._row: PendingRow | None = None
         """The last negotiation's row while the reply of the call that ended it is to come."""
         self._reports: dict[Role, Mapping[str, Any]] = {}
@@ -353,7 +328,7 @@ class Room:
             return
         kept = self._conversations
         if kept is None or kept.number != negotiation.number:
-            kept = self._conversations = _Conversations(negotiation.number)
+            kept = self._conversations = Conversations(negotiation.number)
         if not negotiation.recorded:
             kept.add(role, name, arguments, text)
             return
