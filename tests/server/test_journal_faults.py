@@ -7,8 +7,10 @@ The full disk is real where the machine allows a mount (a 1 MiB tmpfs, ``store_f
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
+import stat
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -22,6 +24,7 @@ from mcp_support import house_resolver, ok, share_schema_validators, tls
 from test_faults import open_room, serve_process, stored_rows
 
 from dealroom.protocol import MakeOffer, RoomRequest, WalkAway
+from dealroom.server.cluster_owners import journal_directory, owning
 from dealroom.server.journal import Journals
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.rooms import RoomRegistry
@@ -122,3 +125,23 @@ async def test_a_server_killed_after_its_journal_failed_on_a_full_disk_never_goe
     finally:
         shutil.rmtree(journals, ignore_errors=True)
         unmount(disk)
+
+
+def test_journals_and_their_owner_lock_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    store = tmp_path / "results.db"
+    old = os.umask(0)
+    try:
+        for index in (0, 1):  # a single server's (or worker 0's) journals, and worker 1's
+            directory = journal_directory(store, index)
+            with owning(directory, wait_s=1):
+                journal = Journals(directory).create(f"room-{index}", {"request": {}})
+                assert journal is not None
+                journal.append(1, ["start", 0.0])
+                assert mode(journal.path) == mode(directory / ".owner") == 0o600
+                assert mode(directory) == 0o700
+    finally:
+        os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)

@@ -11,8 +11,11 @@ A ``Seed`` is where a run's randomness comes from: a ``Secret`` (served play, to
 plain ``int``, the public derivation for fixed, published scenario sets, tests and training
 (anyone can recompute everything from it; never serve it to a seat that should not).
 
-The secret is stored with the run (``seed_json``), so a benchmark can publish it afterwards and
-anyone can then reproduce the run byte for byte.
+A tournament stores its secret with the run (``seed_json``), so a benchmark can publish it
+afterwards and anyone can then reproduce the run byte for byte. A served room's negotiation is
+stored with its own key instead (``negotiation_seed``): it replays that negotiation, but a seat
+that reads the store (the stdio server runs as the seat's own user) learns nothing of the
+series' later scenarios from it.
 """
 
 from __future__ import annotations
@@ -85,6 +88,18 @@ class Secret:
 
 Seed = int | Secret
 """Where a run's randomness comes from: a public int seed, or a secret (served play)."""
+
+
+def negotiation_seed(seed: Seed, scenario_id: str) -> Seed:
+    """What one negotiation of a served series draws its house randomness under, and is stored
+    with to replay it: under a secret, a key of its own (HMAC-SHA256 of the secret and the
+    scenario id), from which neither the secret nor any other negotiation's draws or scenario
+    can be computed; a public int seed is public anyway and stays itself."""
+    match seed:
+        case Secret():
+            return Secret(seed.derive(f"dealroom:negotiation:{scenario_id}"))
+        case int():
+            return seed
 
 
 def seed_json(seed: Seed) -> dict[str, Any]:

@@ -9,7 +9,8 @@ replays every journal into a fresh room (``Room.replay``), house agents deciding
 did, so clients reconnect with their tokens and go on. Tokens are journaled as SHA-256 digests
 only.
 
-A journal is one file per room, ``<store>.rooms/<room>.jsonl``: a header line (the room's
+A journal is one file per room, ``<store>.rooms/<room>.jsonl`` (0600 in a 0700 directory, as
+private as the store: ``dealroom.store.private``): a header line (the room's
 request, token digests, when it was created) and then ``{"n": negotiation, "op": [...]}``
 lines. Each line is written through to the operating system at once, in one ``write`` on a
 descriptor opened for it alone (it survives the process being killed; not a power loss; and a
@@ -41,6 +42,7 @@ import structlog
 from dealroom.engine.schedule import Scheduler
 from dealroom.protocol import ACTION_ADAPTER, Action, Agent, Referee, Role
 from dealroom.protocol.wire import ClockKind
+from dealroom.store.private import open_private, private_dir
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -216,8 +218,8 @@ class Journals:
         text = json.dumps({"created": time.time(), **header}, sort_keys=True) + "\n"
         created = False
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            with open(path, "x", encoding="utf-8") as out:
+            private_dir(self.directory, own=True)
+            with os.fdopen(open_private(path, exclusive=True), "w", encoding="utf-8") as out:
                 created = True
                 out.write(text)
         except OSError as exc:

@@ -55,7 +55,7 @@ from dealroom.protocol import (
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.protocol.secret import Secret, Seed, seed_json
+from dealroom.protocol.secret import Secret, Seed, negotiation_seed, seed_json
 from dealroom.protocol.tools import ToolName, function_schemas
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.conversations import Conversations
@@ -159,7 +159,9 @@ class Room:
         self.rules = rules
         self.clock: ClockKind = clock
         self.seed: Seed = Secret.new() if seed is None else seed
-        """What the room's house agents draw under (default: a fresh secret no seat sees)."""
+        """The series' secret (default: a fresh one no seat sees). Each negotiation's house
+        agents draw under a key derived from it for that negotiation alone, which is what the
+        store keeps (``negotiation_seed``): a seat reading the store computes no later one."""
         self.writer = writer
         self.limits = limits
         self._scenarios = scenarios
@@ -290,8 +292,9 @@ class Room:
                 SessionErrorCode.SERIES_OVER,
                 f"The series is over: all {number - 1} scenarios have been played.",
             )
+        key = negotiation_seed(self.seed, scenario.id)  # what the store keeps to replay it
         agents: dict[Role, Agent] = {
-            role: house.factory(seat_view(scenario, role), seat_rng(self.seed, scenario.id, role))
+            role: house.factory(seat_view(scenario, role), seat_rng(key, scenario.id, role))
             for role, house in self.houses.items()
         }
         negotiation = Negotiation(
@@ -455,7 +458,7 @@ class Room:
             "clock": self.clock,
             "rules": self.rules.model_dump(mode="json"),
             "seats": {role: self.name(role) for role in ROLES},
-            **seed_json(self.seed),
+            **seed_json(negotiation_seed(self.seed, scenario.id)),  # never the series' secret
             **({"errors": dict(negotiation.errors)} if negotiation.errors else {}),
             **({"participant": self.participant} if self.participant is not None else {}),
             **({"consent": self._consent_json()} if self.consent is not None else {}),
