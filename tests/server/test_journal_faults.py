@@ -7,10 +7,13 @@ The full disk is real where the machine allows a mount (a 1 MiB tmpfs, ``store_f
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -20,7 +23,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import house_resolver, ok, share_schema_validators, tls
+from mcp_support import ADMIN, house_resolver, ok, share_schema_validators, tls
 from test_faults import open_room, serve_process, stored_rows
 
 from dealroom.protocol import MakeOffer, RoomRequest, WalkAway
@@ -145,3 +148,81 @@ def test_journals_and_their_owner_lock_are_private_whatever_the_umask(tmp_path: 
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
+
+
+# -- damaged journals and spool files -------------------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+"""JSON that parses to nothing but nests too deep for any parser: RecursionError."""
+
+
+def damage(store: Path, good: str) -> dict[str, str]:
+    """Beside ``good``'s journal, journals that each fail in another way, and a spool file
+    nested too deep; the damaged rooms' ids and what their failure is called."""
+    journals = Journals.beside(store).directory
+    header = json.loads((journals / f"{good}.jsonl").read_text().splitlines()[0])
+    house_move = {"n": 1, "op": ["submit", "seller", {"type": "walk_away"}, 0.0]}
+    misfit = json.dumps({**header, "room": "room-misfit"}) + "\n" + json.dumps(house_move) + "\n"
+    (journals / "room-misfit.jsonl").write_text(misfit)  # parses, but not for this room
+    (journals / "room-deep.jsonl").write_text(DEEP + "\n")
+    body = json.dumps({**header, "room": "room-deepline"}) + "\n" + DEEP + "\n{}\n"
+    (journals / "room-deepline.jsonl").write_text(body)
+    spool = Path(f"{store}.pending")
+    spool.mkdir(exist_ok=True)
+    (spool / "deep.json").write_text(DEEP)
+    return {
+        "room-misfit": "AssertionError",
+        "room-deep": "RecursionError",
+        "room-deepline": "RecursionError",
+    }
+
+
+async def test_a_damaged_journal_or_spool_file_skips_itself_and_the_other_rooms_are_restored(
+    tmp_path: Path, registries: Callable[[Path], RoomRegistry]
+) -> None:
+    path = tmp_path / "r.db"
+    first = registries(path)
+    good = first.create(RoomRequest(index=1, house_seller="hardliner"))
+    await first.seat(good.room, "buyer").act(MakeOffer(price=Decimal(100)))
+    damaged = damage(path, good.room)
+
+    second = registries(path)  # recovers the spool: the deep file is skipped and left
+    assert second.restore() == 1
+    assert list(second.rooms) == [good.room]
+    assert second.unrestored.keys() == damaged.keys()
+    for room, kind in damaged.items():
+        assert kind in second.unrestored[room] and "\n" not in second.unrestored[room]
+    assert (Path(f"{path}.pending") / "deep.json").exists()
+
+
+async def test_a_server_starts_past_damaged_journals_and_room_show_says_which_were_not_restored(
+    tmp_path: Path, registries: Callable[[Path], RoomRegistry]
+) -> None:
+    results = tmp_path / "results.db"
+    first = registries(results)
+    good = first.create(RoomRequest(index=1, house_seller="hardliner"))
+    await first.seat(good.room, "buyer").act(MakeOffer(price=Decimal(100)))
+    damaged = damage(results, good.room)
+    first.close()
+    first.writer.store.close()  # type: ignore[union-attr]
+    with anyio.fail_after(30):
+        async with serve_process(results) as (url, process):
+            async with httpx2.AsyncClient(verify=tls()) as http:
+                admin = {"Authorization": f"Bearer {ADMIN}"}
+                shown = await http.get(f"{url}/admin/rooms/{good.room}", headers=admin)
+                assert shown.status_code == 200
+                for room, kind in damaged.items():
+                    response = await http.get(f"{url}/admin/rooms/{room}", headers=admin)
+                    assert response.status_code == 410, room
+                    assert "not restored" in response.json()["error"] and kind in response.text
+            command = [sys.executable, "-c", SHOW, "room", "show", "--server", url, "room-misfit"]
+            env = {**os.environ, "DEALROOM_ADMIN_TOKEN": ADMIN}
+            shown_cli = subprocess.run(command, env=env, capture_output=True, text=True, timeout=30)  # noqa: ASYNC221
+            process.terminate()
+            process.wait(10)
+    assert shown_cli.returncode == 2
+    (line,) = shown_cli.stderr.splitlines()
+    assert "HTTP 410" in line and "not restored" in line and "AssertionError" in line
+
+
+SHOW = "import sys; from dealroom.cli import main; sys.exit(main())"

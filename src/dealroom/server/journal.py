@@ -234,22 +234,27 @@ class Journals:
             return None
         return RoomJournal(path)
 
-    def reopen(self, path: Path) -> RoomJournal:
-        """An existing journal, to append to after it was replayed."""
-        return RoomJournal(path)
-
-    def load(self) -> Iterator[tuple[Path, JournalFile]]:
-        """Every journal in the directory, oldest first. A torn last line (the process was
-        killed mid-write) is dropped: its call never returned. A file that cannot be read is
-        logged and skipped (and left in place)."""
+    def load(self) -> Iterator[tuple[Path, JournalFile | str]]:
+        """Every journal in the directory, oldest first, read back; or, for a file that cannot
+        be read (damaged, nested too deep to parse, anything), why not (logged; the file is
+        left in place). A torn last line (the process was killed mid-write) is dropped: its
+        call never returned."""
         if not self.directory.is_dir():
             return
         paths = sorted(self.directory.glob("*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
         for path in paths:
             try:
-                yield path, _read(path)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.error("unreadable room journal left in place", path=str(path), error=str(exc))
+                read: JournalFile | str = _read(path)
+            except Exception as exc:  # one bad file must not stop the others being read
+                read = reason_of(exc)
+                log.error("unreadable room journal left in place", path=str(path), error=read)
+            yield path, read
+
+
+def reason_of(exc: BaseException) -> str:
+    """One line saying why a file could not be used."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def _read(path: Path) -> JournalFile:

@@ -9,7 +9,8 @@ Connection, request and session limits: ``dealroom.server.http_limits``.
 
     POST /admin/rooms          RoomRequest JSON -> RoomCreated JSON (201)
     GET  /admin/rooms/{room}   the room's current negotiation, with its full outcome, and how
-                               many have finished (admin only; finished ones are in the store)
+                               many have finished (admin only; finished ones are in the store);
+                               410 and why for a journaled room the start could not restore
     GET  /healthz              {"ok": true}
     /web/...                   the web pages and their data (``dealroom.server.web``)
 """
@@ -207,6 +208,9 @@ class _AdminApi:
             return refused
         room = self.registry.rooms.get(request.path_params["room"])
         if room is None:
+            why = self.registry.unrestored.get(request.path_params["room"])
+            if why is not None:  # its journal is there, but the room is not
+                return _error(410, f"room not restored at start: {why}")
             return _error(404, "no such room")
         n = room.current
         outcome = n.referee.outcome

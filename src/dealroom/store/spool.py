@@ -97,8 +97,9 @@ class Spool:
         for path in files:
             try:
                 rows.append(PendingRow.from_json(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.error("unreadable spool file left in place", path=str(path), error=str(exc))
+            except Exception as exc:  # one bad file (even nested too deep to parse) skips itself
+                error = f"{type(exc).__name__}: {str(exc)[:200]}"
+                log.error("unreadable spool file left in place", path=str(path), error=error)
         return rows
 
 
