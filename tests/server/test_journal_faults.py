@@ -24,12 +24,13 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import ADMIN, house_resolver, ok, share_schema_validators, tls
-from test_faults import open_room, serve_process, stored_rows
+from test_faults import open_room, play_in, serve_process, stored_rows
 
 from dealroom.protocol import MakeOffer, RoomRequest, WalkAway
 from dealroom.server.cluster_owners import journal_directory, owning
 from dealroom.server.journal import Journals
 from dealroom.server.negotiation import RoomLimits
+from dealroom.server.room import RoomError
 from dealroom.server.rooms import RoomRegistry
 from dealroom.store.results import ResultsStore
 from dealroom.store.writer import ResultWriter
@@ -226,3 +227,39 @@ async def test_a_server_starts_past_damaged_journals_and_room_show_says_which_we
 
 
 SHOW = "import sys; from dealroom.cli import main; sys.exit(main())"
+
+
+# -- file descriptors -----------------------------------------------------------------------------
+
+
+async def test_a_thousand_rooms_under_a_512_open_file_limit_hold_no_descriptor_and_all_journal(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.db"
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    with anyio.fail_after(120):
+        async with serve_process(results, files=512) as (url, process):
+            async with httpx2.AsyncClient(verify=tls()) as http:
+                tokens = []
+                for index in range(1_000):
+                    body = {"index": index, "house_seller": "hardliner"}
+                    response = await http.post(f"{url}/admin/rooms", json=body, headers=admin)
+                    assert response.status_code == 201, (index, response.text)
+                    tokens.append(response.json()["tokens"]["buyer"])
+            descriptors = len(os.listdir(f"/proc/{process.pid}/fd"))
+            journals = list(Journals.beside(results).directory.glob("*.jsonl"))
+            await play_in(url, tokens[-1], finish=True)  # the last room plays
+            process.terminate()
+            process.wait(10)
+    assert len(journals) == 1_000
+    assert descriptors < 100
+
+
+def test_a_room_that_cannot_journal_is_refused_and_nothing_is_opened(tmp_path: Path) -> None:
+    blocked = tmp_path / "rooms"
+    blocked.write_text("a file where the journals' directory should be")
+    registry = RoomRegistry(writer=None, resolve_house=house_resolver, journals=Journals(blocked))
+    with pytest.raises(RoomError) as refused:
+        registry.create(RoomRequest(house_seller="hardliner"))
+    assert refused.value.code == "journal_unavailable" and "\n" not in str(refused.value)
+    assert registry.rooms == {} and registry.seat_for_token("x") is None

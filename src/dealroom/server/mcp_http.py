@@ -46,6 +46,7 @@ from dealroom.server.http_limits import (
     raise_open_file_limit,
 )
 from dealroom.server.mcp_app import build_app
+from dealroom.server.room import RoomError
 from dealroom.server.rooms import SEAT_SCOPE, RoomRegistry, SeatTokens, seat_of_request
 
 log = structlog.stdlib.get_logger(__name__)
@@ -201,6 +202,8 @@ class _AdminApi:
             return _error(400, _first_error(exc))
         except ValueError as exc:
             return _error(400, str(exc))
+        except RoomError as exc:  # the server cannot journal the room now
+            return _error(503, str(exc))
         return JSONResponse(created.model_dump(mode="json"), status_code=201)
 
     async def show(self, request: Request) -> Response:

@@ -31,11 +31,12 @@ from dealroom.protocol import (
     RoomCreated,
     RoomRequest,
     Scenario,
+    SessionErrorCode,
 )
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.journal import JournalFile, Journals, RoomJournal, reason_of
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
-from dealroom.server.room import House, Room, SeatPlayer
+from dealroom.server.room import House, Room, RoomError, SeatPlayer
 from dealroom.server.seat import RoomBackend
 from dealroom.store.writer import ResultWriter
 
@@ -94,18 +95,18 @@ class RoomRegistry:
         self._ended_at: dict[str, float] = {}
 
     def create(self, request: RoomRequest) -> RoomCreated:
-        """Open a room; raises ValueError for a bad house agent spec."""
+        """Open a room; raises ValueError for a bad house agent spec, and RoomError
+        (``journal_unavailable``, nothing opened) when the server journals its rooms and this
+        one's journal cannot be created."""
         room_id = "room-" + secrets.token_hex(8)
         if request.secret is None:  # drawn once, here, so that a restored room draws the same
             request = request.model_copy(update={"secret": request.run_secret().hex()})
         room = self._build(room_id, request)
-        tokens: dict[Role, str] = {}
-        for role in room.client_roles:  # an in-process player's seat gets no token
-            token = self.token_prefix + secrets.token_urlsafe(32)
-            self._tokens[_digest(token)] = _Token(_digest(token), room_id, role)
-            tokens[role] = token
+        tokens: dict[Role, str] = {
+            role: self.token_prefix + secrets.token_urlsafe(32)
+            for role in room.client_roles  # an in-process player's seat gets no token
+        }
         spectator = self.token_prefix + secrets.token_urlsafe(32)
-        self._tokens[_digest(spectator)] = _Token(_digest(spectator), room_id, None)
         if self.journals is not None:
             digests = {role: _digest(token).hex() for role, token in tokens.items()}
             header = {
@@ -115,6 +116,15 @@ class RoomRegistry:
                 "spectator": _digest(spectator).hex(),
             }
             room.journal = self.journals.create(room_id, header)
+            if room.journal is None:
+                raise RoomError(
+                    SessionErrorCode.JOURNAL_UNAVAILABLE,
+                    "The server cannot journal a new room now (its disk or file descriptors "
+                    "ran out); no room was opened. Try again later.",
+                )
+        for role, token in tokens.items():
+            self._tokens[_digest(token)] = _Token(_digest(token), room_id, role)
+        self._tokens[_digest(spectator)] = _Token(_digest(spectator), room_id, None)
         self.rooms[room_id] = room
         self._play(room)
         log.info("room created", room=room_id, clock=request.clock, seats=list(tokens))
