@@ -234,7 +234,7 @@ async def _first_house_offer(rooms: RoomRegistry, request: RoomRequest) -> tuple
 
 async def test_the_same_secret_replays_a_room_and_fresh_secrets_differ() -> None:
     rooms = registry()
-    given = RoomRequest(house_seller="zic", secret="ab" * 16)
+    given = RoomRequest(house_seller="zic", secret="fb8e20fc2e4c3f248c60c39bd652f3c1")
     first = await _first_house_offer(rooms, given)
     assert await _first_house_offer(rooms, given) == first  # scenario and house draws alike
     fresh = [await _first_house_offer(rooms, RoomRequest(house_seller="zic")) for _ in range(2)]
@@ -243,7 +243,13 @@ async def test_the_same_secret_replays_a_room_and_fresh_secrets_differ() -> None
 
 @pytest.mark.parametrize(
     ("secret", "mentions"),
-    [("ab" * 15, "at least 128 bits"), ("xyz", "hex digits"), ("0" * 31, "hex digits")],
+    [
+        ("ab" * 15, "at least 128 bits"),
+        ("xyz", "hex digits"),
+        ("0" * 31, "hex digits"),
+        ("00" * 16, "CSPRNG"),
+        ("deadbeef" * 4, "CSPRNG"),
+    ],
 )
 async def test_a_weak_secret_is_refused_by_the_admin_api_in_one_line(
     tmp_path: Path, secret: str, mentions: str

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import re
 import secrets
 from collections.abc import Mapping
@@ -74,6 +75,22 @@ class Secret:
             raise SecretError("a secret must be an even number of hex digits (0-9, a-f)")
         return cls(bytes.fromhex(text))
 
+    @classmethod
+    def chosen(cls, text: str) -> Secret:
+        """A secret someone gives (``--secret``, ``$DEALROOM_SECRET``, the admin API): parsed
+        as ``from_hex`` does, and refused (SecretError, one line, the secret not echoed) when it
+        is obviously not from a CSPRNG: a shorter pattern repeated (one byte over and over,
+        ``deadbeef`` four times), a run counting by a fixed step, or fewer than 4 distinct
+        bytes. Each is as good as public: a guess checked offline against an opaque id. A
+        secret read back from a store is not refused (``from_hex``)."""
+        secret = cls.from_hex(text)
+        if _obviously_weak(secret.key):
+            raise SecretError(
+                "this secret repeats a pattern; draw one from a CSPRNG, e.g. "
+                "python -c 'import secrets; print(secrets.token_hex(32))'"
+            )
+        return secret
+
     def hex(self) -> str:
         """The key as hex (what ``from_hex`` reads back)."""
         return self.key.hex()
@@ -84,6 +101,12 @@ class Secret:
 
     def __repr__(self) -> str:
         return "Secret(<hidden>)"
+
+
+def _obviously_weak(key: bytes) -> bool:
+    periodic = any(key[p:] == key[:-p] for p in range(1, len(key) // 2 + 1))
+    steps = {(b - a) % 256 for a, b in itertools.pairwise(key)}
+    return periodic or len(steps) == 1 or len(set(key)) < 4
 
 
 Seed = int | Secret

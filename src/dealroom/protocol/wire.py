@@ -169,7 +169,7 @@ class RoomRequest(Model):
     @classmethod
     def _strong_secret(cls, value: str | None) -> str | None:
         if value is not None:
-            Secret.from_hex(value)  # SecretError is a ValueError: one line, no secret echoed
+            Secret.chosen(value)  # SecretError is a ValueError: one line, no secret echoed
         return value
 
     def run_secret(self) -> Secret:

@@ -90,8 +90,16 @@ async def test_the_seat_page_calls_the_same_tools_with_the_same_refusals_as_mcp(
     tmp_path: Path,
 ) -> None:
     async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
-        web = (await server.create_room(house_seller="hardliner", secret="ab" * 16))["tokens"]
-        mcp = (await server.create_room(house_seller="hardliner", secret="ab" * 16))["tokens"]
+        web = (
+            await server.create_room(
+                house_seller="hardliner", secret="fb8e20fc2e4c3f248c60c39bd652f3c1"
+            )
+        )["tokens"]
+        mcp = (
+            await server.create_room(
+                house_seller="hardliner", secret="fb8e20fc2e4c3f248c60c39bd652f3c1"
+            )
+        )["tokens"]
         async with server.seat(mcp["buyer"]) as client:
             for tool, arguments in [
                 ("make_offer", {"price": "100"}),

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from mcp_support import HttpServer, house_resolver, http_server, tls
+from mcp_support import HttpServer, house_resolver, http_server, secret_of, tls
 
 from dealroom.protocol import RoomRequest, other
 from dealroom.server.journal import Journals
@@ -94,7 +94,7 @@ async def test_no_page_a_seat_or_spectator_loads_shows_a_private_value_it_must_n
         for n in range(8):
             house = rng.choice(["boulware", "conceder", "hardliner", "accept-any"])
             where = {"house_seller": house} if n % 2 else {"house_buyer": house}
-            created = await server.create_room(**where, secret=f"{n + 1:02x}" * 16)
+            created = await server.create_room(**where, secret=secret_of(n).hex())
             room = created["spectator"]
             stream = await first_view(http, f"{server.url}/web/api/room/events", room)
             scenario = server.registry.rooms[created["room"]].current.scenario
