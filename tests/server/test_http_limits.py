@@ -123,6 +123,31 @@ async def test_the_admin_api_and_health_check_refuse_a_foreign_host_or_origin(
     assert allowed.status_code == 200
 
 
+async def test_an_origin_or_host_that_only_starts_like_an_allowed_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        port = server.url.rsplit(":", 1)[1]
+        origins = [
+            f"http://127.0.0.1:{port}.evil.example",
+            f"http://localhost:{port}@evil.example",
+            f"http://127.0.0.1:{port}/path",
+            "http://127.0.0.1:",
+        ]
+        hosts = [f"127.0.0.1:{port}.evil.example", f"localhost:{port}@evil.example"]
+        for url in (server.mcp, f"{server.url}/admin/rooms", f"{server.url}/healthz"):
+            for origin in origins:
+                response = await http.post(url, json={}, headers=admin | {"Origin": origin})
+                assert response.status_code == 403, (url, origin)
+            for host in hosts:
+                response = await http.post(url, json={}, headers=admin | {"Host": host})
+                assert response.status_code == 421, (url, host)
+        assert server.registry.rooms == {}
+        allowed = await http.get(f"{server.url}/healthz", headers={"Origin": server.url})
+    assert allowed.status_code == 200
+
+
 # -- slow requests and keep-alive -----------------------------------------------------------------
 
 

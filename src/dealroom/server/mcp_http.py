@@ -22,6 +22,7 @@ import gc
 import hmac
 from collections.abc import Iterator, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import structlog
@@ -112,7 +113,12 @@ def build_http_app(
 
 
 class _HostCheck:
-    """The Host and Origin checks of ``/mcp`` for every route (the SDK applies them to /mcp)."""
+    """The Host and Origin checks of ``/mcp`` for every route (the SDK applies them to /mcp).
+
+    The SDK compares a ``name:*`` pattern as a prefix, so ``http://127.0.0.1:80.evil.example``
+    passed as ``http://127.0.0.1:*``; here a Host or Origin is parsed first and refused unless
+    it is a name and, at most, a numeric port (an Origin also a scheme) with nothing else.
+    """
 
     def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
         self.app = app
@@ -120,11 +126,36 @@ class _HostCheck:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refused = await self.check.validate_request(Request(scope, receive))
+            request = Request(scope, receive)
+            refused = _malformed(request) or await self.check.validate_request(request)
             if refused is not None:
                 await refused(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _malformed(request: Request) -> Response | None:
+    """421 for a Host, 403 for an Origin, that is more than a name and a numeric port."""
+    host = request.headers.get("host")
+    if host is not None and not _plain(f"//{host}"):
+        log.warning("refused a malformed Host header", host=host[:100])
+        return Response("Invalid Host header", status_code=421)
+    origin = request.headers.get("origin")
+    if origin is not None and not (origin.startswith(("http://", "https://")) and _plain(origin)):
+        log.warning("refused a malformed Origin header", origin=origin[:100])
+        return Response("Invalid Origin header", status_code=403)
+    return None
+
+
+def _plain(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # ValueError for a port that is not a number
+    except ValueError:
+        return False
+    if parts.username is not None or parts.path or parts.query or parts.fragment:
+        return False
+    return bool(parts.hostname) and (port is not None or not parts.netloc.endswith(":"))
 
 
 def uvicorn_config(
