@@ -269,6 +269,24 @@ async def test_a_weak_secret_is_refused_by_the_admin_api_in_one_line(
     assert mentions in error and "\n" not in error and secret not in error
 
 
+async def test_a_message_limit_past_what_the_wire_carries_is_refused_by_the_admin_api(
+    tmp_path: Path,
+) -> None:
+    import httpx2
+    from mcp_support import ADMIN
+
+    async with http_server(tmp_path) as server, httpx2.AsyncClient() as http:
+        response = await http.post(
+            f"{server.url}/admin/rooms",
+            json={"rules": {"max_message_chars": 10**9}},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+        )
+        assert server.registry.rooms == {}
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert "max_message_chars" in error and "10000" in error and "\n" not in error
+
+
 async def test_an_agent_spec_out_of_its_range_is_refused_by_the_admin_api_in_one_line(
     tmp_path: Path,
 ) -> None:
