@@ -163,8 +163,8 @@ class WebApi:
         seat = self._seat(request)
         if isinstance(seat, Response):
             return seat
-        body = await request.body()
-        if len(body) > MAX_CALL_BYTES:
+        body = await _body_within(request, MAX_CALL_BYTES)
+        if body is None:
             return error(413, f"a call is at most {MAX_CALL_BYTES} bytes")
         try:
             data = json.loads(body)
@@ -177,6 +177,21 @@ class WebApi:
             return error(400, "arguments must be a JSON object")
         with structlog.contextvars.bound_contextvars(**seat.log_context, tool=data["tool"]):
             return JSONResponse(await _call(seat, data["tool"], arguments), headers=NO_STORE)
+
+
+async def _body_within(request: Request, limit: int) -> bytes | None:
+    """The request's body, or None once it is past ``limit`` bytes: refused on its
+    ``Content-Length`` before a byte of it is read, else as it arrives (so a huge body is never
+    held in memory; the server closes the connection on the rest)."""
+    declared = request.headers.get("content-length", "")
+    if declared.strip().isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
 
 
 async def _call(seat: RoomBackend, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
