@@ -129,6 +129,7 @@ class RoomBackend:
         An action that took effect and ended the negotiation, whose result could not be saved
         yet, raises CallRefused ``result_pending``: it says that the action counted.
         """
+        self._consented()
         negotiation = self.room.current
         try:
             try:
@@ -147,6 +148,7 @@ class RoomBackend:
 
     async def wait(self, timeout_s: float) -> WaitResult:
         """Long-poll on the current negotiation."""
+        self._consented()
         negotiation = self.room.current
         try:
             result = await negotiation.wait(self.role, timeout_s)
@@ -166,6 +168,15 @@ class RoomBackend:
             return state
         finally:
             await self.room.save()
+
+    def _consented(self) -> None:
+        """Refuse (``consent_required``) a call that plays, while the room asks the person in
+        this client seat for consent and they have not agreed: on every route (MCP, the web
+        page), as every call comes through here. ``get_state`` reads the briefing and is let
+        through; a seat played in process asks no one."""
+        if self.role in self.room.client_roles and self.room.needs_consent(self.role):
+            message = "Read the instructions and agree to take part before the first negotiation."
+            raise CallRefused(seat_text.error_payload(SessionErrorCode.CONSENT_REQUIRED, message))
 
     async def _state(self, negotiation: Negotiation) -> SeatState:
         room, role = self.room, self.role
@@ -203,6 +214,7 @@ class RoomBackend:
 
     async def new_negotiation(self) -> SeatState:
         """Next negotiation of the series."""
+        self._consented()
         try:
             self.room.new_negotiation()
         except RoomError as error:

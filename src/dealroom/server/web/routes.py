@@ -23,7 +23,7 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from dealroom.protocol import SessionErrorCode, seat_text
+from dealroom.protocol import SessionErrorCode
 from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.mcp_app import dispatch, render
@@ -205,9 +205,6 @@ async def _call(seat: RoomBackend, name: str, arguments: dict[str, Any]) -> dict
                 message=f"there is no tool {name[:64]!r}; tools: {', '.join(offered)}.",
             )
         )
-    if seat.room.needs_consent(seat.role) and spec.name != "get_state":
-        message = "Read the instructions and agree to take part before the first negotiation."
-        return _refused(seat_text.error_payload(SessionErrorCode.CONSENT_REQUIRED, message))
     try:
         args = validate_arguments(spec, arguments)
         result = await dispatch(seat, spec, args)
