@@ -9,6 +9,7 @@ socket), stops by itself when the front's pipe closes, and serves until then.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pickle
 import shutil
@@ -48,7 +49,7 @@ def run_cluster(args: argparse.Namespace) -> int:
     """Serve the front and its workers until interrupted."""
     from dealroom.server.cluster import serve_cluster
     from dealroom.server.cluster_owners import stray_journals
-    from dealroom.server.cluster_workers import WorkerFailed, Workers
+    from dealroom.server.cluster_workers import Workers
 
     args.results = args.results or default_results_path()
     if not os.environ.get(ADMIN_TOKEN_ENV):
@@ -63,6 +64,7 @@ def run_cluster(args: argparse.Namespace) -> int:
             f"{args.results}.rooms holds open rooms of worker {stray[-1]}: "
             f"start with --workers {stray[-1] + 1} or more"
         )
+    _check_owners(args.results, args.workers)
     sockets = tempfile.mkdtemp(prefix="dealroom-workers-")  # 0700: this user's only
     specs = worker_specs(args, Path(sockets))
     try:
@@ -70,11 +72,42 @@ def run_cluster(args: argparse.Namespace) -> int:
             lambda: serve_cluster(Workers(specs), host=args.host, port=args.port),
             backend_options={"use_uvloop": has_uvloop()},
         )
-    except WorkerFailed as exc:
-        raise usage_error(str(exc)) from None
+    except BaseException as exc:
+        failed = _worker_failed(exc)
+        if failed is None:
+            raise
+        raise usage_error(str(failed)) from None
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
     return 0
+
+
+def _check_owners(store: Path, workers: int) -> None:
+    """Refuse, in one line, a start on a store whose rooms another process serves (a running
+    server or cluster): each worker's journal directory is owned by one process at a time.
+    Taken and let go here, before any worker starts (each worker then takes its own)."""
+    from dealroom.server.cluster_owners import journal_directory, owning
+
+    with contextlib.ExitStack() as owned:
+        for index in range(workers):
+            try:
+                owned.enter_context(owning(journal_directory(store, index)))
+            except OSError as exc:
+                raise usage_error(str(exc)) from None
+
+
+def _worker_failed(exc: BaseException) -> Exception | None:
+    """The WorkerFailed that ``exc`` is or holds (a task group wraps it), else None."""
+    from dealroom.server.cluster_workers import WorkerFailed
+
+    if isinstance(exc, WorkerFailed):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:  # pyright: ignore[reportUnknownVariableType]
+            found = _worker_failed(inner)  # pyright: ignore[reportUnknownArgumentType]
+            if found is not None:
+                return found
+    return None
 
 
 def worker_specs(args: argparse.Namespace, sockets: Path) -> list[WorkerSpec]:
@@ -104,6 +137,12 @@ def worker() -> None:
 
 
 def _stop_with_front() -> None:
-    """Wait for the front's pipe to close (the front stopped or died), then stop gracefully."""
-    sys.stdin.buffer.read()
+    """Wait for the front's pipe to close (the front stopped or died), then stop gracefully.
+
+    ``os.read`` on the descriptor, not the buffered ``sys.stdin``: a daemon thread blocked in a
+    buffered read holds its lock, and a worker that exits meanwhile (it could not start) dies
+    at interpreter shutdown with "Fatal Python error" instead of its one line."""
+    with contextlib.suppress(OSError):
+        while os.read(0, 1 << 16):
+            pass
     os.kill(os.getpid(), signal.SIGTERM)
