@@ -22,6 +22,7 @@ from test_faults import serve_process
 from dealroom.protocol import RoomRequest, other
 from dealroom.server.journal import Journals
 from dealroom.server.rooms import RoomRegistry
+from dealroom.server.web.routes import STREAMS_PER_TOKEN
 from dealroom.server.web.views import spectator_view
 from dealroom.store.results import ResultsStore
 from dealroom.store.writer import ResultWriter
@@ -219,3 +220,31 @@ async def test_a_huge_seat_call_body_is_refused_before_it_is_read(tmp_path: Path
         assert answer.startswith(b"HTTP/1.1 413"), answer[:80]
     assert grown < 20, f"{grown:.0f} MB more resident"
     assert after.status_code == 200 and "text" in after.json()
+
+
+async def test_one_token_holds_a_few_live_streams_and_one_more_is_429(tmp_path: Path) -> None:
+    pool = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
+    async with (
+        http_server(tmp_path) as server,
+        httpx2.AsyncClient(verify=tls(), timeout=30, limits=pool) as http,
+    ):
+        created = await server.create_room(house_seller="hardliner")
+        for path, token in [
+            ("/web/api/room/events", created["spectator"]),  # shareable with anyone
+            ("/web/api/seat/events", created["tokens"]["buyer"]),
+        ]:
+            async with contextlib.AsyncExitStack() as streams:
+                statuses = []
+                for _ in range(STREAMS_PER_TOKEN + 3):
+                    request = http.stream("GET", f"{server.url}{path}", headers=auth(token))
+                    response = await streams.enter_async_context(request)
+                    statuses.append(response.status_code)
+                refused = await http.get(f"{server.url}{path}", headers=auth(token))
+            assert statuses == [200] * STREAMS_PER_TOKEN + [429] * 3, path
+            assert refused.status_code == 429 and "\n" not in refused.json()["error"]
+            with anyio.fail_after(10):  # the closed streams are let go: one opens again
+                while True:
+                    async with http.stream("GET", f"{server.url}{path}", headers=auth(token)) as r:
+                        if r.status_code == 200:
+                            break
+                    await anyio.sleep(0.05)
