@@ -33,6 +33,9 @@ from dealroom.store.results import StoreError
 if TYPE_CHECKING:
     from dealroom.server.cluster_workers import WorkerSpec
 
+SOCKETS_PREFIX = "dealroom-workers-"
+"""The front's directory of worker sockets: ``$TMPDIR/dealroom-workers-<front pid>-<random>``."""
+
 WORKER_COMMAND = (sys.executable, "-c", "from dealroom.cli._cluster import worker; worker()")
 
 
@@ -65,7 +68,8 @@ def run_cluster(args: argparse.Namespace) -> int:
             f"start with --workers {stray[-1] + 1} or more"
         )
     _check_owners(args.results, args.workers)
-    sockets = tempfile.mkdtemp(prefix="dealroom-workers-")  # 0700: this user's only
+    _remove_stale_sockets()
+    sockets = tempfile.mkdtemp(prefix=f"{SOCKETS_PREFIX}{os.getpid()}-")  # 0700: this user's
     specs = worker_specs(args, Path(sockets))
     try:
         anyio.run(
@@ -80,6 +84,32 @@ def run_cluster(args: argparse.Namespace) -> int:
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
     return 0
+
+
+def _remove_stale_sockets() -> None:
+    """Remove the socket directories of fronts that are gone (killed with SIGKILL, a front
+    leaves its directory behind): each is named after its front's process id."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{SOCKETS_PREFIX}*-*"):
+        pid = directory.name.removeprefix(SOCKETS_PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or directory.owner() != _user() or _alive(int(pid)):
+            continue
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _user() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _check_owners(store: Path, workers: int) -> None:
