@@ -59,6 +59,8 @@ def test_a_spec_overrides_the_defaults(spec: str) -> None:
     [
         ("nosuch", "unknown agent"),
         ("micro:grid=0.1", "no parameter 'grid'"),
+        ("boulware:e=0.2,e=0.3", "parameter 'e' of 'boulware' is given twice"),
+        ("linear:step=5, step =5", "parameter 'step' of 'linear' is given twice"),
         ("zic:seller_high=lots", "must be a number"),
         ("tit_for_tat:floor_e=inf", "must be finite"),
         ("tit_for_tat:floor_e=-1", "'floor_e' must be at least 0"),

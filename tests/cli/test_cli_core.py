@@ -19,7 +19,11 @@ from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret
 
 MATCH = ["match", "--buyer", "boulware", "--seller", "conceder"]
-S4, S9, S10 = "04" * 16, "09" * 32, "10" * 16
+S4, S9, S10 = (
+    "b1d3eb8f32936fa9cf89d2240bd10734",
+    "00468253c62551acfe27887b79181c71bb548da29dc773b0edff8b92b9d431a4",
+    "3d16e90141e88e7233af1668dcb0613d",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -69,6 +73,16 @@ def test_the_secret_can_come_from_the_environment(
     monkeypatch.setenv("DEALROOM_SECRET", S9)
     assert run(capsys, *MATCH, "--json") == given
     assert run(capsys, *MATCH, "--secret", S10, "--json")[1] != given[1]  # the flag wins
+
+
+def test_a_secret_with_no_entropy_in_the_environment_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEALROOM_SECRET", bytes(range(16)).hex())  # counts up: no entropy
+    code, out, err = run(capsys, *MATCH)
+    assert (code, out) == (2, "")
+    assert err.startswith("dealroom: error: $DEALROOM_SECRET: this secret repeats a pattern")
+    assert err.count("\n") == 1 and bytes(range(16)).hex() not in err
 
 
 def test_a_weak_secret_in_the_environment_is_a_one_line_error(
@@ -149,6 +163,10 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
         ([*MATCH, "--secret", "x"], "a secret must be an even number of hex digits"),
         ([*MATCH, "--secret", "ab" * 15], "a secret needs at least 128 bits"),
         (["room", "create", "--server", "x", "--secret", "00"], "at least 128 bits"),
+        ([*MATCH, "--secret", "00" * 16], "draw one from a CSPRNG"),
+        (["serve", "--secret", "deadbeef" * 4], "draw one from a CSPRNG"),
+        (["room", "create", "--server", "x", "--secret", "ab" * 32], "repeats a pattern"),
+        (["tournament", "--agents", "a,b", "--out", "x", "--secret", "0f" * 16], "CSPRNG"),
         (["tournament", "--agents", "a,b", "--out", "x", "--secret", "0"], "hex digits"),
         ([*MATCH, "--scenario", "{tmp}/missing.jsonl"], "missing.jsonl: No such file"),
         ([*MATCH, "--scenario", "{tmp}"], "Is a directory"),

@@ -30,7 +30,7 @@ from room_server import ADMIN, room_server_thread, share_schema_validators
 
 TOOLS = {"make_offer", "accept", "reject", "send_message", "walk_away"}
 TOOLS |= {"wait_for_opponent", "get_state"}
-SECRET = "5e" * 16
+SECRET = "2b43c8a13f14fc14e797e8a128dbe4db"
 FAST = ["--model-timeout", "1", "--model-attempts", "2", "--model-backoff", "0.01"]
 
 

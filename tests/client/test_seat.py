@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections.abc import Mapping
 from decimal import Decimal
@@ -246,7 +247,7 @@ async def test_a_seat_over_http_needs_a_token(monkeypatch: pytest.MonkeyPatch) -
 async def test_a_scripted_strategy_over_http_gets_the_same_record_as_in_process_play(
     tmp_path: Path,
 ) -> None:
-    secret = Secret(b"\x05" * 16)
+    secret = Secret(hashlib.sha256(b"client-seat").digest()[:16])
     request = RoomRequest(secret=secret.hex())
     scenario = scenario_at(secret, 0, "mid")
     expected = play(

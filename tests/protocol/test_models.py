@@ -285,6 +285,7 @@ def test_the_default_rules_are_the_documented_ones() -> None:
     [
         {"max_price_multiple": 0},
         {"max_message_chars": 0},
+        {"max_message_chars": 10**9},  # a message no wire carries, and a briefing that lies
         {"max_actions": 0},
         {"max_invalid_actions": 0},
         {"costs": {"make_offer": -1}},

@@ -35,6 +35,31 @@ def test_weak_or_malformed_secrets_are_refused_in_one_line(text: str, mentions: 
     assert mentions in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        bytes(16),  # one byte over and over
+        bytes.fromhex("deadbeef" * 4),  # a short pattern repeated
+        bytes.fromhex("0123456789" * 4),  # a pattern that does not divide the length
+        bytes(range(32)),  # counting
+        bytes(range(250, 202, -3)),  # counting down by a step
+        bytes(15) + b"\x01",  # two distinct bytes
+    ],
+)
+def test_a_given_secret_with_no_entropy_is_refused_in_one_line(key: bytes) -> None:
+    with pytest.raises(SecretError) as caught:
+        Secret.chosen(key.hex())
+    message = str(caught.value)
+    assert "CSPRNG" in message and "\n" not in message and key.hex() not in message
+    assert Secret.from_hex(key.hex()).key == key  # a secret read back from a store is kept
+
+
+def test_fresh_and_derived_secrets_are_never_refused_as_weak() -> None:
+    for _ in range(1_000):
+        Secret.chosen(Secret.new().hex())
+        Secret.chosen(Secret.new().hex()[:32])
+
+
 def test_a_secret_round_trips_through_hex_pickle_and_the_stored_form() -> None:
     assert Secret.from_hex(KEY.hex()) == KEY
     assert Secret.from_hex(" " + KEY.hex().upper() + "\n") == KEY

@@ -13,6 +13,7 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -165,6 +166,47 @@ def test_journals_a_smaller_cluster_would_not_restore_refuse_the_start(
     for bad in ["0", "65", "two"]:
         with pytest.raises(UsageError, match="--workers: must be a whole number from 1 to 64"):
             build_parser(["serve"]).parse_args(["serve", "--workers", bad])
+
+
+async def test_a_cluster_started_on_a_running_clusters_store_refuses_in_one_line(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "r.db"
+    code = "import sys; from dealroom.cli import main; sys.exit(main())"
+    second = [sys.executable, "-c", code, "serve", "--transport", "http", "--workers", "2"]
+    second += ["--port", str(free_port()), "--results", str(results)]
+    env = {**os.environ, "DEALROOM_ADMIN_TOKEN": ADMIN}
+    with anyio.fail_after(120):
+        async with serve_process(results, "--workers", "2") as (url, process):
+            refused = await anyio.run_process(second, env=env, check=False)  # waits 30 s for it
+            async with httpx2.AsyncClient(verify=tls()) as http:
+                assert (await http.get(f"{url}/healthz")).status_code == 200  # still serving
+            process.terminate()
+            process.wait(10)
+    lines = refused.stderr.decode().splitlines()
+    assert refused.returncode == 2, lines
+    assert len(lines) == 1 and "another process still serves these rooms" in lines[0], lines
+
+
+async def test_a_front_killed_with_sigkill_leaves_a_socket_directory_the_next_start_removes(
+    tmp_path: Path,
+) -> None:
+    results, temporary = tmp_path / "r.db", tmp_path / "tmp"
+    temporary.mkdir()
+    env = {"TMPDIR": str(temporary)}
+    with anyio.fail_after(120):
+        async with serve_process(results, "--workers", "2", env=env) as (_, process):
+            (left,) = temporary.glob(f"dealroom-workers-{process.pid}-*")
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+        assert left.is_dir()  # nothing could remove it (its workers stop: the pipe closed)
+        async with serve_process(results, "--workers", "2", env=env) as (_, process):
+            assert not left.exists()
+            (ours,) = temporary.glob("dealroom-workers-*")
+            assert ours.name.startswith(f"dealroom-workers-{process.pid}-")
+            process.terminate()
+            process.wait(10)
+    assert list(temporary.glob("dealroom-workers-*")) == []
 
 
 def test_workers_need_the_http_transport(capsys: pytest.CaptureFixture[str]) -> None:

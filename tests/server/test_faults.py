@@ -148,15 +148,17 @@ async def test_a_negotiation_whose_clients_all_vanished_is_run_to_its_end_and_re
 
 @asynccontextmanager
 async def serve_process(
-    results: Path, *flags: str, env: Mapping[str, str] | None = None
+    results: Path, *flags: str, env: Mapping[str, str] | None = None, files: int | None = None
 ) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
     """``dealroom serve --transport http [flags]`` in its own process (``env`` added to the
-    environment); (root URL, process). Waits up to a minute for it: a cluster's workers take
-    a few seconds to start."""
+    environment; ``files``: its open-file limit, soft and hard); (root URL, process). Waits up
+    to a minute for it: a cluster's workers take a few seconds to start."""
     port = free_port()
     command = [sys.executable, "-c", "import sys; from dealroom.cli import main; sys.exit(main())"]
     command += ["serve", "--transport", "http", "--port", str(port), "--results", str(results)]
     command += flags
+    if files is not None:
+        command = ["sh", "-c", f'ulimit -n {files} && exec "$0" "$@"', *command]
     environment = {**os.environ, "DEALROOM_ADMIN_TOKEN": ADMIN, **(env or {})}
     process = subprocess.Popen(command, env=environment, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
     url = f"http://127.0.0.1:{port}"

@@ -27,6 +27,7 @@ from mcp_support import (
 
 from dealroom.server.http_limits import DEFAULT_HTTP_LIMITS, HttpLimits
 from dealroom.server.mcp_http import uvicorn_config
+from dealroom.server.seat import SEAT_CALLS_IN_FLIGHT
 
 pytestmark = pytest.mark.anyio
 
@@ -99,6 +100,48 @@ async def test_a_client_flooding_sessions_never_locks_another_room_out(tmp_path:
                     assert update["outcome"]["status"] == "deal"
 
 
+async def test_one_token_flooding_long_polls_never_cuts_another_room_off(tmp_path: Path) -> None:
+    limits = HttpLimits(max_connections=60)
+    async with http_server(tmp_path, http_limits=limits) as server:
+        flooder = (await server.create_room())["tokens"]["buyer"]  # its seller never comes
+        victim = (await server.create_room(house_seller="hardliner"))["tokens"]["buyer"]
+        pool = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
+        async with httpx2.AsyncClient(verify=tls(), timeout=60, limits=pool) as http:
+            session = await open_session(http, server.mcp, flooder)
+            headers = RPC_HEADERS | {
+                "Authorization": f"Bearer {flooder}",
+                "Mcp-Session-Id": session,
+                "Mcp-Protocol-Version": "2025-11-25",
+            }
+            replies: list[str] = []  # "" for a connection the server closed (its cap)
+
+            async def long_poll(n: int) -> None:
+                arguments = {"name": "wait_for_opponent", "arguments": {"timeout_s": 20}}
+                call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": arguments}
+                try:
+                    replies.append((await http.post(server.mcp, json=call, headers=headers)).text)
+                except httpx2.HTTPError:
+                    replies.append("")
+
+            answered = 0
+            async with anyio.create_task_group() as group:
+                for n in range(100, 250):
+                    group.start_soon(long_poll, n)
+                with anyio.move_on_after(5):  # the flood is in: all but the calls in flight
+                    while len(replies) < 150 - SEAT_CALLS_IN_FLIGHT:  # noqa: ASYNC110
+                        await anyio.sleep(0.05)
+                async with server.seat(victim) as client:
+                    for _ in range(25):
+                        with anyio.move_on_after(5), suppress(Exception):
+                            await ok(client, "get_state")
+                            answered += 1
+                group.cancel_scope.cancel()
+    assert answered == 25
+    assert len(replies) == 150 - SEAT_CALLS_IN_FLIGHT  # the rest answered at once
+    assert all("too_many_calls: " in reply for reply in replies if reply), replies[:2]
+    assert any(replies)
+
+
 # -- Host and Origin on every route ---------------------------------------------------------------
 
 
@@ -119,6 +162,31 @@ async def test_the_admin_api_and_health_check_refuse_a_foreign_host_or_origin(
             cross = await http.request(method, url, json={}, headers=admin | origin)
             assert (host.status_code, cross.status_code) == (421, 403), url
         assert list(server.registry.rooms) == [room]
+        allowed = await http.get(f"{server.url}/healthz", headers={"Origin": server.url})
+    assert allowed.status_code == 200
+
+
+async def test_an_origin_or_host_that_only_starts_like_an_allowed_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        port = server.url.rsplit(":", 1)[1]
+        origins = [
+            f"http://127.0.0.1:{port}.evil.example",
+            f"http://localhost:{port}@evil.example",
+            f"http://127.0.0.1:{port}/path",
+            "http://127.0.0.1:",
+        ]
+        hosts = [f"127.0.0.1:{port}.evil.example", f"localhost:{port}@evil.example"]
+        for url in (server.mcp, f"{server.url}/admin/rooms", f"{server.url}/healthz"):
+            for origin in origins:
+                response = await http.post(url, json={}, headers=admin | {"Origin": origin})
+                assert response.status_code == 403, (url, origin)
+            for host in hosts:
+                response = await http.post(url, json={}, headers=admin | {"Host": host})
+                assert response.status_code == 421, (url, host)
+        assert server.registry.rooms == {}
         allowed = await http.get(f"{server.url}/healthz", headers={"Origin": server.url})
     assert allowed.status_code == 200
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 import gc
 import json
 import os
-import shutil
 import sqlite3
-import subprocess
 import sys
 import threading
 import weakref
@@ -34,7 +32,7 @@ from dealroom.server.seat import RoomBackend
 from dealroom.store.results import ResultsStore
 from dealroom.store.spool import PendingRow, Spool
 from dealroom.store.writer import ResultWriter
-from store_faults import Disk, FailingStore, failing_writer
+from store_faults import Disk, FailingStore, failing_writer, fill, mount_tmpfs, unmount
 
 pytestmark = pytest.mark.anyio
 
@@ -306,32 +304,11 @@ async def test_a_long_series_keeps_its_replies_and_memory_bounded(tmp_path: Path
 # -- a real full disk: a 1 MiB tmpfs through a stdio server subprocess ----------------------------
 
 
-def _mount_tmpfs(where: Path) -> bool:
-    if sys.platform != "linux" or os.geteuid() != 0 or shutil.which("mount") is None:
-        return False
-    where.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True
-    )
-    return mounted.returncode == 0
-
-
-def _fill(where: Path) -> Path:
-    filler = where / "filler"
-    with open(filler, "wb", buffering=0) as out:
-        try:
-            while True:
-                out.write(b"\0" * 4096)
-        except OSError:  # full
-            pass
-    return filler
-
-
 async def test_a_real_full_disk_loses_nothing_across_new_negotiation_and_shutdown(
     tmp_path: Path,
 ) -> None:
     disk = tmp_path / "disk"
-    if not _mount_tmpfs(disk):
+    if not mount_tmpfs(disk):
         pytest.skip("needs root and mount(8) for a small tmpfs")
     try:
         results = disk / "results.db"
@@ -344,7 +321,7 @@ async def test_a_real_full_disk_loses_nothing_across_new_negotiation_and_shutdow
         with anyio.fail_after(60):
             async with Client(params, mode="legacy") as client:
                 await ok(client, "get_state")  # the store is open; then the disk fills up
-                filler = _fill(disk)
+                filler = fill(disk)
                 texts = [await refused(client, "walk_away")]
                 await ok(client, "new_negotiation")
                 texts.append(await refused(client, "walk_away"))
@@ -353,6 +330,6 @@ async def test_a_real_full_disk_loses_nothing_across_new_negotiation_and_shutdow
             rows = {row.key.split("/")[1]: row.record.outcome.end_reason for row in store.iter()}
             count = len(store)
     finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)  # noqa: ASYNC221
+        unmount(disk)
     assert all(t.startswith("result_pending: Your walk-away took effect") for t in texts), texts
     assert (rows, count) == ({"1": "walk_away", "2": "walk_away"}, 2)

@@ -210,7 +210,7 @@ async def test_an_amendment_replaces_a_rows_extra_before_and_after_it_is_stored(
 async def test_a_seat_over_the_call_limit_stores_no_partial_conversation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("dealroom.server.room.MAX_LOGGED_CALLS", 3)
+    monkeypatch.setattr("dealroom.server.conversations.MAX_LOGGED_CALLS", 3)
     store = ResultsStore(tmp_path / "r.db")
     room = house_room(opponent="hardliner", store=store)
     async with client_for(room, "buyer") as client:

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
+import sqlite3
+import stat
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -14,15 +18,22 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_support import client_for, house_resolver, http_server, ok
+from mcp_support import client_for, house_resolver, http_server, ok, secret_of
 from scenario_search import guesses, is_opaque, matches
 
+from dealroom.engine.match import play
+from dealroom.play.registry import resolve
 from dealroom.protocol import RoomRequest, Scenario, SeriesResult
+from dealroom.protocol.agent import Agent, Decision
 from dealroom.protocol.generator import scenario_at
-from dealroom.protocol.secret import Secret
+from dealroom.protocol.observation import Observation
+from dealroom.protocol.record import NegotiationRecord
+from dealroom.protocol.scenario import SeatView
+from dealroom.protocol.secret import Secret, Seed, seed_from_json
 from dealroom.server.mcp_app import OBSERVATION_URI
 from dealroom.server.rooms import RoomRegistry
 from dealroom.store.results import ResultsStore
+from dealroom.store.writer import ResultWriter
 
 pytestmark = pytest.mark.anyio
 
@@ -90,9 +101,9 @@ async def test_a_seat_of_an_http_room_cannot_recompute_the_other_sides_value(
 async def test_a_stdio_seat_cannot_recompute_it_and_the_store_keeps_the_secret_to_replay_it(
     tmp_path: Path,
 ) -> None:
-    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")}
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), **_pythonpath()}
     params = StdioServerParameters(
-        command=str(DEALROOM), args=["serve", "--opponent", "zic"], env=env
+        command=sys.executable, args=["-c", SERVE, "serve", "--opponent", "zic"], env=env
     )
     with anyio.fail_after(60):
         async with Client(params, mode="legacy") as client:
@@ -102,9 +113,100 @@ async def test_a_stdio_seat_cannot_recompute_it_and_the_store_keeps_the_secret_t
         (row,) = list(store.iter())
     for observation in seen:
         assert_blind(observation, row.record.scenario)
-    secret = Secret.from_hex(row.extra["secret"])
-    assert len(secret.key) == 32  # a fresh 256-bit secret, stored with the negotiation
-    assert row.record.scenario == scenario_at(secret, 0, "mid")  # replayable from the store
+    key = Secret.from_hex(row.extra["secret"])
+    assert len(key.key) == 32  # the negotiation's own 256-bit key, stored with it
+    assert row.record.scenario != scenario_at(key, 0, "mid")  # not the series' secret
+
+
+async def test_a_rooms_negotiation_replays_byte_for_byte_from_the_key_stored_with_it(
+    tmp_path: Path,
+) -> None:
+    writer = ResultWriter(ResultsStore(tmp_path / "r.db"))
+    rooms = RoomRegistry(writer=writer, resolve_house=house_resolver)
+    secret = secret_of(5)
+    created = rooms.create(RoomRequest(house_seller="zic", secret=secret.hex()))
+    room = rooms.rooms[created.room]
+    async with client_for(room, "buyer") as client:  # the seat never acts: the deadline ends it
+        while (await ok(client, "wait_for_opponent", timeout_s=60))["outcome"] is None:
+            pass
+    await room.save()
+    (row,) = writer.store.iter()
+    writer.store.close()
+    names = (row.record.buyer, row.record.seller)
+
+    def replayed(seed: Seed) -> NegotiationRecord:
+        return play(row.record.scenario, silent, resolve("zic"), names=names, seed=seed)
+
+    assert len(row.record.events) > 3
+    assert replayed(seed_from_json(row.extra)) == row.record
+    assert replayed(secret) != row.record  # the house drew under the negotiation's own key
+
+
+class _Silent:
+    def act(self, observation: Observation, /) -> Decision:
+        return Decision()
+
+
+def silent(view: SeatView, rng: random.Random) -> Agent:
+    """A seat that never acts (as a client that only waits)."""
+    return _Silent()
+
+
+async def test_a_stdio_seat_reading_the_store_cannot_compute_its_next_negotiation(
+    tmp_path: Path,
+) -> None:
+    # The stdio server runs as the seat's own user: whatever the store holds, the seat reads.
+    db = tmp_path / ".local/share/dealroom/results.db"
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), **_pythonpath()}
+    params = StdioServerParameters(
+        command="sh",
+        args=["-c", 'umask 000; exec "$0" -c "$1" serve --opponent zic', sys.executable, SERVE],
+        env=env,
+    )
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            for _ in range(2):
+                await ok(client, "wait_for_opponent", timeout_s=5)
+            await ok(client, "walk_away")
+            await ok(client, "new_negotiation")
+            read = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            texts = " ".join(
+                str(field) for row in read.execute("SELECT * FROM negotiations") for field in row
+            )
+            read.close()
+            modes = {p: stat.S_IMODE(p.stat().st_mode) for p in _store_paths(tmp_path, db)}
+            await ok(client, "walk_away")
+    with ResultsStore(db) as store:
+        _, second = sorted(store.iter(), key=lambda row: int(row.extra["negotiation"]))
+    candidates = {Secret.from_hex(h) for h in re.findall(r"[0-9a-f]{32,}", texts)}
+    assert candidates, "the first negotiation's key is in the store"
+    nxt = second.record.scenario
+    for candidate in candidates:
+        for index in range(4):
+            guess = scenario_at(candidate, index, nxt.tier)
+            assert (guess.id, guess.seller_cost) != (nxt.id, nxt.seller_cost)
+    assert {p.name: m for p, m in modes.items()} == {
+        ".local": 0o700,
+        "share": 0o700,
+        "dealroom": 0o700,
+        "results.db": 0o600,
+        "results.db-wal": 0o600,
+        "results.db-shm": 0o600,
+    }
+
+
+SERVE = "import sys; from dealroom.cli import main; sys.exit(main())"
+
+
+def _pythonpath() -> dict[str, str]:
+    """The test's PYTHONPATH, so that the server runs the code under test."""
+    path = os.environ.get("PYTHONPATH")
+    return {} if path is None else {"PYTHONPATH": path}
+
+
+def _store_paths(home: Path, db: Path) -> list[Path]:
+    share = home / ".local"
+    return [share, share / "share", db.parent, db, Path(f"{db}-wal"), Path(f"{db}-shm")]
 
 
 def test_the_attack_finds_the_value_of_a_publicly_seeded_scenario() -> None:
@@ -132,7 +234,7 @@ async def _first_house_offer(rooms: RoomRegistry, request: RoomRequest) -> tuple
 
 async def test_the_same_secret_replays_a_room_and_fresh_secrets_differ() -> None:
     rooms = registry()
-    given = RoomRequest(house_seller="zic", secret="ab" * 16)
+    given = RoomRequest(house_seller="zic", secret="fb8e20fc2e4c3f248c60c39bd652f3c1")
     first = await _first_house_offer(rooms, given)
     assert await _first_house_offer(rooms, given) == first  # scenario and house draws alike
     fresh = [await _first_house_offer(rooms, RoomRequest(house_seller="zic")) for _ in range(2)]
@@ -141,7 +243,13 @@ async def test_the_same_secret_replays_a_room_and_fresh_secrets_differ() -> None
 
 @pytest.mark.parametrize(
     ("secret", "mentions"),
-    [("ab" * 15, "at least 128 bits"), ("xyz", "hex digits"), ("0" * 31, "hex digits")],
+    [
+        ("ab" * 15, "at least 128 bits"),
+        ("xyz", "hex digits"),
+        ("0" * 31, "hex digits"),
+        ("00" * 16, "CSPRNG"),
+        ("deadbeef" * 4, "CSPRNG"),
+    ],
 )
 async def test_a_weak_secret_is_refused_by_the_admin_api_in_one_line(
     tmp_path: Path, secret: str, mentions: str
@@ -159,6 +267,24 @@ async def test_a_weak_secret_is_refused_by_the_admin_api_in_one_line(
     assert response.status_code == 400
     error = response.json()["error"]
     assert mentions in error and "\n" not in error and secret not in error
+
+
+async def test_a_message_limit_past_what_the_wire_carries_is_refused_by_the_admin_api(
+    tmp_path: Path,
+) -> None:
+    import httpx2
+    from mcp_support import ADMIN
+
+    async with http_server(tmp_path) as server, httpx2.AsyncClient() as http:
+        response = await http.post(
+            f"{server.url}/admin/rooms",
+            json={"rules": {"max_message_chars": 10**9}},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+        )
+        assert server.registry.rooms == {}
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert "max_message_chars" in error and "10000" in error and "\n" not in error
 
 
 async def test_an_agent_spec_out_of_its_range_is_refused_by_the_admin_api_in_one_line(

@@ -97,6 +97,42 @@ async def test_stdio_answers_bad_lines_and_prompts_with_codes_and_stops_on_sigin
     assert log.count("prompt refused") == len(BAD_PROMPTS)
 
 
+async def test_stdio_answers_json_nested_too_deep_with_a_parse_error_and_goes_on(
+    tmp_path: Path,
+) -> None:
+    code = "import sys; from dealroom.cli import main; sys.exit(main())"
+    command = [sys.executable, "-c", code, "serve", "--results", str(tmp_path / "r.db")]
+    stderr = tmp_path / "stderr.txt"
+    answers: dict[int, dict[str, Any]] = {}
+    with stderr.open("wb") as errors, anyio.fail_after(60):
+        async with await anyio.open_process(command, stderr=errors, env=dict(os.environ)) as proc:
+            wire = Wire(proc)
+            await wire.send(json.dumps(INITIALIZE))
+            await wire.receive()
+            await wire.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            for depth in (1_000, 100_000):
+                await wire.send("[" * depth + "]" * depth)
+                answers[depth] = await wire.receive()
+            deep = {"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"_meta": {}}}
+            nested: Any = {}
+            for _ in range(300):  # JSON that parses, nested deeper than a message ever is
+                nested = {"a": nested}
+            deep["params"]["_meta"]["x"] = nested
+            await wire.send(json.dumps(deep))
+            await wire.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}))
+            pong = await wire.receive()
+            while pong.get("id") != 3:
+                pong = await wire.receive()
+            proc.send_signal(signal.SIGINT)
+            with anyio.fail_after(15):
+                returncode = await proc.wait()
+    for answer in answers.values():
+        assert answer["id"] is None and answer["error"]["code"] == -32700
+    assert pong == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    assert returncode == 0
+    assert "Traceback" not in stderr.read_text()
+
+
 async def test_http_reports_the_package_version_and_refuses_bad_prompts_as_invalid_params(
     tmp_path: Path,
 ) -> None:

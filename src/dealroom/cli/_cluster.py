@@ -9,6 +9,7 @@ socket), stops by itself when the front's pipe closes, and serves until then.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pickle
 import shutil
@@ -32,6 +33,9 @@ from dealroom.store.results import StoreError
 if TYPE_CHECKING:
     from dealroom.server.cluster_workers import WorkerSpec
 
+SOCKETS_PREFIX = "dealroom-workers-"
+"""The front's directory of worker sockets: ``$TMPDIR/dealroom-workers-<front pid>-<random>``."""
+
 WORKER_COMMAND = (sys.executable, "-c", "from dealroom.cli._cluster import worker; worker()")
 
 
@@ -48,7 +52,7 @@ def run_cluster(args: argparse.Namespace) -> int:
     """Serve the front and its workers until interrupted."""
     from dealroom.server.cluster import serve_cluster
     from dealroom.server.cluster_owners import stray_journals
-    from dealroom.server.cluster_workers import WorkerFailed, Workers
+    from dealroom.server.cluster_workers import Workers
 
     args.results = args.results or default_results_path()
     if not os.environ.get(ADMIN_TOKEN_ENV):
@@ -63,18 +67,77 @@ def run_cluster(args: argparse.Namespace) -> int:
             f"{args.results}.rooms holds open rooms of worker {stray[-1]}: "
             f"start with --workers {stray[-1] + 1} or more"
         )
-    sockets = tempfile.mkdtemp(prefix="dealroom-workers-")  # 0700: this user's only
+    _check_owners(args.results, args.workers)
+    _remove_stale_sockets()
+    sockets = tempfile.mkdtemp(prefix=f"{SOCKETS_PREFIX}{os.getpid()}-")  # 0700: this user's
     specs = worker_specs(args, Path(sockets))
     try:
         anyio.run(
             lambda: serve_cluster(Workers(specs), host=args.host, port=args.port),
             backend_options={"use_uvloop": has_uvloop()},
         )
-    except WorkerFailed as exc:
-        raise usage_error(str(exc)) from None
+    except BaseException as exc:
+        failed = _worker_failed(exc)
+        if failed is None:
+            raise
+        raise usage_error(str(failed)) from None
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
     return 0
+
+
+def _remove_stale_sockets() -> None:
+    """Remove the socket directories of fronts that are gone (killed with SIGKILL, a front
+    leaves its directory behind): each is named after its front's process id."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{SOCKETS_PREFIX}*-*"):
+        pid = directory.name.removeprefix(SOCKETS_PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or directory.owner() != _user() or _alive(int(pid)):
+            continue
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _user() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _check_owners(store: Path, workers: int) -> None:
+    """Refuse, in one line, a start on a store whose rooms another process serves (a running
+    server or cluster): each worker's journal directory is owned by one process at a time.
+    Taken and let go here, before any worker starts (each worker then takes its own)."""
+    from dealroom.server.cluster_owners import journal_directory, owning
+
+    with contextlib.ExitStack() as owned:
+        for index in range(workers):
+            try:
+                owned.enter_context(owning(journal_directory(store, index)))
+            except OSError as exc:
+                raise usage_error(str(exc)) from None
+
+
+def _worker_failed(exc: BaseException) -> Exception | None:
+    """The WorkerFailed that ``exc`` is or holds (a task group wraps it), else None."""
+    from dealroom.server.cluster_workers import WorkerFailed
+
+    if isinstance(exc, WorkerFailed):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:  # pyright: ignore[reportUnknownVariableType]
+            found = _worker_failed(inner)  # pyright: ignore[reportUnknownArgumentType]
+            if found is not None:
+                return found
+    return None
 
 
 def worker_specs(args: argparse.Namespace, sockets: Path) -> list[WorkerSpec]:
@@ -104,6 +167,12 @@ def worker() -> None:
 
 
 def _stop_with_front() -> None:
-    """Wait for the front's pipe to close (the front stopped or died), then stop gracefully."""
-    sys.stdin.buffer.read()
+    """Wait for the front's pipe to close (the front stopped or died), then stop gracefully.
+
+    ``os.read`` on the descriptor, not the buffered ``sys.stdin``: a daemon thread blocked in a
+    buffered read holds its lock, and a worker that exits meanwhile (it could not start) dies
+    at interpreter shutdown with "Fatal Python error" instead of its one line."""
+    with contextlib.suppress(OSError):
+        while os.read(0, 1 << 16):
+            pass
     os.kill(os.getpid(), signal.SIGTERM)

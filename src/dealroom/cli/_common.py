@@ -50,9 +50,9 @@ def add_secret_flag(parser: _Flags) -> None:
 
 
 def secret_arg(text: str) -> Secret:
-    """argparse type: a hex secret of at least 128 bits."""
+    """argparse type: a hex secret of at least 128 bits, not obviously weak."""
     try:
-        return Secret.from_hex(text)
+        return Secret.chosen(text)
     except SecretError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -64,7 +64,7 @@ def run_secret(args: argparse.Namespace) -> tuple[Secret, bool]:
         return args.secret, True
     if text := os.environ.get(SECRET_ENV):
         try:
-            return Secret.from_hex(text), True
+            return Secret.chosen(text), True
         except SecretError as exc:
             raise usage_error(f"${SECRET_ENV}: {exc}") from None
     return Secret.new(), False

@@ -94,13 +94,13 @@ def _example(
     row: StoredNegotiation, role: Role, config: dict[str, Any], arguments: ArgumentsForm
 ) -> dict[str, Any] | None:
     """The model's stored conversation where there is one, else the replayed one (under the
-    run's recorded seed and rules)."""
+    negotiation's stored key, else the run's recorded seed, and the run's rules)."""
     metadata = {"key": row.key, "run": row.run}
     conversation = row.extra.get("players", {}).get(role, {}).get("conversation")
     rules = Rules.model_validate(config["rules"]) if "rules" in config else DEFAULT_RULES
     if conversation:
         return conversation_example(row.record, role, conversation, rules=rules, metadata=metadata)
-    seed = seed_from_json(config)
+    seed = seed_from_json(row.extra, default=seed_from_json(config))  # a room's own key
     return sft_example(
         row.record, role, seed=seed, rules=rules, arguments=arguments, metadata=metadata
     )

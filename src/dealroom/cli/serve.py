@@ -28,6 +28,7 @@ from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.protocol.secret import Secret
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room, ScenarioSource, SeatPlayer
+from dealroom.store.private import private_dir
 from dealroom.store.results import ResultsStore, StoreError
 from dealroom.store.writer import ResultWriter
 
@@ -141,9 +142,10 @@ def _workers(text: str) -> int:
 def open_writer(path: Path | None) -> ResultWriter:
     """The results store and its writer, its directory created if needed, with what an earlier
     process left in the spool written to it; a usage error if it cannot be opened."""
+    own = path is None  # the default store's directory is dealroom's alone
     path = path or default_results_path()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent, own=own)
         writer = ResultWriter.beside(ResultsStore(path, busy_s=STORE_BUSY_S))
     except (OSError, StoreError) as exc:
         raise usage_error(f"{path}: cannot open the results store ({exc})") from None

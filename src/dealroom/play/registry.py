@@ -132,7 +132,9 @@ def is_scripted(spec: str) -> bool:
 
 
 def parse_spec(spec: str) -> tuple[AgentEntry, dict[str, float]]:
-    """Split a scripted agent's spec into its entry and full parameters (defaults filled in)."""
+    """Split a scripted agent's spec into its entry and full parameters (defaults filled in);
+    AgentSpecError for an unknown agent or parameter, a parameter given twice, or a value that
+    is not a finite number."""
     entry, rest = _entry(spec)
     name = entry.name
     if isinstance(entry, SeatEntry):
@@ -140,12 +142,16 @@ def parse_spec(spec: str) -> tuple[AgentEntry, dict[str, float]]:
             f"agent {name!r} plays through a seat (not a scripted strategy): it cannot play here"
         )
     params = dict(entry.defaults)
+    given: set[str] = set()
     for pair in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, raw = pair.partition("=")
         key = key.strip()
         if not sep or key not in entry.defaults:
             allowed = ", ".join(entry.defaults) or "none"
             raise AgentSpecError(f"agent {name!r} has no parameter {key!r} (parameters: {allowed})")
+        if key in given:  # which one was meant? the last silently won before
+            raise AgentSpecError(f"parameter {key!r} of {name!r} is given twice")
+        given.add(key)
         try:
             value = float(raw)
         except ValueError:

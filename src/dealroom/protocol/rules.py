@@ -52,8 +52,9 @@ class Rules(Model):
 
     max_price_multiple: float = Field(default=10.0, gt=0, le=1000)
     """Offers above this multiple of the list price are refused."""
-    max_message_chars: int = Field(default=2000, ge=1)
-    """Longest message (or message attached to an offer) in characters."""
+    max_message_chars: int = Field(default=2000, ge=1, le=10_000)
+    """Longest message (or message attached to an offer) in characters (at most 10,000, so
+    that no room stores, journals and shows messages of any length)."""
     max_actions: int = Field(default=100, ge=1)
     """Valid actions per seat; after a seat's last one the negotiation ends (action_limit)."""
     max_invalid_actions: int = Field(default=10, ge=1)

@@ -11,14 +11,18 @@ A ``Seed`` is where a run's randomness comes from: a ``Secret`` (served play, to
 plain ``int``, the public derivation for fixed, published scenario sets, tests and training
 (anyone can recompute everything from it; never serve it to a seat that should not).
 
-The secret is stored with the run (``seed_json``), so a benchmark can publish it afterwards and
-anyone can then reproduce the run byte for byte.
+A tournament stores its secret with the run (``seed_json``), so a benchmark can publish it
+afterwards and anyone can then reproduce the run byte for byte. A served room's negotiation is
+stored with its own key instead (``negotiation_seed``): it replays that negotiation, but a seat
+that reads the store (the stdio server runs as the seat's own user) learns nothing of the
+series' later scenarios from it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import re
 import secrets
 from collections.abc import Mapping
@@ -71,6 +75,22 @@ class Secret:
             raise SecretError("a secret must be an even number of hex digits (0-9, a-f)")
         return cls(bytes.fromhex(text))
 
+    @classmethod
+    def chosen(cls, text: str) -> Secret:
+        """A secret someone gives (``--secret``, ``$DEALROOM_SECRET``, the admin API): parsed
+        as ``from_hex`` does, and refused (SecretError, one line, the secret not echoed) when it
+        is obviously not from a CSPRNG: a shorter pattern repeated (one byte over and over,
+        ``deadbeef`` four times), a run counting by a fixed step, or fewer than 4 distinct
+        bytes. Each is as good as public: a guess checked offline against an opaque id. A
+        secret read back from a store is not refused (``from_hex``)."""
+        secret = cls.from_hex(text)
+        if _obviously_weak(secret.key):
+            raise SecretError(
+                "this secret repeats a pattern; draw one from a CSPRNG, e.g. "
+                "python -c 'import secrets; print(secrets.token_hex(32))'"
+            )
+        return secret
+
     def hex(self) -> str:
         """The key as hex (what ``from_hex`` reads back)."""
         return self.key.hex()
@@ -83,8 +103,26 @@ class Secret:
         return "Secret(<hidden>)"
 
 
+def _obviously_weak(key: bytes) -> bool:
+    periodic = any(key[p:] == key[:-p] for p in range(1, len(key) // 2 + 1))
+    steps = {(b - a) % 256 for a, b in itertools.pairwise(key)}
+    return periodic or len(steps) == 1 or len(set(key)) < 4
+
+
 Seed = int | Secret
 """Where a run's randomness comes from: a public int seed, or a secret (served play)."""
+
+
+def negotiation_seed(seed: Seed, scenario_id: str) -> Seed:
+    """What one negotiation of a served series draws its house randomness under, and is stored
+    with to replay it: under a secret, a key of its own (HMAC-SHA256 of the secret and the
+    scenario id), from which neither the secret nor any other negotiation's draws or scenario
+    can be computed; a public int seed is public anyway and stays itself."""
+    match seed:
+        case Secret():
+            return Secret(seed.derive(f"dealroom:negotiation:{scenario_id}"))
+        case int():
+            return seed
 
 
 def seed_json(seed: Seed) -> dict[str, Any]:

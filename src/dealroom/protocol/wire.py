@@ -37,6 +37,12 @@ class SessionErrorCode(StrEnum):
     CONSENT_REQUIRED = "consent_required"
     """The web seat page of an experiment acts only once the person has agreed to its consent
     line."""
+    TOO_MANY_CALLS = "too_many_calls"
+    """The seat already has as many calls in flight as one seat may (``SEAT_CALLS_IN_FLIGHT``):
+    each holds a connection, so one token cannot take the server's connections from others."""
+    JOURNAL_UNAVAILABLE = "journal_unavailable"
+    """A room was not opened: its journal could not be written (a full disk, no file
+    descriptors left), and a room without one would not survive a restart."""
 
 
 class ToolErrorPayload(Model):
@@ -166,7 +172,7 @@ class RoomRequest(Model):
     @classmethod
     def _strong_secret(cls, value: str | None) -> str | None:
         if value is not None:
-            Secret.from_hex(value)  # SecretError is a ValueError: one line, no secret echoed
+            Secret.chosen(value)  # SecretError is a ValueError: one line, no secret echoed
         return value
 
     def run_secret(self) -> Secret:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import structlog
+
+from dealroom.store.private import open_private, private_dir
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -58,8 +61,8 @@ def owning(directory: Path, *, wait_s: float = 30.0) -> Iterator[None]:
     processes replay the same rooms, e.g. a server started twice on one store, or restarted
     while the one before it still stops). Waits up to
     ``wait_s`` for another owner to go; OSError if it does not."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".owner", "a") as lock:
+    private_dir(directory, own=True)
+    with os.fdopen(open_private(directory / ".owner", truncate=False), "a") as lock:
         deadline, waited = time.monotonic() + wait_s, False
         while True:
             try:

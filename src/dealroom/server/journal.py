@@ -9,27 +9,40 @@ replays every journal into a fresh room (``Room.replay``), house agents deciding
 did, so clients reconnect with their tokens and go on. Tokens are journaled as SHA-256 digests
 only.
 
-A journal is one file per room, ``<store>.rooms/<room>.jsonl``: a header line (the room's
+A journal is one file per room, ``<store>.rooms/<room>.jsonl`` (0600 in a 0700 directory, as
+private as the store: ``dealroom.store.private``): a header line (the room's
 request, token digests, when it was created) and then ``{"n": negotiation, "op": [...]}``
-lines. Lines are written through to the operating system at once (they survive the process
-being killed; not a power loss). A room's journal is removed when the server forgets the room.
+lines. Each line is written through to the operating system at once, in one ``write`` on a
+descriptor opened for it alone (it survives the process being killed; not a power loss; and a
+room holds no open file between its inputs). A room's journal is removed when the server
+forgets the room.
+
+A journal that misses an input can never be replayed: it would rebuild the room as it was
+before that input, behind what its seats saw and what the results store holds. So the first
+write that fails (a full disk) sets the journal aside (``<room>.jsonl.stopped``, never replayed;
+deleted if it cannot be renamed) and the room plays on without one: it will not survive a
+restart, but nothing is ever restored behind the store (``RoomRegistry.restore`` checks that
+too, for a server killed between the failure and the rename).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import structlog
 
 from dealroom.engine.schedule import Scheduler
 from dealroom.protocol import ACTION_ADAPTER, Action, Agent, Referee, Role
 from dealroom.protocol.wire import ClockKind
+from dealroom.store.private import open_private, private_dir
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -125,40 +138,67 @@ class JournalFile:
     entries: tuple[tuple[int, Op], ...]
 
 
-class RoomJournal:
-    """The journal of one room, open for appending."""
+STOPPED_SUFFIX = ".stopped"
+"""Added to the name of a journal that missed an input (it is never replayed)."""
 
-    def __init__(self, path: Path, out: IO[str]) -> None:
+
+class RoomJournal:
+    """The journal of one room, appended to one line at a time."""
+
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self._out: IO[str] | None = out
+        self.stopped = False
+        """True once a write failed: the journal was set aside and takes no more lines."""
+        self._closed = False
 
     def append(self, number: int, op: Op) -> None:
-        """Write one entry through to the OS. A failed write is logged once and the journal
-        stops: the room plays on, but is no longer restorable."""
-        if self._out is None:
+        """Write one entry through to the OS. A failed write is logged once and the journal is
+        set aside (``stop``): the room plays on, but is no longer restorable."""
+        if self.stopped or self._closed:
             return
+        line = (json.dumps({"n": number, "op": op}, separators=(",", ":")) + "\n").encode()
         try:
-            self._out.write(json.dumps({"n": number, "op": op}, separators=(",", ":")) + "\n")
-            self._out.flush()
+            _append(self.path, line)
         except OSError as exc:
             log.error(
                 "room journal write failed; the room will not survive a restart",
                 path=str(self.path),
                 error=str(exc),
             )
-            self.close()
+            self.stop()
+
+    def stop(self) -> None:
+        """Set the journal aside for good: renamed ``<room>.jsonl.stopped`` (never replayed),
+        or deleted if it cannot be renamed."""
+        self.stopped = True
+        aside = self.path.with_name(self.path.name + STOPPED_SUFFIX)
+        try:
+            os.replace(self.path, aside)
+        except OSError:
+            with contextlib.suppress(OSError):
+                self.path.unlink(missing_ok=True)
+            return
+        self.path = aside
 
     def close(self) -> None:
         """Stop writing (the file stays)."""
-        if self._out is not None:
-            with contextlib.suppress(OSError):
-                self._out.close()
-            self._out = None
+        self._closed = True
 
     def remove(self) -> None:
-        """Close and delete the journal (the room is forgotten)."""
+        """Stop writing and delete the journal (the room is forgotten)."""
         self.close()
-        self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.path.unlink(missing_ok=True)
+
+
+def _append(path: Path, data: bytes) -> None:
+    """Append ``data`` to an existing file in one write; OSError if not all of it landed."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    try:
+        if os.write(fd, data) != len(data):
+            raise OSError(errno.ENOSPC, "short write to a room journal")
+    finally:
+        os.close(fd)
 
 
 class Journals:
@@ -175,40 +215,46 @@ class Journals:
     def create(self, room: str, header: Mapping[str, Any]) -> RoomJournal | None:
         """A new room's journal with its header written; None (logged) if it cannot be."""
         path = self.directory / f"{room}.jsonl"
+        text = json.dumps({"created": time.time(), **header}, sort_keys=True) + "\n"
+        created = False
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            out = open(path, "x", encoding="utf-8")  # noqa: SIM115  (kept open by the journal)
-            out.write(json.dumps({"created": time.time(), **header}, sort_keys=True) + "\n")
-            out.flush()
+            private_dir(self.directory, own=True)
+            with os.fdopen(open_private(path, exclusive=True), "w", encoding="utf-8") as out:
+                created = True
+                out.write(text)
         except OSError as exc:
             log.error(
                 "cannot create a room journal; the room will not survive a restart",
                 room=room,
                 error=str(exc),
             )
+            if created:  # a header cut short by a full disk is no journal
+                with contextlib.suppress(OSError):
+                    path.unlink()
             return None
-        return RoomJournal(path, out)
+        return RoomJournal(path)
 
-    def reopen(self, path: Path) -> RoomJournal | None:
-        """An existing journal, to append to after it was replayed."""
-        try:
-            return RoomJournal(path, open(path, "a", encoding="utf-8"))
-        except OSError as exc:
-            log.error("cannot reopen a room journal", path=str(path), error=str(exc))
-            return None
-
-    def load(self) -> Iterator[tuple[Path, JournalFile]]:
-        """Every journal in the directory, oldest first. A torn last line (the process was
-        killed mid-write) is dropped: its call never returned. A file that cannot be read is
-        logged and skipped (and left in place)."""
+    def load(self) -> Iterator[tuple[Path, JournalFile | str]]:
+        """Every journal in the directory, oldest first, read back; or, for a file that cannot
+        be read (damaged, nested too deep to parse, anything), why not (logged; the file is
+        left in place). A torn last line (the process was killed mid-write) is dropped: its
+        call never returned."""
         if not self.directory.is_dir():
             return
         paths = sorted(self.directory.glob("*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
         for path in paths:
             try:
-                yield path, _read(path)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.error("unreadable room journal left in place", path=str(path), error=str(exc))
+                read: JournalFile | str = _read(path)
+            except Exception as exc:  # one bad file must not stop the others being read
+                read = reason_of(exc)
+                log.error("unreadable room journal left in place", path=str(path), error=read)
+            yield path, read
+
+
+def reason_of(exc: BaseException) -> str:
+    """One line saying why a file could not be used."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def _read(path: Path) -> JournalFile:

@@ -9,7 +9,8 @@ Connection, request and session limits: ``dealroom.server.http_limits``.
 
     POST /admin/rooms          RoomRequest JSON -> RoomCreated JSON (201)
     GET  /admin/rooms/{room}   the room's current negotiation, with its full outcome, and how
-                               many have finished (admin only; finished ones are in the store)
+                               many have finished (admin only; finished ones are in the store);
+                               410 and why for a journaled room the start could not restore
     GET  /healthz              {"ok": true}
     /web/...                   the web pages and their data (``dealroom.server.web``)
 """
@@ -21,6 +22,7 @@ import gc
 import hmac
 from collections.abc import Iterator, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import structlog
@@ -45,6 +47,7 @@ from dealroom.server.http_limits import (
     raise_open_file_limit,
 )
 from dealroom.server.mcp_app import build_app
+from dealroom.server.room import RoomError
 from dealroom.server.rooms import SEAT_SCOPE, RoomRegistry, SeatTokens, seat_of_request
 
 log = structlog.stdlib.get_logger(__name__)
@@ -110,7 +113,12 @@ def build_http_app(
 
 
 class _HostCheck:
-    """The Host and Origin checks of ``/mcp`` for every route (the SDK applies them to /mcp)."""
+    """The Host and Origin checks of ``/mcp`` for every route (the SDK applies them to /mcp).
+
+    The SDK compares a ``name:*`` pattern as a prefix, so ``http://127.0.0.1:80.evil.example``
+    passed as ``http://127.0.0.1:*``; here a Host or Origin is parsed first and refused unless
+    it is a name and, at most, a numeric port (an Origin also a scheme) with nothing else.
+    """
 
     def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
         self.app = app
@@ -118,11 +126,36 @@ class _HostCheck:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refused = await self.check.validate_request(Request(scope, receive))
+            request = Request(scope, receive)
+            refused = _malformed(request) or await self.check.validate_request(request)
             if refused is not None:
                 await refused(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _malformed(request: Request) -> Response | None:
+    """421 for a Host, 403 for an Origin, that is more than a name and a numeric port."""
+    host = request.headers.get("host")
+    if host is not None and not _plain(f"//{host}"):
+        log.warning("refused a malformed Host header", host=host[:100])
+        return Response("Invalid Host header", status_code=421)
+    origin = request.headers.get("origin")
+    if origin is not None and not (origin.startswith(("http://", "https://")) and _plain(origin)):
+        log.warning("refused a malformed Origin header", origin=origin[:100])
+        return Response("Invalid Origin header", status_code=403)
+    return None
+
+
+def _plain(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # ValueError for a port that is not a number
+    except ValueError:
+        return False
+    if parts.username is not None or parts.path or parts.query or parts.fragment:
+        return False
+    return bool(parts.hostname) and (port is not None or not parts.netloc.endswith(":"))
 
 
 def uvicorn_config(
@@ -200,6 +233,8 @@ class _AdminApi:
             return _error(400, _first_error(exc))
         except ValueError as exc:
             return _error(400, str(exc))
+        except RoomError as exc:  # the server cannot journal the room now
+            return _error(503, str(exc))
         return JSONResponse(created.model_dump(mode="json"), status_code=201)
 
     async def show(self, request: Request) -> Response:
@@ -207,6 +242,9 @@ class _AdminApi:
             return refused
         room = self.registry.rooms.get(request.path_params["room"])
         if room is None:
+            why = self.registry.unrestored.get(request.path_params["room"])
+            if why is not None:  # its journal is there, but the room is not
+                return _error(410, f"room not restored at start: {why}")
             return _error(404, "no such room")
         n = room.current
         outcome = n.referee.outcome

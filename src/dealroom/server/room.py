@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -55,9 +55,10 @@ from dealroom.protocol import (
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
-from dealroom.protocol.secret import Secret, Seed, seed_json
-from dealroom.protocol.tools import ToolName, call_messages, function_schemas
+from dealroom.protocol.secret import Secret, Seed, negotiation_seed, seed_json
+from dealroom.protocol.tools import ToolName, function_schemas
 from dealroom.protocol.wire import ClockKind
+from dealroom.server.conversations import Conversations
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
 from dealroom.store.results import SerializedRecord
@@ -74,9 +75,6 @@ REMOTE_NAME = "mcp"
 
 RECENT_RESULTS = 20
 """How many of the last results a seat's state carries (the totals cover them all)."""
-
-MAX_LOGGED_CALLS = 1_000
-"""Most calls of one client seat kept in a negotiation's stored conversation."""
 
 PLAYER_GRACE_S = 30.0
 """Wall seconds an in-process player whose own call ended its negotiation has to take the reply
@@ -120,29 +118,6 @@ class SeatPlayer:
     play: Callable[[Room, Role], Awaitable[None]]
 
 
-@dataclass(slots=True)
-class _Conversations:
-    """What the client seats of one negotiation did and read: their calls, as OpenAI chat
-    messages (the briefing is added when they are stored)."""
-
-    number: int
-    calls: dict[Role, list[dict[str, Any]]] = field(
-        default_factory=dict[Role, list[dict[str, Any]]]
-    )
-    complete: bool = True
-    """False once a call was left out (the ``MAX_LOGGED_CALLS`` cap)."""
-    tail: bool = False
-    """True once the reply of the call that ended the negotiation is in."""
-
-    def add(self, role: Role, name: ToolName, arguments: dict[str, Any], text: str) -> None:
-        mine = self.calls.setdefault(role, [])
-        n = len(mine) // 2 + 1
-        if n > MAX_LOGGED_CALLS:
-            self.complete = False
-            return
-        mine += call_messages(f"call_{n}", name, dict(arguments), text)
-
-
 class Room:
     """A series of negotiations with fixed seats, clock and rules."""
 
@@ -169,6 +144,8 @@ class Room:
         """The results store's run of the room's negotiations: the participant, else the room."""
         self.consent = consent
         """Experiments: the consent line the web seat page asks the person to agree to."""
+        self.in_flight: dict[Role, int] = dict.fromkeys(ROLES, 0)
+        """Each seat's calls being served now, on every route (``RoomBackend``)."""
         self.agreed: dict[Role, str] = {}
         """When (UTC, ISO 8601) each seat's person agreed to ``consent`` on the web page."""
         self.houses: dict[Role, House] = dict(houses or {})
@@ -184,7 +161,9 @@ class Room:
         self.rules = rules
         self.clock: ClockKind = clock
         self.seed: Seed = Secret.new() if seed is None else seed
-        """What the room's house agents draw under (default: a fresh secret no seat sees)."""
+        """The series' secret (default: a fresh one no seat sees). Each negotiation's house
+        agents draw under a key derived from it for that negotiation alone, which is what the
+        store keeps (``negotiation_seed``): a seat reading the store computes no later one."""
         self.writer = writer
         self.limits = limits
         self._scenarios = scenarios
@@ -202,7 +181,7 @@ class Room:
         """Rows of negotiations a player's own call ended, until that player is done."""
         self.journal: RoomJournal | None = None
         """Where the room's inputs are journaled (HTTP rooms), so it survives a restart."""
-        self._conversations: _Conversations | None = None
+        self._conversations: Conversations | None = None
         self._row: PendingRow | None = None
         """The last negotiation's row while the reply of the call that ended it is to come."""
         self._reports: dict[Role, Mapping[str, Any]] = {}
@@ -315,8 +294,9 @@ class Room:
                 SessionErrorCode.SERIES_OVER,
                 f"The series is over: all {number - 1} scenarios have been played.",
             )
+        key = negotiation_seed(self.seed, scenario.id)  # what the store keeps to replay it
         agents: dict[Role, Agent] = {
-            role: house.factory(seat_view(scenario, role), seat_rng(self.seed, scenario.id, role))
+            role: house.factory(seat_view(scenario, role), seat_rng(key, scenario.id, role))
             for role, house in self.houses.items()
         }
         negotiation = Negotiation(
@@ -353,7 +333,7 @@ class Room:
             return
         kept = self._conversations
         if kept is None or kept.number != negotiation.number:
-            kept = self._conversations = _Conversations(negotiation.number)
+            kept = self._conversations = Conversations(negotiation.number)
         if not negotiation.recorded:
             kept.add(role, name, arguments, text)
             return
@@ -480,7 +460,7 @@ class Room:
             "clock": self.clock,
             "rules": self.rules.model_dump(mode="json"),
             "seats": {role: self.name(role) for role in ROLES},
-            **seed_json(self.seed),
+            **seed_json(negotiation_seed(self.seed, scenario.id)),  # never the series' secret
             **({"errors": dict(negotiation.errors)} if negotiation.errors else {}),
             **({"participant": self.participant} if self.participant is not None else {}),
             **({"consent": self._consent_json()} if self.consent is not None else {}),

@@ -16,6 +16,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import structlog
@@ -29,13 +30,13 @@ from dealroom.protocol import (
     Role,
     RoomCreated,
     RoomRequest,
-    RuleViolation,
     Scenario,
+    SessionErrorCode,
 )
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
-from dealroom.server.journal import Journals
+from dealroom.server.journal import JournalFile, Journals, RoomJournal, reason_of
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
-from dealroom.server.room import House, Room, SeatPlayer
+from dealroom.server.room import House, Room, RoomError, SeatPlayer
 from dealroom.server.seat import RoomBackend
 from dealroom.store.writer import ResultWriter
 
@@ -88,22 +89,24 @@ class RoomRegistry:
         self._playing: dict[str, anyio.CancelScope] = {}
         """The rooms whose in-process players run (``reap`` runs them), by id."""
         self.rooms: dict[str, Room] = {}
+        self.unrestored: dict[str, str] = {}
+        """Rooms whose journal ``restore`` found but could not restore, by id: why not."""
         self._tokens: dict[bytes, _Token] = {}
         self._ended_at: dict[str, float] = {}
 
     def create(self, request: RoomRequest) -> RoomCreated:
-        """Open a room; raises ValueError for a bad house agent spec."""
+        """Open a room; raises ValueError for a bad house agent spec, and RoomError
+        (``journal_unavailable``, nothing opened) when the server journals its rooms and this
+        one's journal cannot be created."""
         room_id = "room-" + secrets.token_hex(8)
         if request.secret is None:  # drawn once, here, so that a restored room draws the same
             request = request.model_copy(update={"secret": request.run_secret().hex()})
         room = self._build(room_id, request)
-        tokens: dict[Role, str] = {}
-        for role in room.client_roles:  # an in-process player's seat gets no token
-            token = self.token_prefix + secrets.token_urlsafe(32)
-            self._tokens[_digest(token)] = _Token(_digest(token), room_id, role)
-            tokens[role] = token
+        tokens: dict[Role, str] = {
+            role: self.token_prefix + secrets.token_urlsafe(32)
+            for role in room.client_roles  # an in-process player's seat gets no token
+        }
         spectator = self.token_prefix + secrets.token_urlsafe(32)
-        self._tokens[_digest(spectator)] = _Token(_digest(spectator), room_id, None)
         if self.journals is not None:
             digests = {role: _digest(token).hex() for role, token in tokens.items()}
             header = {
@@ -113,6 +116,15 @@ class RoomRegistry:
                 "spectator": _digest(spectator).hex(),
             }
             room.journal = self.journals.create(room_id, header)
+            if room.journal is None:
+                raise RoomError(
+                    SessionErrorCode.JOURNAL_UNAVAILABLE,
+                    "The server cannot journal a new room now (its disk or file descriptors "
+                    "ran out); no room was opened. Try again later.",
+                )
+        for role, token in tokens.items():
+            self._tokens[_digest(token)] = _Token(_digest(token), room_id, role)
+        self._tokens[_digest(spectator)] = _Token(_digest(spectator), room_id, None)
         self.rooms[room_id] = room
         self._play(room)
         log.info("room created", room=room_id, clock=request.clock, seats=list(tokens))
@@ -121,33 +133,81 @@ class RoomRegistry:
     def restore(self) -> int:
         """At start, before serving: rebuild every journaled room, open negotiations included,
         with its seat tokens. Returns how many open negotiations it restored. A journal that
-        cannot be replayed is logged and left in place."""
+        cannot be read or replayed, whatever the failure, is logged and left in place; one
+        behind the results store (it holds a negotiation the replay did not finish) is logged
+        and set aside. Either way the room is not restored and ``unrestored`` says why."""
         if self.journals is None:
             return 0
         restored = 0
         for path, journal in self.journals.load():
-            try:
-                room_id = str(journal.header["room"])
-                room = self._build(room_id, RoomRequest.model_validate(journal.header["request"]))
-                room.replay(journal.entries)
-                seats = {
-                    bytes.fromhex(digest): _Token(bytes.fromhex(digest), room_id, role)
-                    for role, digest in journal.header["tokens"].items()
-                    if role in room.client_roles
-                }
-                if "spectator" in journal.header:  # journals written before spectators: none
-                    digest = bytes.fromhex(journal.header["spectator"])
-                    seats[digest] = _Token(digest, room_id, None)
-            except (ValueError, KeyError, TypeError, RuleViolation) as exc:
-                log.error("room journal cannot be replayed", path=str(path), error=str(exc))
+            room_id = path.name.removesuffix(".jsonl")
+            if isinstance(journal, str):
+                self.unrestored[room_id] = f"the journal cannot be read ({journal})"
                 continue
-            room.journal = self.journals.reopen(path)
+            try:
+                room, seats = self._replayed(path, journal)
+            except Exception as exc:  # one bad journal must not stop the server or the others
+                reason = reason_of(exc)
+                log.error("room journal cannot be replayed", path=str(path), error=reason)
+                self.unrestored[room_id] = f"the journal cannot be replayed ({reason})"
+                continue
+            if room is None:
+                self.unrestored[room_id] = "its journal missed inputs (set aside)"
+                continue
             self._tokens.update(seats)
-            self.rooms[room_id] = room
+            self.rooms[room.id] = room
             restored += room.current.is_open
-        if self.rooms:
-            log.info("rooms restored", rooms=len(self.rooms), open=restored)
+        if self.rooms or self.unrestored:
+            log.info(
+                "rooms restored",
+                rooms=len(self.rooms),
+                open=restored,
+                not_restored=len(self.unrestored),
+            )
         return restored
+
+    def _replayed(
+        self, path: Path, journal: JournalFile
+    ) -> tuple[Room | None, dict[bytes, _Token]]:
+        """One journal's room, replayed, and its tokens; None for a journal behind the store
+        (set aside). Raises whatever the journal makes fail."""
+        room_id = str(journal.header["room"])
+        room = self._build(room_id, RoomRequest.model_validate(journal.header["request"]))
+        room.replay(journal.entries)
+        seats = {
+            bytes.fromhex(digest): _Token(bytes.fromhex(digest), room_id, role)
+            for role, digest in journal.header["tokens"].items()
+            if role in room.client_roles
+        }
+        if "spectator" in journal.header:  # journals written before spectators: none
+            digest = bytes.fromhex(journal.header["spectator"])
+            seats[digest] = _Token(digest, room_id, None)
+        reopened = RoomJournal(path)
+        if behind := self._stored_ahead(room):
+            log.error(
+                "room journal is behind the results store (it missed inputs); room not "
+                "restored, journal set aside",
+                room=room_id,
+                replayed=room.finished,
+                stored=behind,
+            )
+            reopened.stop()
+            return None, {}
+        room.journal = reopened
+        return room, seats
+
+    def _stored_ahead(self, room: Room) -> int:
+        """The last negotiation of ``room`` that the results hold (stored or pending) if it is
+        one its replay did not finish, else 0: the journal missed inputs, and restoring it would
+        take the room back behind the store."""
+        if self.writer is None:
+            return 0
+        keys = self.writer.store.keys(room.run) | set(self.writer.pending())
+        numbers = [
+            key.removeprefix(room.key_prefix) for key in keys if key.startswith(room.key_prefix)
+        ]
+        stored = max((int(n) for n in numbers if n.isdigit()), default=0)
+        return stored if stored > room.finished else 0
 
     def _build(self, room_id: str, request: RoomRequest) -> Room:
         houses: dict[Role, House] = {}

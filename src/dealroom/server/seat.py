@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -41,6 +42,11 @@ def descriptions(rules: Rules) -> Mapping[str, str]:
         cached = MappingProxyType({tool.name: tool.description(rules) for tool in SEAT_TOOLS})
         _DESCRIPTIONS[key] = cached
     return cached
+
+
+SEAT_CALLS_IN_FLIGHT = 8
+"""Most calls one seat may have in flight at once, over all its sessions and routes (a client
+makes one at a time; a model may make a few in parallel)."""
 
 
 class CallRefused(DealroomError):
@@ -129,6 +135,11 @@ class RoomBackend:
         An action that took effect and ended the negotiation, whose result could not be saved
         yet, raises CallRefused ``result_pending``: it says that the action counted.
         """
+        with self._counted():
+            return await self._act(action)
+
+    async def _act(self, action: Action) -> ActionResult:
+        self._consented()
         negotiation = self.room.current
         try:
             try:
@@ -147,6 +158,11 @@ class RoomBackend:
 
     async def wait(self, timeout_s: float) -> WaitResult:
         """Long-poll on the current negotiation."""
+        with self._counted():
+            return await self._wait(timeout_s)
+
+    async def _wait(self, timeout_s: float) -> WaitResult:
+        self._consented()
         negotiation = self.room.current
         try:
             result = await negotiation.wait(self.role, timeout_s)
@@ -157,6 +173,10 @@ class RoomBackend:
 
     async def state(self) -> SeatState:
         """Observation plus series results."""
+        with self._counted():
+            return await self._full_state()
+
+    async def _full_state(self) -> SeatState:
         negotiation = self.room.current
         try:
             state = await self._state(negotiation)
@@ -166,6 +186,34 @@ class RoomBackend:
             return state
         finally:
             await self.room.save()
+
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """Count a call of this seat while it is served; refuse one past
+        ``SEAT_CALLS_IN_FLIGHT`` at once (``too_many_calls``), before it queues for the seat.
+        Each call in flight holds a connection: a token flooding calls (a thousand long polls
+        in one session) would otherwise hold every connection of the server."""
+        counts = self.room.in_flight
+        if counts[self.role] >= SEAT_CALLS_IN_FLIGHT:
+            message = (
+                f"This seat already has {SEAT_CALLS_IN_FLIGHT} calls in flight; wait for their "
+                "replies before calling again."
+            )
+            raise CallRefused(seat_text.error_payload(SessionErrorCode.TOO_MANY_CALLS, message))
+        counts[self.role] += 1
+        try:
+            yield
+        finally:
+            counts[self.role] -= 1
+
+    def _consented(self) -> None:
+        """Refuse (``consent_required``) a call that plays, while the room asks the person in
+        this client seat for consent and they have not agreed: on every route (MCP, the web
+        page), as every call comes through here. ``get_state`` reads the briefing and is let
+        through; a seat played in process asks no one."""
+        if self.role in self.room.client_roles and self.room.needs_consent(self.role):
+            message = "Read the instructions and agree to take part before the first negotiation."
+            raise CallRefused(seat_text.error_payload(SessionErrorCode.CONSENT_REQUIRED, message))
 
     async def _state(self, negotiation: Negotiation) -> SeatState:
         room, role = self.room, self.role
@@ -203,6 +251,11 @@ class RoomBackend:
 
     async def new_negotiation(self) -> SeatState:
         """Next negotiation of the series."""
+        with self._counted():
+            return await self._new_negotiation()
+
+    async def _new_negotiation(self) -> SeatState:
+        self._consented()
         try:
             self.room.new_negotiation()
         except RoomError as error:

@@ -3,8 +3,9 @@
 The MCP SDK's stdio transport reads stdin in a worker thread that a cancellation waits for, so
 SIGINT left the server running until the host closed stdin, and it drops a line that is not
 JSON without a reply. Here stdin is read by a daemon thread (a signal ends the server at once,
-whatever stdin does), a line that is not JSON gets the JSON-RPC parse error (-32700, id null),
-and SIGINT or SIGTERM end serving cleanly (the room's ``finally`` blocks run).
+whatever stdin does), a line that is not JSON, or nests too deep for the parser, gets the
+JSON-RPC parse error (-32700, id null) and the server reads on, and SIGINT or SIGTERM end
+serving cleanly (the room's ``finally`` blocks run).
 """
 
 from __future__ import annotations
@@ -102,9 +103,10 @@ class _Stdin:
                 continue
             try:
                 json.loads(line)
-            except ValueError as exc:
-                log.info("stdin line is not JSON", error=str(exc)[:80])
-                await self.out.write(parse_error(str(exc)[:200]) + "\n")
+            except (ValueError, RecursionError) as exc:  # nested too deep: RecursionError
+                detail = str(exc) if isinstance(exc, ValueError) else "nested too deep"
+                log.info("stdin line is not JSON", error=detail[:80])
+                await self.out.write(parse_error(detail[:200]) + "\n")
                 continue
             return line
 

@@ -3,12 +3,14 @@
 A row is written, and committed, as each negotiation finishes. Rows have a caller-chosen
 ``key`` (deterministic for tournaments, e.g. ``run/pairing/tier/index``): writing a key twice
 keeps the first row, so a resumed run never duplicates a negotiation. Readers may open the file
-while a writer is running.
+while a writer is running. The file, its WAL and its shared-memory index are private to their
+owner (0600, ``dealroom.store.private``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -23,6 +25,7 @@ from pydantic import ValidationError
 
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
+from dealroom.store.private import FILE_MODE, narrow, open_private
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS negotiations (
@@ -96,13 +99,14 @@ class SerializedRecord:
 
 
 def _created(path: Path, options: dict[str, Any], busy_s: float) -> sqlite3.Connection:
-    """A connection to the store at ``path``, created if new, in WAL mode with its schema.
+    """A connection to the store at ``path``, created (0600) if new, in WAL mode with its schema.
 
     Two processes opening a new file at once (the workers of a cluster) can meet SQLite's lock
     while one switches the file to WAL, where SQLite answers "database is locked" at once
     instead of waiting ``busy_s`` (its busy handler is not called there): such a clash is
     retried until ``busy_s`` is spent, as any other lock is waited for.
     """
+    os.close(open_private(path, truncate=False))  # SQLite gives its WAL and index this mode
     deadline = time.monotonic() + busy_s
     while True:
         db = sqlite3.connect(path, **options)
@@ -110,6 +114,8 @@ def _created(path: Path, options: dict[str, Any], busy_s: float) -> sqlite3.Conn
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(SCHEMA)
+            for suffix in ("-wal", "-shm"):  # left wider by an earlier version
+                narrow(Path(f"{path}{suffix}"), FILE_MODE)
             return db
         except sqlite3.OperationalError as exc:
             db.close()

@@ -4,7 +4,8 @@ A server writes a finished negotiation here first (a small JSON file, written to
 name, fsync'd, renamed and its directory fsync'd), then into the store, then removes the file.
 A file that is still here when the server starts again is written to the store then: the
 store keeps the first row of a key, so a row spooled and stored both is never stored twice.
-The spool lives next to the store: ``results.db`` spools into ``results.db.pending/``.
+The spool lives next to the store: ``results.db`` spools into ``results.db.pending/`` (0700, its
+files 0600: ``dealroom.store.private``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from dealroom.store.private import open_private, private_dir
 from dealroom.store.results import SerializedRecord
 
 log = structlog.stdlib.get_logger(__name__)
@@ -67,11 +69,11 @@ class Spool:
 
     def write(self, pending: PendingRow) -> None:
         """Write one row durably (on disk when this returns); raises OSError if it cannot."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory, own=True)
         final = self.path(pending.key)
         temporary = final.with_suffix(".tmp")
         try:
-            with open(temporary, "w", encoding="utf-8") as out:
+            with os.fdopen(open_private(temporary), "w", encoding="utf-8") as out:
                 out.write(pending.to_json())
                 out.flush()
                 os.fsync(out.fileno())
@@ -95,8 +97,9 @@ class Spool:
         for path in files:
             try:
                 rows.append(PendingRow.from_json(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.error("unreadable spool file left in place", path=str(path), error=str(exc))
+            except Exception as exc:  # one bad file (even nested too deep to parse) skips itself
+                error = f"{type(exc).__name__}: {str(exc)[:200]}"
+                log.error("unreadable spool file left in place", path=str(path), error=error)
         return rows
 
 

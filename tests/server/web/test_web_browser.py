@@ -59,7 +59,9 @@ def test_a_person_plays_a_whole_negotiation_in_the_browser_against_a_house_agent
     tmp_path: Path,
 ) -> None:
     with server_thread(tmp_path) as server, chromium() as driver:
-        created = server.create(house_seller="conceder", secret="cd" * 16, deadline=600)
+        created = server.create(
+            house_seller="conceder", secret="21e721c35a5823fdb452fa2f9f0a612c", deadline=600
+        )
         driver.get(f"{server.url}/web/seat#token={created.tokens['buyer']}")
         until(lambda: by_id(driver, "status").text == "live", "the seat page to go live")
         assert "#token" not in driver.current_url  # the token leaves the address bar
@@ -127,7 +129,7 @@ def test_a_spectator_page_follows_two_mcp_clients_live(tmp_path: Path) -> None:
         chromium() as driver,
         start_blocking_portal() as portal,
     ):
-        created = server.create(secret="ef" * 16)
+        created = server.create(secret="4ca669ac3713d1f4aea07dae8dcc0d1c")
         room = server.registry.rooms[created.room]
         scenario = room.current.scenario
         driver.get(f"{server.url}/web/room#token={created.spectator}")

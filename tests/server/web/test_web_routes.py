@@ -10,7 +10,16 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp_support import ADMIN, HttpServer, http_server, share_schema_validators, text_of, tls
+from mcp_support import (
+    ADMIN,
+    HttpServer,
+    http_server,
+    ok,
+    refused,
+    share_schema_validators,
+    text_of,
+    tls,
+)
 
 from dealroom.analysis.report import FEATURE_LABELS
 from dealroom.cli import main as cli_main
@@ -90,8 +99,16 @@ async def test_the_seat_page_calls_the_same_tools_with_the_same_refusals_as_mcp(
     tmp_path: Path,
 ) -> None:
     async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
-        web = (await server.create_room(house_seller="hardliner", secret="ab" * 16))["tokens"]
-        mcp = (await server.create_room(house_seller="hardliner", secret="ab" * 16))["tokens"]
+        web = (
+            await server.create_room(
+                house_seller="hardliner", secret="fb8e20fc2e4c3f248c60c39bd652f3c1"
+            )
+        )["tokens"]
+        mcp = (
+            await server.create_room(
+                house_seller="hardliner", secret="fb8e20fc2e4c3f248c60c39bd652f3c1"
+            )
+        )["tokens"]
         async with server.seat(mcp["buyer"]) as client:
             for tool, arguments in [
                 ("make_offer", {"price": "100"}),
@@ -200,6 +217,32 @@ async def test_an_experiment_room_asks_for_consent_and_stores_under_the_particip
         "wait_for_opponent",
     ]
     assert [m["content"] for m in calls[1::2]][1:] == read
+
+
+async def test_an_experiment_seat_over_mcp_cannot_play_before_its_person_consents(
+    tmp_path: Path,
+) -> None:
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        created = await server.create_room(
+            house_seller="accept-any", participant="p08", consent="I agree to take part."
+        )
+        token = created["tokens"]["buyer"]
+        room = server.registry.rooms[created["room"]]
+        async with server.seat(token) as client:  # the same token, over /mcp
+            texts = [
+                await refused(client, "make_offer", price=10.0),
+                await refused(client, "walk_away"),
+                await refused(client, "wait_for_opponent", timeout_s=1),
+            ]
+            await ok(client, "get_state")
+            assert room.current.is_open and room.finished == 0
+            agreed = await http.post(f"{server.url}/web/api/seat/consent", headers=auth(token))
+            assert agreed.status_code == 200
+            await ok(client, "walk_away")
+    assert all(text.startswith("consent_required: ") for text in texts), texts
+    with ResultsStore(tmp_path / "results.db", create=False) as store:
+        (stored,) = store.iter("p08")
+    assert set(stored.extra["consent"]["agreed"]) == {"buyer"}
 
 
 async def test_the_tournament_data_is_the_reports_leaderboard_and_progress(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ keep the server's Host and Origin checks, and spectator tokens survive a restart
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -12,13 +13,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
-from mcp_support import HttpServer, house_resolver, http_server, tls
+from mcp_support import ADMIN, HttpServer, house_resolver, http_server, secret_of, tls
+from test_faults import serve_process
 
 from dealroom.protocol import RoomRequest, other
 from dealroom.server.journal import Journals
 from dealroom.server.rooms import RoomRegistry
+from dealroom.server.web.routes import STREAMS_PER_TOKEN
 from dealroom.server.web.views import spectator_view
 from dealroom.store.results import ResultsStore
 from dealroom.store.writer import ResultWriter
@@ -94,7 +98,7 @@ async def test_no_page_a_seat_or_spectator_loads_shows_a_private_value_it_must_n
         for n in range(8):
             house = rng.choice(["boulware", "conceder", "hardliner", "accept-any"])
             where = {"house_seller": house} if n % 2 else {"house_buyer": house}
-            created = await server.create_room(**where, secret=f"{n + 1:02x}" * 16)
+            created = await server.create_room(**where, secret=secret_of(n).hex())
             room = created["spectator"]
             stream = await first_view(http, f"{server.url}/web/api/room/events", room)
             scenario = server.registry.rooms[created["room"]].current.scenario
@@ -165,3 +169,82 @@ async def test_a_spectator_token_survives_a_restart_and_opens_only_its_room(
     finally:
         second.close()
         second.writer.store.close()  # type: ignore[union-attr]
+
+
+async def _send_big_call(url: str, token: str, *, chunked: bool) -> bytes:
+    """POST a 500 MB seat call, announced (Content-Length) or chunked, a megabyte at most
+    actually sent; what the server answered by then (b"" if nothing)."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {500 * 2**20}"
+    head = (
+        f"POST /web/api/seat/call HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n{framing}\r\n\r\n"
+    )
+    piece = b"[" * 65_536
+    chunk = b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece
+    answer = b""
+    async with await anyio.connect_tcp(host, int(port)) as stream:
+        await stream.send(head.encode())
+        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.EndOfStream):
+            for _ in range(16):  # 1 MB
+                await stream.send(chunk)
+            with anyio.move_on_after(5):
+                while b"\r\n\r\n" not in answer:
+                    answer += await stream.receive()
+    return answer
+
+
+def _resident_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024  # type: ignore[union-attr]
+
+
+async def test_a_huge_seat_call_body_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with serve_process(tmp_path / "results.db") as (url, process):
+            async with httpx2.AsyncClient() as http:
+                response = await http.post(
+                    f"{url}/admin/rooms",
+                    json={"house_seller": "hardliner"},
+                    headers={"Authorization": f"Bearer {ADMIN}"},
+                )
+                token = response.json()["tokens"]["buyer"]
+                before = _resident_mb(process.pid)
+                answers = [await _send_big_call(url, token, chunked=c) for c in (False, True)]
+                grown = _resident_mb(process.pid) - before
+                body = {"tool": "get_state", "arguments": {}}
+                after = await http.post(f"{url}/web/api/seat/call", json=body, headers=auth(token))
+            process.terminate()
+            process.wait(10)
+    for answer in answers:
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:80]
+    assert grown < 20, f"{grown:.0f} MB more resident"
+    assert after.status_code == 200 and "text" in after.json()
+
+
+async def test_one_token_holds_a_few_live_streams_and_one_more_is_429(tmp_path: Path) -> None:
+    pool = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
+    async with (
+        http_server(tmp_path) as server,
+        httpx2.AsyncClient(verify=tls(), timeout=30, limits=pool) as http,
+    ):
+        created = await server.create_room(house_seller="hardliner")
+        for path, token in [
+            ("/web/api/room/events", created["spectator"]),  # shareable with anyone
+            ("/web/api/seat/events", created["tokens"]["buyer"]),
+        ]:
+            async with contextlib.AsyncExitStack() as streams:
+                statuses = []
+                for _ in range(STREAMS_PER_TOKEN + 3):
+                    request = http.stream("GET", f"{server.url}{path}", headers=auth(token))
+                    response = await streams.enter_async_context(request)
+                    statuses.append(response.status_code)
+                refused = await http.get(f"{server.url}{path}", headers=auth(token))
+            assert statuses == [200] * STREAMS_PER_TOKEN + [429] * 3, path
+            assert refused.status_code == 429 and "\n" not in refused.json()["error"]
+            with anyio.fail_after(10):  # the closed streams are let go: one opens again
+                while True:
+                    async with http.stream("GET", f"{server.url}{path}", headers=auth(token)) as r:
+                        if r.status_code == 200:
+                            break
+                    await anyio.sleep(0.05)

@@ -15,6 +15,7 @@ refusal comes back as the same one-line ``code: reason. hint.`` an MCP client re
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -22,8 +23,9 @@ import anyio
 import structlog
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
-from dealroom.protocol import SessionErrorCode, seat_text
+from dealroom.protocol import SessionErrorCode
 from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.mcp_app import dispatch, render
@@ -39,6 +41,8 @@ STREAM_S = 10.0
 waits long for its streams)."""
 STREAM_POLL_S = 1.0
 """Longest a stream goes without looking again (a new negotiation of a series, a wall clock)."""
+STREAMS_PER_TOKEN = 4
+"""Most live streams one token holds at once (a page holds one)."""
 MAX_CALL_BYTES = 16_384
 """Largest seat call body accepted, in bytes (a message is at most a few thousand characters)."""
 
@@ -65,9 +69,14 @@ def _json(view: SpectatorView | SeatPageView) -> str:
 
 
 def _stream(
-    read: Callable[[], Awaitable[str]], room: Room, *, limit_s: float = STREAM_S
+    read: Callable[[], Awaitable[str]],
+    room: Room,
+    *,
+    done: Callable[[], None] = lambda: None,
+    limit_s: float = STREAM_S,
 ) -> StreamingResponse:
-    """Server-sent events: the view now, then again each time it changes, for ``limit_s``."""
+    """Server-sent events: the view now, then again each time it changes, for ``limit_s``;
+    ``done`` once the stream ends (closed by either side)."""
 
     async def events() -> AsyncIterator[str]:
         last = ""
@@ -82,7 +91,22 @@ def _stream(
                 await room.current.changed(STREAM_POLL_S)
 
     headers = {**NO_STORE, "X-Accel-Buffering": "no"}
-    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+    return _Stream(events(), done, media_type="text/event-stream", headers=headers)
+
+
+class _Stream(StreamingResponse):
+    """A streaming response that calls ``done`` once it is over, however it ended (a client
+    gone before its first byte included: an unstarted generator runs no ``finally``)."""
+
+    def __init__(self, body: AsyncIterator[str], done: Callable[[], None], **options: Any) -> None:
+        super().__init__(body, **options)
+        self._done = done
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._done()
 
 
 class WebApi:
@@ -90,6 +114,24 @@ class WebApi:
 
     def __init__(self, registry: RoomRegistry) -> None:
         self.registry = registry
+        self._streams: Counter[tuple[str, str]] = Counter()
+        """Live streams by token: (room, seat), or (room, "spectator") for its shared token."""
+
+    def _streaming(self, read: Callable[[], Awaitable[str]], room: Room, holder: str) -> Response:
+        """A live stream for one token, or 429 once it holds ``STREAMS_PER_TOKEN``: each holds
+        a connection, and a spectator token can be shared with anyone."""
+        key = (room.id, holder)
+        if self._streams[key] >= STREAMS_PER_TOKEN:
+            log.info("stream refused", room=room.id, holder=holder)
+            return error(429, f"this token already has {STREAMS_PER_TOKEN} live streams")
+        self._streams[key] += 1
+
+        def done() -> None:
+            self._streams[key] -= 1
+            if not self._streams[key]:
+                del self._streams[key]
+
+        return _stream(read, room, done=done)
 
     # -- the room page (spectators) ------------------------------------------------------------
 
@@ -114,7 +156,7 @@ class WebApi:
         async def read() -> str:
             return _json(spectator_view(room))
 
-        return _stream(read, room)
+        return self._streaming(read, room, "spectator")
 
     # -- the seat page ---------------------------------------------------------------------------
 
@@ -145,7 +187,7 @@ class WebApi:
         async def read() -> str:
             return await self._seat_json(seat)
 
-        return _stream(read, seat.room)
+        return self._streaming(read, seat.room, seat.role)
 
     async def consent(self, request: Request) -> Response:
         """POST /web/api/seat/consent: the person agreed to the experiment's consent line."""
@@ -163,8 +205,8 @@ class WebApi:
         seat = self._seat(request)
         if isinstance(seat, Response):
             return seat
-        body = await request.body()
-        if len(body) > MAX_CALL_BYTES:
+        body = await _body_within(request, MAX_CALL_BYTES)
+        if body is None:
             return error(413, f"a call is at most {MAX_CALL_BYTES} bytes")
         try:
             data = json.loads(body)
@@ -179,6 +221,21 @@ class WebApi:
             return JSONResponse(await _call(seat, data["tool"], arguments), headers=NO_STORE)
 
 
+async def _body_within(request: Request, limit: int) -> bytes | None:
+    """The request's body, or None once it is past ``limit`` bytes: refused on its
+    ``Content-Length`` before a byte of it is read, else as it arrives (so a huge body is never
+    held in memory; the server closes the connection on the rest)."""
+    declared = request.headers.get("content-length", "")
+    if declared.strip().isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
 async def _call(seat: RoomBackend, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """One tool call as an MCP client would make it: ``{"text", "result"}`` or ``{"error"}``."""
     offered = {t.name: t for t in seat_tools(series=seat.room.series)}
@@ -190,9 +247,6 @@ async def _call(seat: RoomBackend, name: str, arguments: dict[str, Any]) -> dict
                 message=f"there is no tool {name[:64]!r}; tools: {', '.join(offered)}.",
             )
         )
-    if seat.room.needs_consent(seat.role) and spec.name != "get_state":
-        message = "Read the instructions and agree to take part before the first negotiation."
-        return _refused(seat_text.error_payload(SessionErrorCode.CONSENT_REQUIRED, message))
     try:
         args = validate_arguments(spec, arguments)
         result = await dispatch(seat, spec, args)
