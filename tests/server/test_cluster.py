@@ -191,22 +191,21 @@ async def test_a_cluster_started_on_a_running_clusters_store_refuses_in_one_line
 async def test_a_front_killed_with_sigkill_leaves_a_socket_directory_the_next_start_removes(
     tmp_path: Path,
 ) -> None:
-    results, temporary = tmp_path / "r.db", tmp_path / "tmp"
-    temporary.mkdir()
+    results, temporary = tmp_path / "r.db", tmp_path  # short: socket paths have a limit
     env = {"TMPDIR": str(temporary)}
     with anyio.fail_after(120):
         async with serve_process(results, "--workers", "2", env=env) as (_, process):
-            (left,) = temporary.glob(f"dealroom-workers-{process.pid}-*")
+            (left,) = temporary.glob(f"dealroom-w{process.pid}-*")
             process.send_signal(signal.SIGKILL)
             process.wait(10)
         assert left.is_dir()  # nothing could remove it (its workers stop: the pipe closed)
         async with serve_process(results, "--workers", "2", env=env) as (_, process):
             assert not left.exists()
-            (ours,) = temporary.glob("dealroom-workers-*")
-            assert ours.name.startswith(f"dealroom-workers-{process.pid}-")
+            (ours,) = temporary.glob("dealroom-w*")
+            assert ours.name.startswith(f"dealroom-w{process.pid}-")
             process.terminate()
             process.wait(10)
-    assert list(temporary.glob("dealroom-workers-*")) == []
+    assert list(temporary.glob("dealroom-w*")) == []
 
 
 def test_workers_need_the_http_transport(capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,8 +33,9 @@ from dealroom.store.results import StoreError
 if TYPE_CHECKING:
     from dealroom.server.cluster_workers import WorkerSpec
 
-SOCKETS_PREFIX = "dealroom-workers-"
-"""The front's directory of worker sockets: ``$TMPDIR/dealroom-workers-<front pid>-<random>``."""
+SOCKETS_PREFIX = "dealroom-w"
+"""The front's directory of worker sockets: ``$TMPDIR/dealroom-w<front pid>-<random>`` (short:
+a Unix socket's path is at most 107 bytes, and ``$TMPDIR`` may be long)."""
 
 WORKER_COMMAND = (sys.executable, "-c", "from dealroom.cli._cluster import worker; worker()")
 
@@ -88,18 +89,16 @@ def run_cluster(args: argparse.Namespace) -> int:
 
 def _remove_stale_sockets() -> None:
     """Remove the socket directories of fronts that are gone (killed with SIGKILL, a front
-    leaves its directory behind): each is named after its front's process id."""
+    leaves its directory behind): each is named after its front's process id. Another front
+    may be removing the same ones at once: a directory gone meanwhile is no error."""
     for directory in Path(tempfile.gettempdir()).glob(f"{SOCKETS_PREFIX}*-*"):
         pid = directory.name.removeprefix(SOCKETS_PREFIX).split("-", 1)[0]
-        if not pid.isdigit() or directory.owner() != _user() or _alive(int(pid)):
+        try:
+            mine = directory.stat().st_uid == os.geteuid()
+        except OSError:
             continue
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def _user() -> str:
-    import pwd
-
-    return pwd.getpwuid(os.geteuid()).pw_name
+        if pid.isdigit() and mine and not _alive(int(pid)):
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
