@@ -48,6 +48,15 @@ from dealroom.training.lengths import (
 )
 from dealroom.training.models import TrainingSetupError, lib, load_tokenizer, require_train_extra
 from dealroom.training.rewards import RewardSpec
+from dealroom.training.runlog import (
+    METRICS_FILE,
+    OutcomeTally,
+    checkpoint_to_resume,
+    learned,
+    metrics_callback,
+    observed_env,
+    report_to,
+)
 from dealroom.training.sequences import tokenize
 from dealroom.training.sft import sft_example
 from dealroom.training.trl import BargainToolEnv
@@ -86,6 +95,12 @@ class Common:
     lora: LoRA | None = None
     gradient_checkpointing: bool | None = None
     """None: on with a GPU (memory), off on a CPU (it only costs time there)."""
+    report_to: tuple[str, ...] = ("none",)
+    """TRL's reporting integrations (tensorboard, wandb, trackio, mlflow), each checked."""
+    save_steps: int | None = None
+    """Save a resumable checkpoint (``checkpoint-N``) every this many steps; None: none."""
+    resume_from_checkpoint: str | None = None
+    """A checkpoint directory, or ``last`` for the output directory's latest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +149,9 @@ class Result:
     seconds: float
     log_history: list[dict[str, Any]]
     lengths: Lengths
+    learned: bool | None = None
+    """GRPO: False when every group's rewards were equal in every step (nothing saved)."""
+    saved: bool = True
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -269,8 +287,9 @@ def _common_args(settings: Common) -> dict[str, Any]:
         "gradient_accumulation_steps": settings.gradient_accumulation_steps,
         "logging_steps": settings.logging_steps,
         "seed": settings.seed,
-        "report_to": "none",
-        "save_strategy": "no",
+        "report_to": report_to(settings.report_to),
+        "save_strategy": "no" if settings.save_steps is None else "steps",
+        "save_steps": settings.save_steps or 500,
         "dataloader_num_workers": 0,
         **_device_args(settings),
     }
@@ -327,8 +346,9 @@ def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]
     return trainer, lengths
 
 
-def build_grpo(settings: GRPOSettings) -> tuple[Any, Lengths]:
-    """A checked ``GRPOTrainer`` in ``BargainToolEnv`` and the reference lengths."""
+def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tuple[Any, Lengths]:
+    """A checked ``GRPOTrainer`` in ``BargainToolEnv`` and the reference lengths; ``tally``
+    counts the outcome of every scored rollout."""
     require_train_extra()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     Dataset = lib("datasets").Dataset
@@ -358,7 +378,7 @@ def build_grpo(settings: GRPOSettings) -> tuple[Any, Lengths]:
         vllm_mode=settings.vllm_mode,
     )
     factory = functools.partial(
-        BargainToolEnv,
+        BargainToolEnv if tally is None else observed_env(tally),
         opponent=settings.opponent,
         role=settings.role,
         tier=settings.tier,
@@ -378,33 +398,60 @@ def build_grpo(settings: GRPOSettings) -> tuple[Any, Lengths]:
     return trainer, lengths
 
 
-def finish(trainer: Any, settings: Common, lengths: Lengths, seconds: float) -> Result:
-    """Save a plain checkpoint (LoRA merged) with its tokenizer; report the run."""
-    model = trainer.model
-    if settings.lora is not None:
-        model = model.merge_and_unload()
-    settings.output_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(settings.output_dir)
-    trainer.processing_class.save_pretrained(settings.output_dir)
+def finish(
+    trainer: Any, settings: Common, lengths: Lengths, seconds: float, *, save: bool = True
+) -> Result:
+    """Save a plain checkpoint (LoRA merged) with its tokenizer, unless ``save`` is False;
+    report the run."""
     history = list(trainer.state.log_history)
-    return Result(settings.output_dir, trainer.state.global_step, seconds, history, lengths)
+    if save:
+        model = trainer.model
+        if settings.lora is not None:
+            model = model.merge_and_unload()
+        settings.output_dir.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(settings.output_dir)
+        trainer.processing_class.save_pretrained(settings.output_dir)
+    return Result(
+        settings.output_dir,
+        trainer.state.global_step,
+        seconds,
+        history,
+        lengths,
+        learned=learned(history),
+        saved=save,
+    )
+
+
+def _train(trainer: Any, settings: Common, tally: OutcomeTally | None = None) -> float:
+    """Train with the metrics file attached, resuming if asked; the seconds it took."""
+    import time
+
+    resume = checkpoint_to_resume(settings.resume_from_checkpoint, settings.output_dir)
+    trainer.add_callback(metrics_callback(settings.output_dir / METRICS_FILE, tally))
+    started = time.perf_counter()
+    trainer.train(resume_from_checkpoint=resume)
+    return time.perf_counter() - started
 
 
 def run_sft(settings: SFTSettings, rows: Sequence[Row]) -> Result:
     """Build, train and save."""
-    import time
-
+    checkpoint_to_resume(settings.resume_from_checkpoint, settings.output_dir)
     trainer, lengths = build_sft(settings, rows)
-    started = time.perf_counter()
-    trainer.train()
-    return finish(trainer, settings, lengths, time.perf_counter() - started)
+    return finish(trainer, settings, lengths, _train(trainer, settings))
 
 
 def run_grpo(settings: GRPOSettings) -> Result:
-    """Build, train and save."""
-    import time
+    """Build, train, and save unless nothing was learned.
 
-    trainer, lengths = build_grpo(settings)
-    started = time.perf_counter()
-    trainer.train()
-    return finish(trainer, settings, lengths, time.perf_counter() - started)
+    When every group's rewards were equal in every step, the advantages and the gradient were
+    zero and the weights are the starting model's: no checkpoint is written (the result says
+    ``learned=False``), so an unchanged model is never presented as trained.
+    """
+    checkpoint_to_resume(settings.resume_from_checkpoint, settings.output_dir)
+    tally = OutcomeTally()
+    trainer, lengths = build_grpo(settings, tally)
+    seconds = _train(trainer, settings, tally)
+    nothing = learned(trainer.state.log_history) is False
+    if nothing:
+        log.warning("grpo.nothing_learned", steps=trainer.state.global_step)
+    return finish(trainer, settings, lengths, seconds, save=not nothing)
