@@ -38,6 +38,8 @@ from dealroom.play.registry import resolve
 from dealroom.protocol import DEFAULT_RULES, AgentFactory, Role, Rules, Tier
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.tools import ArgumentsForm, with_arguments
+from dealroom.training import memory
+from dealroom.training.lean import lean_sft_trainer, release_freed_memory
 from dealroom.training.lengths import (
     Lengths,
     Row,
@@ -94,7 +96,7 @@ class Common:
     """A TRL bundled template name (``qwen3``) or a .jinja file, replacing the model's own."""
     lora: LoRA | None = None
     gradient_checkpointing: bool | None = None
-    """None: on with a GPU (memory), off on a CPU (it only costs time there)."""
+    """None: on (whole negotiations need it; on a CPU it costs about a third more time)."""
     report_to: tuple[str, ...] = ("none",)
     """TRL's reporting integrations (tensorboard, wandb, trackio, mlflow), each checked."""
     save_steps: int | None = None
@@ -266,12 +268,14 @@ def grpo_completion_length(settings: GRPOSettings, lengths: Lengths) -> int:
 # -- trainers --------------------------------------------------------------------------------
 
 
+def _checkpointing(settings: Common) -> bool:
+    return True if settings.gradient_checkpointing is None else settings.gradient_checkpointing
+
+
 def _device_args(settings: Common) -> dict[str, Any]:
     torch = lib("torch")
     cuda = torch.cuda.is_available()
-    checkpointing = settings.gradient_checkpointing
-    if checkpointing is None:
-        checkpointing = cuda
+    checkpointing = _checkpointing(settings)
     return {
         "use_cpu": not cuda,
         "bf16": cuda and torch.cuda.is_bf16_supported(),
@@ -321,16 +325,28 @@ def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]
         raise TrainingSetupError(f"{empty} of {len(data)} rows have no assistant turn to train on")
     lengths = lengths_of(sequences)
     max_length = sft_max_length(settings, lengths)
+    batch = settings.per_device_train_batch_size or memory.batch_size(lengths.longest, len(data))
+    shape = memory.Shape.of(lib("transformers").AutoConfig.from_pretrained(settings.model))
+    need = memory.check(
+        shape,
+        batch=batch,
+        length=lengths.longest,
+        checkpointing=_checkpointing(settings),
+        lora=settings.lora is not None,
+        free=memory.available(),
+    )
     args = trl.SFTConfig(
         **_common_args(settings),
-        per_device_train_batch_size=settings.per_device_train_batch_size or 1,
+        per_device_train_batch_size=batch,
         num_train_epochs=settings.num_train_epochs,
         max_length=max_length,
+        model_init_kwargs={"attn_implementation": "sdpa"},
     )
     # Tokenized here (dealroom.training.sequences): the served template's text, with labels only
     # on what the model writes; TRL keeps a dataset's own labels.
     dataset = Dataset.from_list([{"input_ids": s.input_ids, "labels": s.labels} for s in sequences])
-    trainer = trl.SFTTrainer(
+    release_freed_memory()
+    trainer = lean_sft_trainer()(
         model=settings.model,
         args=args,
         train_dataset=dataset,
@@ -342,7 +358,14 @@ def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]
             f"TRL dropped {len(data) - len(trainer.train_dataset)} of {len(data)} examples; "
             "check the rows and --max-length"
         )
-    log.info("sft.ready", lengths=lengths.describe(), max_length=max_length, rows=len(data))
+    log.info(
+        "sft.ready",
+        lengths=lengths.describe(),
+        max_length=max_length,
+        rows=len(data),
+        batch=batch,
+        memory_estimate=memory.gib(need),
+    )
     return trainer, lengths
 
 
@@ -376,6 +399,7 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
         beta=settings.beta,
         use_vllm=settings.use_vllm,
         vllm_mode=settings.vllm_mode,
+        model_init_kwargs={"attn_implementation": "sdpa"},
     )
     factory = functools.partial(
         BargainToolEnv if tally is None else observed_env(tally),
@@ -386,6 +410,7 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
         reward=settings.reward,
         rules=settings.rules,
     )
+    release_freed_memory()
     trainer = trl.GRPOTrainer(
         model=settings.model,
         args=args,
