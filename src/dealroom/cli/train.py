@@ -126,6 +126,12 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--max-new-tokens", type=positive_int, default=256)
+    serve.add_argument(
+        "--max-queue",
+        type=positive_int,
+        default=8,
+        help="requests that may wait for the model (default 8); more get a 503",
+    )
     serve.set_defaults(handler=_serve)
 
     plot = stages.add_parser(
@@ -399,7 +405,7 @@ def _serve(args: argparse.Namespace) -> int:
 
         chat = ChatModel(args.model, name=args.name, max_new_tokens=args.max_new_tokens)
         try:
-            with serve(chat, args.host, args.port) as endpoint:
+            with serve(chat, args.host, args.port, max_queue=args.max_queue) as endpoint:
                 sys.stderr.write(f"serving {chat.name} at {endpoint.base_url} (Ctrl-C stops)\n")
                 threading.Event().wait()
         except OSError as exc:
