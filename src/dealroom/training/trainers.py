@@ -11,14 +11,18 @@ configuration before the first step, and a bad one is a ``TrainingSetupError`` w
   1024 would drop every example), GRPO's ``max_completion_length`` below what a negotiation
   needs (tool results count toward it, and a cut rollout loses an action already played).
   By default both are derived from the data, with a margin;
-- an unknown opponent.
+- an unknown opponent;
+- an uninstalled ``report_to`` tracker, a missing checkpoint to resume, and an SFT run whose
+  memory estimate exceeds the free memory (``dealroom.training.memory``).
 
 The reward is counted once: no ``reward_funcs`` are passed, since TRL >= 1.8 adds the
 environment's ``get_reward`` itself. SFT rows get their tool-call arguments as objects (what the
 template and TRL's parser use in GRPO rollouts) unless ``arguments="string"``.
 
 The output directory holds a plain transformers checkpoint (LoRA adapters are merged), ready
-for the next stage or for serving (``dealroom.training.serving``).
+for the next stage or for serving (``dealroom.training.serving``), and ``metrics.jsonl``, every
+logged step (``dealroom.training.runlog``). A GRPO run in which every group's rewards were
+equal saves no checkpoint (``Result.learned`` is False).
 """
 
 from __future__ import annotations
