@@ -9,8 +9,8 @@ about 48 KB per token and layer for a 135M model by count (a forward and backwar
 2,048 tokens peaked at 6.2 GB), tens of GB for a whole negotiation.
 
 The estimate (float32, AdamW, no mixed precision) is deliberately simple and errs high: for
-the demo model on 2,533-token rows it says 3.4 GiB where ``/usr/bin/time -v`` measured 2.8 GiB
-(docs/training.md has the figures):
+the demo model it says 3.4 GiB on 2,533-token rows and 5.0 GiB on a 17,704-token whole
+transcript, where ``/usr/bin/time -v`` measured 2.8 GB and 3.4 GB (docs/training.md):
 
 - fixed: the runtime (``RUNTIME_BYTES``) plus weights, gradients and two Adam moments
   (16 bytes a parameter; LoRA trains a few adapters, so 4 bytes a weight plus those);
