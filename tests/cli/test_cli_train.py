@@ -111,3 +111,17 @@ def test_plot_draws_a_runs_metrics(capsys: pytest.CaptureFixture[str], tmp_path:
     assert "drew loss, reward" in capsys.readouterr().err
     assert main(["train", "plot", str(tmp_path / "nowhere")]) == 2
     assert "no logged steps" in capsys.readouterr().err
+
+
+def test_a_resumed_run_reports_the_time_of_the_steps_it_ran(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "checkpoint-1").mkdir()
+    (tmp_path / "checkpoint-1" / "trainer_state.json").write_text('{"global_step": 1}')
+    history = [{"loss": 0.1, "frac_reward_zero_std": 0.5, "step": s} for s in (1, 2)]
+    monkeypatch.setattr(trainers, "run_grpo", chatty(history))  # 2 steps in 1.0 s
+    argv = ["train", "grpo", "--model", "m", "--output-dir", str(tmp_path)]
+    assert main([*argv, "--resume-from-checkpoint", "last"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["steps"] == 2 and summary["resumed_at_step"] == 1
+    assert summary["seconds_per_step"] == 1.0  # one step ran here, not two

@@ -237,15 +237,28 @@ def _quiet_stdout(run: Any) -> Any:
         return run()
 
 
-def _report(stage: str, result: Any) -> int:
+def _resumed_at(args: argparse.Namespace) -> int:
+    """The step the run resumes from (0 for a fresh run), read before the run saves more."""
+    from dealroom.training.runlog import checkpoint_to_resume
+
+    checkpoint = checkpoint_to_resume(args.resume_from_checkpoint, args.output_dir)
+    if checkpoint is None:
+        return 0
+    state = json.loads((Path(checkpoint) / "trainer_state.json").read_text(encoding="utf-8"))
+    return int(state.get("global_step", 0))
+
+
+def _report(stage: str, result: Any, resumed_at: int = 0) -> int:
     from dealroom.training.runlog import METRICS_FILE
 
     last = next((h for h in reversed(result.log_history) if "loss" in h), {})
-    per_step = result.seconds / max(result.steps, 1)
+    ran = result.steps - resumed_at
+    per_step = result.seconds / max(ran, 1)
     summary = {
         "stage": stage,
         "output_dir": str(result.output_dir),
         "steps": result.steps,
+        "resumed_at_step": resumed_at,
         "seconds": round(result.seconds, 1),
         "seconds_per_step": round(per_step, 1),
         "lengths": result.lengths.describe(),
@@ -293,7 +306,8 @@ def _sft(args: argparse.Namespace) -> int:
             max_turns=args.max_turns,
             arguments=args.tool_arguments,
         )
-        return _report("sft", _quiet_stdout(lambda: run_sft(settings, rows)))
+        resumed_at = _resumed_at(args)
+        return _report("sft", _quiet_stdout(lambda: run_sft(settings, rows)), resumed_at)
 
     return _guard(run)
 
@@ -325,7 +339,8 @@ def _grpo(args: argparse.Namespace) -> int:
             vllm_mode=args.vllm_mode,
             reference=read_rows(args.lengths_from) if args.lengths_from else (),
         )
-        return _report("grpo", _quiet_stdout(lambda: run_grpo(settings)))
+        resumed_at = _resumed_at(args)
+        return _report("grpo", _quiet_stdout(lambda: run_grpo(settings)), resumed_at)
 
     return _guard(run)
 
