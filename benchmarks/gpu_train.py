@@ -102,7 +102,10 @@ def parity(model_dir: str, use_vllm: bool, device: str) -> dict[str, Any]:
                 pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
             )
         generated = ids[0][len(prompt) :].tolist()
-    parsed = tokenizer.parse_response(generated, prefix=prompt)
+    try:
+        parsed = tokenizer.parse_response(generated, prefix=prompt)
+    except Exception:  # a malformed call reads as text, as train serve reads it
+        parsed = {"content": tokenizer.decode(generated, skip_special_tokens=True)}
     message: dict[str, Any] = {"role": "assistant", "content": parsed.get("content") or ""}
     messages = [user, message]
     for call in parsed.get("tool_calls") or []:
