@@ -54,6 +54,13 @@ from dealroom.training.models import (  # noqa: E402
     write_demo_model,
 )
 from dealroom.training.opponents import training_opponent  # noqa: E402
+from dealroom.training.runlog import (  # noqa: E402
+    METRICS_FILE,
+    OutcomeTally,
+    learned,
+    metrics_callback,
+    read_metrics,
+)
 from dealroom.training.sequences import pieces, tokenize  # noqa: E402
 from dealroom.training.sft import sft_example  # noqa: E402
 from dealroom.training.trainers import (  # noqa: E402
@@ -111,21 +118,30 @@ def store(work: Path) -> Path:
     return db
 
 
-@pytest.fixture(scope="module")
-def sft_run(demo: Path, store: Path, work: Path) -> dict[str, Any]:
-    out = work / "sft"
-    argv = [
-        "train", "sft", "--store", str(store), "--role", "buyer", "--deals-only",
-        "--model", str(demo), "--output-dir", str(out), "--max-steps", str(SFT_STEPS),
-        "--max-turns", "1", "--learning-rate", str(SFT_LR),
-    ]  # fmt: skip
+def _stdout_of(argv: list[str]) -> list[str]:
     import contextlib
     import io
 
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         assert main(argv) == 0
-    return {"dir": out, "summary": json.loads(buffer.getvalue().strip().splitlines()[-1])}
+    return buffer.getvalue().splitlines()
+
+
+@pytest.fixture(scope="module")
+def sft_run(demo: Path, store: Path, work: Path) -> dict[str, Any]:
+    """SFT_STEPS steps in two runs: the first saves a checkpoint after one step and stops (as a
+    crashed run would have), the second resumes from it."""
+    out = work / "sft"
+    argv = [
+        "train", "sft", "--store", str(store), "--role", "buyer", "--deals-only",
+        "--model", str(demo), "--output-dir", str(out),
+        "--max-turns", "1", "--learning-rate", str(SFT_LR),
+    ]  # fmt: skip
+    first = _stdout_of([*argv, "--max-steps", "1", "--save-steps", "1"])
+    steps = ["--max-steps", str(SFT_STEPS), "--resume-from-checkpoint", "last"]
+    second = _stdout_of([*argv, *steps])
+    return {"dir": out, "stdout": [first, second], "summary": json.loads(second[-1])}
 
 
 class Counted:
@@ -159,7 +175,9 @@ def grpo_run(sft_run: dict[str, Any], work: Path) -> Iterator[dict[str, Any]]:
                 scenarios=4,
                 temperature=0.7,
             )
-            trainer, lengths = build_grpo(settings)
+            tally = OutcomeTally()
+            trainer, lengths = build_grpo(settings, tally)
+            trainer.add_callback(metrics_callback(work / "grpo" / METRICS_FILE, tally))
             trainer.train()
             result = finish(trainer, settings, lengths, 0.0)
             yield {"trainer": trainer, "result": result, "settings": settings, "fake": fake}
@@ -179,6 +197,29 @@ def test_sft_from_a_store_trains_and_saves_a_checkpoint(sft_run: dict[str, Any])
     assert summary["last_log"]["loss"] > 0
     assert (sft_run["dir"] / "model.safetensors").is_file()
     load_tokenizer(str(sft_run["dir"]))  # its template still renders and parses tool calls
+
+
+def test_sft_prints_exactly_one_json_line(sft_run: dict[str, Any]) -> None:
+    for lines in sft_run["stdout"]:
+        (line,) = lines
+        assert json.loads(line)["stage"] == "sft"
+
+
+def test_a_resumed_sft_run_continues_the_checkpoint_and_its_metrics(
+    sft_run: dict[str, Any],
+) -> None:
+    assert (sft_run["dir"] / "checkpoint-1" / "trainer_state.json").is_file()
+    rows = read_metrics(sft_run["dir"] / METRICS_FILE)
+    losses = [r["step"] for r in rows if "loss" in r]
+    assert losses == list(range(1, SFT_STEPS + 1))  # both halves, each step once
+
+
+def test_grpo_steps_log_reward_spread_deal_rate_and_share(grpo_run: dict[str, Any]) -> None:
+    trainer = grpo_run["trainer"]
+    metrics = read_metrics(grpo_run["settings"].output_dir / METRICS_FILE)
+    (row,) = [r for r in metrics if "reward" in r]
+    assert row["step"] == 1 and 0 <= row["deal_rate"] <= 1 and "reward_std" in row
+    assert learned(trainer.state.log_history) is (row["frac_reward_zero_std"] < 1)
 
 
 def test_grpo_reward_comes_from_the_environment_once(grpo_run: dict[str, Any]) -> None:

@@ -38,15 +38,29 @@ class _Flags(Protocol):
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action: ...
 
 
-def add_secret_flag(parser: _Flags) -> None:
-    """--secret HEX: the run's secret (default: $DEALROOM_SECRET, else a fresh random one)."""
+def add_secret_flag(parser: _Flags, *, public: bool = False) -> None:
+    """--secret HEX: the run's secret (default: $DEALROOM_SECRET, else a fresh random one).
+
+    ``public``: an offline run (a tournament, a match), whose secret is there to be published
+    so others reproduce the run; any 128 bits do (the README pins one). Every other entry point
+    (a served session, a room) keeps its secret from its seats and refuses an obviously weak one.
+    """
     parser.add_argument(
         "--secret",
-        type=secret_arg,
+        type=public_secret_arg if public else secret_arg,
         metavar="HEX",
         help="secret (at least 32 hex digits) under which scenarios and house agents' choices "
         f"are drawn, to reproduce a run (default: ${SECRET_ENV}, else a fresh random one)",
     )
+
+
+def public_secret_arg(text: str) -> Secret:
+    """argparse type: a hex secret of at least 128 bits, to be published (not checked for
+    weakness: nothing it guards is secret)."""
+    try:
+        return Secret.from_hex(text)
+    except SecretError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def secret_arg(text: str) -> Secret:
@@ -57,14 +71,15 @@ def secret_arg(text: str) -> Secret:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def run_secret(args: argparse.Namespace) -> tuple[Secret, bool]:
+def run_secret(args: argparse.Namespace, *, public: bool = False) -> tuple[Secret, bool]:
     """The run's secret from --secret or $DEALROOM_SECRET, else a fresh one; and whether it
-    was given (a fresh one must be reported after the run, or the run cannot be replayed)."""
+    was given (a fresh one must be reported after the run, or the run cannot be replayed).
+    ``public`` as for ``add_secret_flag``."""
     if args.secret is not None:
         return args.secret, True
     if text := os.environ.get(SECRET_ENV):
         try:
-            return Secret.chosen(text), True
+            return (Secret.from_hex(text) if public else Secret.chosen(text)), True
         except SecretError as exc:
             raise usage_error(f"${SECRET_ENV}: {exc}") from None
     return Secret.new(), False
@@ -76,10 +91,10 @@ def report_fresh_secret(secret: Secret, given: bool) -> None:
         sys.stderr.write(f"dealroom: secret {secret.hex()} (pass --secret to replay this run)\n")
 
 
-def add_scenario_flags(parser: _Flags) -> None:
+def add_scenario_flags(parser: _Flags, *, public: bool = False) -> None:
     """--tier, --secret, --scenario (on a parser or an argument group)."""
     parser.add_argument("--tier", choices=TIERS, default="mid", help="price tier (default: mid)")
-    add_secret_flag(parser)
+    add_secret_flag(parser, public=public)
     parser.add_argument(
         "--scenario", type=Path, help="JSONL scenario file; its first scenario is played"
     )

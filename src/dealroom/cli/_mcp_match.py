@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     """Play through MCP and print; exit status 1 if a player failed (its error is printed).
     The players' connections are closed in the event loop that used them."""
     buyer, seller = player(args.buyer, args), player(args.seller, args)
-    secret, given = run_secret(args)
+    secret, given = run_secret(args, public=True)
     if args.server:
         token = os.environ.get(ADMIN_TOKEN_ENV)
         if not token:

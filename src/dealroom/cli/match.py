@@ -29,7 +29,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="agent spec, e.g. boulware, boulware:e=0.1, llm:gpt-4.1-mini or human",
     )
     match.add_argument("--seller", required=True, help="agent spec")
-    add_scenario_flags(match)
+    add_scenario_flags(match, public=True)
     match.add_argument("--json", action="store_true", help="print one JSON object")
     add_llm_flags(match)
     add_mcp_flags(match)
@@ -51,7 +51,7 @@ def run_match(args: argparse.Namespace) -> int:
             "--clock wall needs an LLM or human player (scripted matches are virtual)"
         )
     buyer, seller = agent(args.buyer), agent(args.seller)
-    secret, given = run_secret(args)
+    secret, given = run_secret(args, public=True)
     chosen = scenario(args, secret)
     record = play(chosen, buyer, seller, names=(args.buyer, args.seller), seed=secret)
     if args.results is not None:

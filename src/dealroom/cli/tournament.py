@@ -60,7 +60,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=10,
         help="negotiations per ordered pair and tier (default: 10)",
     )
-    add_secret_flag(parser)
+    add_secret_flag(parser, public=True)
     parser.add_argument("--out", type=Path, required=True, help="results store (SQLite file)")
     parser.add_argument("--run", default=DEFAULT_RUN, help=f"run name (default: {DEFAULT_RUN})")
     parser.add_argument(
@@ -177,7 +177,7 @@ def _budget(args: argparse.Namespace, players: Lineup) -> Budget:
 def _seed(args: argparse.Namespace) -> Seed:
     """--secret or $DEALROOM_SECRET; else, resuming, the secret stored with the run; else a
     fresh one (stored with the run: ``dealroom report`` is not needed to find it again)."""
-    secret, given = run_secret(args)
+    secret, given = run_secret(args, public=True)
     if given or not args.resume or not args.out.exists():
         return secret
     try:

@@ -10,6 +10,7 @@
   on (TRL's rollout loop), each negotiation stored for ``dealroom report``;
 - ``serve``: the checkpoint behind a loopback OpenAI-compatible endpoint (for ``evaluate``, or
   for ``dealroom tournament --agents llm:NAME,... --base-url URL``, the agent surface).
+- ``plot OUTPUT_DIR``: a run's learning curve (its ``metrics.jsonl``) as SVG.
 
 Flags use TRL's names (``--model``, ``--output-dir``, ``--max-steps``, ...). Every check runs
 before the first step; a bad configuration is one line on stderr and exit status 2. Heavy
@@ -19,6 +20,7 @@ imports happen only when a subcommand runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import threading
@@ -104,7 +106,23 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--max-new-tokens", type=positive_int, default=256)
+    serve.add_argument(
+        "--max-queue",
+        type=positive_int,
+        default=8,
+        help="requests that may wait for the model (default 8); more get a 503",
+    )
     serve.set_defaults(handler=_serve)
+
+    plot = stages.add_parser(
+        "plot",
+        help="draw a run's learning curve (metrics.jsonl) as SVG",
+        description="Loss, reward, reward spread (reward_std), deal rate and share per step, "
+        "from the metrics.jsonl that sft and grpo write in their output directory.",
+    )
+    plot.add_argument("run_dir", type=Path, metavar="OUTPUT_DIR", help="a run's --output-dir")
+    plot.add_argument("--out", type=Path, help="SVG file (default: OUTPUT_DIR/metrics.svg)")
+    plot.set_defaults(handler=_plot)
 
 
 def _common_flags(parser: argparse.ArgumentParser, *, learning_rate: float) -> None:
@@ -116,6 +134,21 @@ def _common_flags(parser: argparse.ArgumentParser, *, learning_rate: float) -> N
     parser.add_argument("--gradient-accumulation-steps", type=positive_int, default=1)
     parser.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction)
     parser.add_argument("--logging-steps", type=positive_int, default=1)
+    parser.add_argument(
+        "--report-to",
+        type=lambda text: tuple(n.strip() for n in text.split(",") if n.strip()) or ("none",),
+        default=("none",),
+        help="TRL's trackers, comma-separated: none (default), tensorboard, wandb, trackio, "
+        "mlflow; every logged step also goes to OUTPUT_DIR/metrics.jsonl",
+    )
+    parser.add_argument(
+        "--save-steps", type=positive_int, help="save a resumable checkpoint every N steps"
+    )
+    parser.add_argument(
+        "--resume-from-checkpoint",
+        metavar="DIR|last",
+        help="resume from a checkpoint-N directory, or the output directory's last",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--chat-template", help="replace the model's template: a TRL bundled name or a .jinja"
@@ -137,6 +170,9 @@ def _common(args: argparse.Namespace) -> dict[str, Any]:
         "gradient_accumulation_steps": args.gradient_accumulation_steps,
         "gradient_checkpointing": args.gradient_checkpointing,
         "logging_steps": args.logging_steps,
+        "report_to": args.report_to,
+        "save_steps": args.save_steps,
+        "resume_from_checkpoint": args.resume_from_checkpoint,
         "seed": args.seed,
         "chat_template": args.chat_template,
         "lora": LoRA(r=args.lora_r, alpha=args.lora_alpha) if args.use_peft else None,
@@ -159,6 +195,10 @@ def _reward(text: str) -> Any:
     return RewardSpec(**weights)
 
 
+NOTHING_LEARNED = 3
+"""Exit status of a GRPO run whose every group had equal rewards (nothing saved)."""
+
+
 def _guard(run: Any) -> int:
     """Run a stage, turning setup errors into the CLI's one-line usage error."""
     from dealroom.play.registry import AgentSpecError
@@ -170,20 +210,52 @@ def _guard(run: Any) -> int:
         raise usage_error(str(exc)) from None
 
 
-def _report(stage: str, result: Any) -> int:
+def _quiet_stdout(run: Any) -> Any:
+    """Run a training stage with stdout pointed at stderr: TRL and transformers print each
+    logged step's dict, and stdout must stay the one JSON line of the summary."""
+    with contextlib.redirect_stdout(sys.stderr):
+        return run()
+
+
+def _resumed_at(args: argparse.Namespace) -> int:
+    """The step the run resumes from (0 for a fresh run), read before the run saves more."""
+    from dealroom.training.runlog import checkpoint_to_resume
+
+    checkpoint = checkpoint_to_resume(args.resume_from_checkpoint, args.output_dir)
+    if checkpoint is None:
+        return 0
+    state = json.loads((Path(checkpoint) / "trainer_state.json").read_text(encoding="utf-8"))
+    return int(state.get("global_step", 0))
+
+
+def _report(stage: str, result: Any, resumed_at: int = 0) -> int:
+    from dealroom.training.runlog import METRICS_FILE
+
     last = next((h for h in reversed(result.log_history) if "loss" in h), {})
-    per_step = result.seconds / max(result.steps, 1)
+    ran = result.steps - resumed_at
+    per_step = result.seconds / max(ran, 1)
     summary = {
         "stage": stage,
         "output_dir": str(result.output_dir),
         "steps": result.steps,
+        "resumed_at_step": resumed_at,
         "seconds": round(result.seconds, 1),
         "seconds_per_step": round(per_step, 1),
         "lengths": result.lengths.describe(),
+        "metrics": str(result.output_dir / METRICS_FILE),
+        "learned": result.learned,
+        "saved": result.saved,
         "last_log": last,
     }
+    if result.learned is False:
+        sys.stderr.write(
+            f"dealroom: nothing learned: every GRPO group had equal rewards in all "
+            f"{result.steps} steps (frac_reward_zero_std 1.0, zero gradient); no checkpoint "
+            f"saved in {result.output_dir} (more --num-generations, a higher --temperature or "
+            "more SFT give groups different outcomes)\n"
+        )
     sys.stdout.write(json.dumps(summary) + "\n")
-    return 0
+    return NOTHING_LEARNED if result.learned is False else 0
 
 
 def _demo_model(args: argparse.Namespace) -> int:
@@ -214,7 +286,8 @@ def _sft(args: argparse.Namespace) -> int:
             max_turns=args.max_turns,
             arguments=args.tool_arguments,
         )
-        return _report("sft", run_sft(settings, rows))
+        resumed_at = _resumed_at(args)
+        return _report("sft", _quiet_stdout(lambda: run_sft(settings, rows)), resumed_at)
 
     return _guard(run)
 
@@ -250,7 +323,8 @@ def _grpo(args: argparse.Namespace) -> int:
             vllm_mode=args.vllm_mode,
             reference=read_rows(args.lengths_from) if args.lengths_from else (),
         )
-        return _report("grpo", run_grpo(settings))
+        resumed_at = _resumed_at(args)
+        return _report("grpo", _quiet_stdout(lambda: run_grpo(settings)), resumed_at)
 
     return _guard(run)
 
@@ -284,11 +358,24 @@ def _serve(args: argparse.Namespace) -> int:
 
         chat = ChatModel(args.model, name=args.name, max_new_tokens=args.max_new_tokens)
         try:
-            with serve(chat, args.host, args.port) as endpoint:
+            with serve(chat, args.host, args.port, max_queue=args.max_queue) as endpoint:
                 sys.stderr.write(f"serving {chat.name} at {endpoint.base_url} (Ctrl-C stops)\n")
                 threading.Event().wait()
         except OSError as exc:
             raise usage_error(f"{args.host}:{args.port}: {exc.strerror or exc}") from None
+        return 0
+
+    return _guard(run)
+
+
+def _plot(args: argparse.Namespace) -> int:
+    def run() -> int:
+        from dealroom.training.plot import write_plot
+        from dealroom.training.runlog import METRICS_FILE
+
+        out = args.out or args.run_dir / "metrics.svg"
+        drawn = write_plot(args.run_dir / METRICS_FILE, out)
+        sys.stderr.write(f"drew {', '.join(drawn)} to {out}\n")
         return 0
 
     return _guard(run)

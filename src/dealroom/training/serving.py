@@ -3,24 +3,39 @@
 What is trained is what is served: the checkpoint's own chat template renders the conversation
 (tools included) exactly as in training, and TRL's response parser reads its tool calls back,
 so an ``llm:NAME`` seat in ``dealroom match`` or ``dealroom tournament --base-url URL`` plays the
-model on the same surface it was trained on. One request is generated at a time (a small model
-on a CPU or one GPU); ``temperature`` 0 is greedy decoding.
+model on the same surface it was trained on. ``temperature`` 0 is greedy decoding.
+
+Requests are served concurrently but generated one at a time (a small model on a CPU or one
+GPU), in arrival order:
+
+- at most ``max_queue`` requests wait behind the one being generated; one more is answered
+  ``503`` with a one-line reason at once, so a round robin's retries back off instead of piling
+  up;
+- a request whose client disconnected (timed out, gave up) is dropped: before its generation
+  starts, and between generated tokens (a stopping criterion polls the socket), so the model
+  never computes answers nobody reads;
+- a prompt longer than the model's context (``max_position_embeddings``) is a one-line ``400``;
+  one that fits gets at most what is left of the context to generate.
 
 Only ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models`` are served, on
-127.0.0.1 by default. Needs the ``train`` extra.
+127.0.0.1 by default. Needs the ``train`` extra (only ``ChatModel`` does: the HTTP side takes
+any ``Completer``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import select
+import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -30,6 +45,46 @@ log = structlog.get_logger(__name__)
 
 MAX_BODY = 4 * 1024 * 1024
 """Largest request body accepted (bytes)."""
+MAX_QUEUE = 8
+"""Requests that may wait behind the one being generated (``--max-queue``)."""
+
+
+class ContextTooLong(ValueError):
+    """The prompt does not fit the model's context (answered 400)."""
+
+
+class Cancelled(Exception):
+    """The client went away; nothing is sent."""
+
+
+class Completer(Protocol):
+    """What the endpoint serves: ``ChatModel``, or a stand-in in tests."""
+
+    name: str
+
+    def complete(
+        self, body: Mapping[str, Any], cancelled: Callable[[], bool] = ...
+    ) -> dict[str, Any]:
+        """One chat completion; raises ValueError (400), Cancelled when ``cancelled()``."""
+        ...
+
+
+def generation_budget(prompt_tokens: int, context: int | None, wanted: int) -> int:
+    """Tokens to generate: ``wanted``, capped by what the context leaves; ContextTooLong when
+    the prompt alone fills it."""
+    if context is None:
+        return wanted
+    if prompt_tokens >= context:
+        raise ContextTooLong(
+            f"the prompt is {prompt_tokens:,} tokens and the model's context is {context:,}: "
+            "shorten the conversation"
+        )
+    return min(wanted, context - prompt_tokens)
+
+
+def never() -> bool:
+    """The ``cancelled`` of a caller that waits for its answer."""
+    return False
 
 
 class ChatModel:
@@ -43,12 +98,19 @@ class ChatModel:
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         check_tool_template(self.tokenizer)  # also installs TRL's response parser
         self.model = transformers.AutoModelForCausalLM.from_pretrained(path)
+        if lib("torch").cuda.is_available():
+            self.model.to("cuda")
         self.model.eval()
+        context = getattr(self.model.config, "max_position_embeddings", None)
+        self.context: int | None = int(context) if context else None
         self._lock = threading.Lock()
         self._count = 0
 
-    def complete(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """One chat completion (OpenAI's JSON shape) for a request body."""
+    def complete(
+        self, body: Mapping[str, Any], cancelled: Callable[[], bool] = never
+    ) -> dict[str, Any]:
+        """One chat completion (OpenAI's JSON shape) for a request body; Cancelled when
+        ``cancelled()`` turns true before or during generation."""
         torch = lib("torch")
         messages = [_template_message(m) for m in body.get("messages") or []]
         if not messages:
@@ -59,20 +121,27 @@ class ChatModel:
         temperature = 1.0 if raw_temperature is None else float(raw_temperature)
         inputs = self.tokenizer.apply_chat_template(
             messages, tools=tools, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
+        ).to(self.model.device)
         sampling: dict[str, Any] = (
             {"do_sample": True, "temperature": temperature} if temperature > 0 else {}
         )
+        prompt_tokens = int(inputs["input_ids"].shape[1])
+        wanted = min(limit or self.max_new_tokens, self.max_new_tokens)
+        budget = generation_budget(prompt_tokens, self.context, wanted)
         with self._lock, torch.no_grad():
+            if cancelled():
+                raise Cancelled
             self._count += 1
             n = self._count
             output = self.model.generate(
                 **inputs,
-                max_new_tokens=min(limit or self.max_new_tokens, self.max_new_tokens),
+                max_new_tokens=budget,
                 pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                stopping_criteria=_stop_when(cancelled),
                 **sampling,
             )
-        prompt_tokens = int(inputs["input_ids"].shape[1])
+            if cancelled():
+                raise Cancelled
         new = output[0][prompt_tokens:].tolist()
         prompt = inputs["input_ids"][0].tolist()
         return _completion(self.name, n, self._parse(new, prompt), prompt_tokens, len(new))
@@ -103,6 +172,19 @@ class ChatModel:
             message["tool_calls"] = calls
             message["content"] = message["content"] or None
         return message
+
+
+def _stop_when(cancelled: Callable[[], bool]) -> Any:
+    """transformers stopping criteria that end generation once ``cancelled()``."""
+    transformers = lib("transformers")
+    torch = lib("torch")
+
+    class Cancel(transformers.StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            gone = cancelled()
+            return torch.full((input_ids.shape[0],), gone, dtype=torch.bool)
+
+    return transformers.StoppingCriteriaList([Cancel()])
 
 
 def _template_message(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -150,15 +232,67 @@ def _completion(
     }
 
 
+@dataclass(slots=True)
+class Queue:
+    """Admission and order: one request generates, at most ``limit`` wait, first come first
+    served. Counts what it turned away and dropped (for logs and tests)."""
+
+    limit: int = MAX_QUEUE
+    refused: int = 0
+    dropped: int = 0
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _next: int = 0
+    _serving: int = 0
+
+    def enter(self) -> int | None:
+        """A ticket, or None when ``limit`` requests already wait behind a running one."""
+        with self._cond:
+            if self._next - self._serving > self.limit:
+                self.refused += 1
+                return None
+            ticket = self._next
+            self._next += 1
+            return ticket
+
+    @contextmanager
+    def turn(self, ticket: int) -> Iterator[None]:
+        """Hold the model while the block runs, after every earlier ticket."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._serving == ticket)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._serving += 1
+                self._cond.notify_all()
+
+    def waiting(self) -> int:
+        """Requests admitted and not yet done (the running one included)."""
+        with self._cond:
+            return self._next - self._serving
+
+
+def client_gone(sock: socket.socket) -> bool:
+    """True when the peer closed the connection (readable with nothing to read)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 @dataclass(frozen=True, slots=True)
 class ServedEndpoint:
     """A running endpoint."""
 
     base_url: str
     server: ThreadingHTTPServer
+    queue: Queue
 
 
-def _handler(chat: ChatModel) -> type[BaseHTTPRequestHandler]:
+def _handler(chat: Completer, queue: Queue) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
             log.debug("serve.request", line=format % args)
@@ -197,23 +331,55 @@ def _handler(chat: ChatModel) -> type[BaseHTTPRequestHandler]:
                     raise ValueError("body must be a JSON object")
                 if body.get("stream"):
                     raise ValueError("streaming is not supported")
-                reply = chat.complete(body)
+            except (ValueError, TypeError) as exc:
+                self._error(400, _one_line(exc))
+                return
+            self._complete(body)
+
+        def _complete(self, body: dict[str, Any]) -> None:
+            ticket = queue.enter()
+            if ticket is None:
+                log.warning("serve.busy", limit=queue.limit)
+                self._error(
+                    503,
+                    f"busy: {queue.limit} requests already wait for the model; retry later",
+                )
+                return
+            gone = functools.partial(client_gone, self.connection)
+            try:
+                with queue.turn(ticket):
+                    if gone():
+                        raise Cancelled
+                    reply = chat.complete(body, gone)
+            except Cancelled:
+                queue.dropped += 1
+                log.info("serve.dropped", reason="client disconnected")
+                self.close_connection = True
+                return
             except (ValueError, TypeError, KeyError) as exc:
-                self._error(400, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                self._error(400, _one_line(exc))
                 return
             self._send(200, reply)
 
     return Handler
 
 
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 @contextmanager
-def serve(chat: ChatModel, host: str = "127.0.0.1", port: int = 0) -> Iterator[ServedEndpoint]:
+def serve(
+    chat: Completer, host: str = "127.0.0.1", port: int = 0, *, max_queue: int = MAX_QUEUE
+) -> Iterator[ServedEndpoint]:
     """Serve ``chat`` in a background thread for the duration of the block."""
-    server = ThreadingHTTPServer((host, port), _handler(chat))
+    queue = Queue(max_queue)
+    server = ThreadingHTTPServer((host, port), _handler(chat, queue))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1})
     thread.start()
-    endpoint = ServedEndpoint(f"http://{host}:{server.server_address[1]}/v1", server)
+    endpoint = ServedEndpoint(f"http://{host}:{server.server_address[1]}/v1", server, queue)
     log.info("serve.started", base_url=endpoint.base_url, model=chat.name)
     try:
         yield endpoint

@@ -11,14 +11,18 @@ configuration before the first step, and a bad one is a ``TrainingSetupError`` w
   1024 would drop every example), GRPO's ``max_completion_length`` below what a negotiation
   needs (tool results count toward it, and a cut rollout loses an action already played).
   By default both are derived from the data, with a margin;
-- an unknown opponent.
+- an unknown opponent;
+- an uninstalled ``report_to`` tracker, a missing checkpoint to resume, and an SFT run whose
+  memory estimate exceeds the free memory (``dealroom.training.memory``).
 
 The reward is counted once: no ``reward_funcs`` are passed, since TRL >= 1.8 adds the
 environment's ``get_reward`` itself. SFT rows get their tool-call arguments as objects (what the
 template and TRL's parser use in GRPO rollouts) unless ``arguments="string"``.
 
 The output directory holds a plain transformers checkpoint (LoRA adapters are merged), ready
-for the next stage or for serving (``dealroom.training.serving``).
+for the next stage or for serving (``dealroom.training.serving``), and ``metrics.jsonl``, every
+logged step (``dealroom.training.runlog``). A GRPO run in which every group's rewards were
+equal saves no checkpoint (``Result.learned`` is False).
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from dealroom.play.registry import resolve
 from dealroom.protocol import DEFAULT_RULES, AgentFactory, Role, Rules, Tier
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.tools import ArgumentsForm, with_arguments
+from dealroom.training import memory
 from dealroom.training._seat import OpponentFactory
+from dealroom.training.lean import lean_sft_trainer, release_freed_memory
 from dealroom.training.lengths import (
     Lengths,
     Row,
@@ -49,6 +55,15 @@ from dealroom.training.lengths import (
 )
 from dealroom.training.models import TrainingSetupError, lib, load_tokenizer, require_train_extra
 from dealroom.training.rewards import RewardSpec
+from dealroom.training.runlog import (
+    METRICS_FILE,
+    OutcomeTally,
+    checkpoint_to_resume,
+    learned,
+    metrics_callback,
+    observed_env,
+    report_to,
+)
 from dealroom.training.sequences import tokenize
 from dealroom.training.sft import sft_example
 from dealroom.training.trl import BargainToolEnv
@@ -86,7 +101,13 @@ class Common:
     """A TRL bundled template name (``qwen3``) or a .jinja file, replacing the model's own."""
     lora: LoRA | None = None
     gradient_checkpointing: bool | None = None
-    """None: on with a GPU (memory), off on a CPU (it only costs time there)."""
+    """None: on (whole negotiations need it; on a CPU it costs about a third more time)."""
+    report_to: tuple[str, ...] = ("none",)
+    """TRL's reporting integrations (tensorboard, wandb, trackio, mlflow), each checked."""
+    save_steps: int | None = None
+    """Save a resumable checkpoint (``checkpoint-N``) every this many steps; None: none."""
+    resume_from_checkpoint: str | None = None
+    """A checkpoint directory, or ``last`` for the output directory's latest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +156,9 @@ class Result:
     seconds: float
     log_history: list[dict[str, Any]]
     lengths: Lengths
+    learned: bool | None = None
+    """GRPO: False when every group's rewards were equal in every step (nothing saved)."""
+    saved: bool = True
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -249,12 +273,14 @@ def grpo_completion_length(settings: GRPOSettings, lengths: Lengths) -> int:
 # -- trainers --------------------------------------------------------------------------------
 
 
+def _checkpointing(settings: Common) -> bool:
+    return True if settings.gradient_checkpointing is None else settings.gradient_checkpointing
+
+
 def _device_args(settings: Common) -> dict[str, Any]:
     torch = lib("torch")
     cuda = torch.cuda.is_available()
-    checkpointing = settings.gradient_checkpointing
-    if checkpointing is None:
-        checkpointing = cuda
+    checkpointing = _checkpointing(settings)
     return {
         "use_cpu": not cuda,
         "bf16": cuda and torch.cuda.is_bf16_supported(),
@@ -270,8 +296,9 @@ def _common_args(settings: Common) -> dict[str, Any]:
         "gradient_accumulation_steps": settings.gradient_accumulation_steps,
         "logging_steps": settings.logging_steps,
         "seed": settings.seed,
-        "report_to": "none",
-        "save_strategy": "no",
+        "report_to": report_to(settings.report_to),
+        "save_strategy": "no" if settings.save_steps is None else "steps",
+        "save_steps": settings.save_steps or 500,
         "dataloader_num_workers": 0,
         **_device_args(settings),
     }
@@ -303,16 +330,28 @@ def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]
         raise TrainingSetupError(f"{empty} of {len(data)} rows have no assistant turn to train on")
     lengths = lengths_of(sequences)
     max_length = sft_max_length(settings, lengths)
+    batch = settings.per_device_train_batch_size or memory.batch_size(lengths.longest, len(data))
+    shape = memory.Shape.of(lib("transformers").AutoConfig.from_pretrained(settings.model))
+    need = memory.check(
+        shape,
+        batch=batch,
+        length=lengths.longest,
+        checkpointing=_checkpointing(settings),
+        lora=settings.lora is not None,
+        free=memory.available(),
+    )
     args = trl.SFTConfig(
         **_common_args(settings),
-        per_device_train_batch_size=settings.per_device_train_batch_size or 1,
+        per_device_train_batch_size=batch,
         num_train_epochs=settings.num_train_epochs,
         max_length=max_length,
+        model_init_kwargs={"attn_implementation": "sdpa"},
     )
     # Tokenized here (dealroom.training.sequences): the served template's text, with labels only
     # on what the model writes; TRL keeps a dataset's own labels.
     dataset = Dataset.from_list([{"input_ids": s.input_ids, "labels": s.labels} for s in sequences])
-    trainer = trl.SFTTrainer(
+    release_freed_memory()
+    trainer = lean_sft_trainer()(
         model=settings.model,
         args=args,
         train_dataset=dataset,
@@ -324,12 +363,20 @@ def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]
             f"TRL dropped {len(data) - len(trainer.train_dataset)} of {len(data)} examples; "
             "check the rows and --max-length"
         )
-    log.info("sft.ready", lengths=lengths.describe(), max_length=max_length, rows=len(data))
+    log.info(
+        "sft.ready",
+        lengths=lengths.describe(),
+        max_length=max_length,
+        rows=len(data),
+        batch=batch,
+        memory_estimate=memory.gib(need),
+    )
     return trainer, lengths
 
 
-def build_grpo(settings: GRPOSettings) -> tuple[Any, Lengths]:
-    """A checked ``GRPOTrainer`` in ``BargainToolEnv`` and the reference lengths."""
+def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tuple[Any, Lengths]:
+    """A checked ``GRPOTrainer`` in ``BargainToolEnv`` and the reference lengths; ``tally``
+    counts the outcome of every scored rollout."""
     require_train_extra()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     Dataset = lib("datasets").Dataset
@@ -357,9 +404,10 @@ def build_grpo(settings: GRPOSettings) -> tuple[Any, Lengths]:
         beta=settings.beta,
         use_vllm=settings.use_vllm,
         vllm_mode=settings.vllm_mode,
+        model_init_kwargs={"attn_implementation": "sdpa"},
     )
     factory = functools.partial(
-        BargainToolEnv,
+        BargainToolEnv if tally is None else observed_env(tally),
         opponent=settings.opponent,
         role=settings.role,
         tier=settings.tier,
@@ -367,6 +415,7 @@ def build_grpo(settings: GRPOSettings) -> tuple[Any, Lengths]:
         reward=settings.reward,
         rules=settings.rules,
     )
+    release_freed_memory()
     trainer = trl.GRPOTrainer(
         model=settings.model,
         args=args,
@@ -379,33 +428,60 @@ def build_grpo(settings: GRPOSettings) -> tuple[Any, Lengths]:
     return trainer, lengths
 
 
-def finish(trainer: Any, settings: Common, lengths: Lengths, seconds: float) -> Result:
-    """Save a plain checkpoint (LoRA merged) with its tokenizer; report the run."""
-    model = trainer.model
-    if settings.lora is not None:
-        model = model.merge_and_unload()
-    settings.output_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(settings.output_dir)
-    trainer.processing_class.save_pretrained(settings.output_dir)
+def finish(
+    trainer: Any, settings: Common, lengths: Lengths, seconds: float, *, save: bool = True
+) -> Result:
+    """Save a plain checkpoint (LoRA merged) with its tokenizer, unless ``save`` is False;
+    report the run."""
     history = list(trainer.state.log_history)
-    return Result(settings.output_dir, trainer.state.global_step, seconds, history, lengths)
+    if save:
+        model = trainer.model
+        if settings.lora is not None:
+            model = model.merge_and_unload()
+        settings.output_dir.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(settings.output_dir)
+        trainer.processing_class.save_pretrained(settings.output_dir)
+    return Result(
+        settings.output_dir,
+        trainer.state.global_step,
+        seconds,
+        history,
+        lengths,
+        learned=learned(history),
+        saved=save,
+    )
+
+
+def _train(trainer: Any, settings: Common, tally: OutcomeTally | None = None) -> float:
+    """Train with the metrics file attached, resuming if asked; the seconds it took."""
+    import time
+
+    resume = checkpoint_to_resume(settings.resume_from_checkpoint, settings.output_dir)
+    trainer.add_callback(metrics_callback(settings.output_dir / METRICS_FILE, tally))
+    started = time.perf_counter()
+    trainer.train(resume_from_checkpoint=resume)
+    return time.perf_counter() - started
 
 
 def run_sft(settings: SFTSettings, rows: Sequence[Row]) -> Result:
     """Build, train and save."""
-    import time
-
+    checkpoint_to_resume(settings.resume_from_checkpoint, settings.output_dir)
     trainer, lengths = build_sft(settings, rows)
-    started = time.perf_counter()
-    trainer.train()
-    return finish(trainer, settings, lengths, time.perf_counter() - started)
+    return finish(trainer, settings, lengths, _train(trainer, settings))
 
 
 def run_grpo(settings: GRPOSettings) -> Result:
-    """Build, train and save."""
-    import time
+    """Build, train, and save unless nothing was learned.
 
-    trainer, lengths = build_grpo(settings)
-    started = time.perf_counter()
-    trainer.train()
-    return finish(trainer, settings, lengths, time.perf_counter() - started)
+    When every group's rewards were equal in every step, the advantages and the gradient were
+    zero and the weights are the starting model's: no checkpoint is written (the result says
+    ``learned=False``), so an unchanged model is never presented as trained.
+    """
+    checkpoint_to_resume(settings.resume_from_checkpoint, settings.output_dir)
+    tally = OutcomeTally()
+    trainer, lengths = build_grpo(settings, tally)
+    seconds = _train(trainer, settings, tally)
+    nothing = learned(trainer.state.log_history) is False
+    if nothing:
+        log.warning("grpo.nothing_learned", steps=trainer.state.global_step)
+    return finish(trainer, settings, lengths, seconds, save=not nothing)

@@ -1,0 +1,180 @@
+"""What a training run leaves behind to be watched, resumed and judged.
+
+- ``metrics.jsonl`` in the output directory: one JSON object per logged step (TRL's own log
+  dict plus ``step``), appended as the step is logged. A run resumed from a checkpoint first
+  drops the lines after that checkpoint's step (a crashed run may have logged steps it never
+  saved), then appends: the file covers both halves, each step once.
+- For GRPO, each logged step also carries the outcomes of the rollouts scored since the last
+  log: ``deal_rate`` (fraction of negotiations with a deal) and ``share`` (mean surplus share
+  of the learner's seat), which TRL cannot know.
+- ``learned(history)``: False when every logged GRPO step had all groups' rewards equal
+  (``frac_reward_zero_std`` 1): every advantage was 0, the gradient too, and the weights did not
+  move.
+- ``--report-to`` and ``--resume-from-checkpoint`` checked before any step, as one line.
+
+Needs the ``train`` extra only for the callback (built on first use).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dealroom.protocol import Outcome, Role
+from dealroom.training.models import TrainingSetupError, lib
+from dealroom.training.rewards import surplus_share
+from dealroom.training.trl import BargainToolEnv
+
+METRICS_FILE = "metrics.jsonl"
+"""The per-step log in a run's output directory."""
+
+REPORTERS: dict[str, tuple[str, ...]] = {
+    "tensorboard": ("tensorboard", "tensorboardX"),
+    "wandb": ("wandb",),
+    "trackio": ("trackio",),
+    "mlflow": ("mlflow",),
+}
+"""TRL's (transformers') reporting integrations dealroom offers, and the modules each needs."""
+
+
+def report_to(names: Sequence[str]) -> list[str]:
+    """TRL's ``report_to`` for ``names`` (``none`` or reporters); one line if one is missing."""
+    chosen = [n for n in names if n != "none"]
+    for name in chosen:
+        modules = REPORTERS.get(name)
+        if modules is None:
+            known = ", ".join(["none", *REPORTERS])
+            raise TrainingSetupError(f"--report-to {name}: not one of {known}")
+        if not any(importlib.util.find_spec(m) is not None for m in modules):
+            raise TrainingSetupError(
+                f"--report-to {name}: {modules[0]} is not installed (pip install {modules[0]})"
+            )
+    return chosen or ["none"]
+
+
+def checkpoint_to_resume(value: str | None, output_dir: Path) -> str | None:
+    """The checkpoint directory ``--resume-from-checkpoint`` names (a path, or ``last``)."""
+    if value is None:
+        return None
+    if value == "last":
+        found = _last_checkpoint(output_dir)
+        if found is None:
+            raise TrainingSetupError(
+                f"--resume-from-checkpoint last: no checkpoint-N directory in {output_dir} "
+                "(save some with --save-steps)"
+            )
+        return found
+    if not (Path(value) / "trainer_state.json").is_file():
+        raise TrainingSetupError(
+            f"--resume-from-checkpoint {value}: not a trainer checkpoint (no trainer_state.json)"
+        )
+    return value
+
+
+def _last_checkpoint(output_dir: Path) -> str | None:
+    """The highest ``checkpoint-N`` directory (transformers' ``get_last_checkpoint`` rule)."""
+    if not output_dir.is_dir():
+        return None
+    steps = {
+        int(match.group(1)): child
+        for child in output_dir.iterdir()
+        if child.is_dir() and (match := re.fullmatch(r"checkpoint-(\d+)", child.name))
+    }
+    return str(steps[max(steps)]) if steps else None
+
+
+class OutcomeTally:
+    """Outcomes of the rollouts scored since the last logged step."""
+
+    def __init__(self) -> None:
+        self._deals: list[float] = []
+        self._shares: list[float] = []
+
+    def add(self, outcome: Outcome, role: Role) -> None:
+        """Count one scored negotiation."""
+        self._deals.append(1.0 if outcome.status == "deal" else 0.0)
+        self._shares.append(surplus_share(outcome, role))
+
+    def drain(self) -> dict[str, float]:
+        """``deal_rate`` and ``share`` of what was counted, then forget it ({} if nothing)."""
+        if not self._deals:
+            return {}
+        n = len(self._deals)
+        summary = {"deal_rate": sum(self._deals) / n, "share": sum(self._shares) / n}
+        self._deals.clear()
+        self._shares.clear()
+        return summary
+
+
+def observed_env(tally: OutcomeTally) -> type[BargainToolEnv]:
+    """``BargainToolEnv`` counting each scored outcome in ``tally``.
+
+    Named like its base: TRL names the reward column after the environment's class
+    (``rewards/BargainToolEnv/mean``), and only public functions become tools, so the
+    override of ``get_reward`` changes nothing the model sees.
+    """
+
+    class Observed(BargainToolEnv):
+        def get_reward(self) -> float:
+            reward = super().get_reward()
+            seat = self.seat
+            if seat is not None and seat.referee.outcome is not None:
+                tally.add(seat.referee.outcome, seat.role)
+            return reward
+
+    Observed.__name__ = Observed.__qualname__ = BargainToolEnv.__name__
+    return Observed
+
+
+def metrics_callback(path: Path, tally: OutcomeTally | None = None) -> Any:
+    """A ``TrainerCallback`` appending every logged step to ``path`` (see the module doc)."""
+    base = lib("transformers").TrainerCallback
+
+    class MetricsFile(base):  # type: ignore[misc, valid-type]
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            kept = [r for r in read_metrics(path) if r.get("step", 0) <= state.global_step]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any
+        ) -> None:
+            if logs is None:
+                return
+            if tally is not None and "reward" in logs:
+                logs.update(tally.drain())  # the same dict lands in the trainer's log_history
+            row = {**logs, "step": state.global_step}
+            with path.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(row) + "\n")
+
+    return MetricsFile()
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The rows of a metrics file ([] if there is none); one line for an unreadable one."""
+    if not path.is_file():
+        return []
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            raise TrainingSetupError(f"{path}:{number}: not JSON") from None
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def learned(history: Sequence[dict[str, Any]]) -> bool | None:
+    """False when every logged GRPO step had equal rewards in every group (zero gradient);
+    True when some step had not; None without GRPO steps (SFT)."""
+    spreads = [h["frac_reward_zero_std"] for h in history if "frac_reward_zero_std" in h]
+    if not spreads:
+        return None
+    return any(float(s) < 1.0 for s in spreads)

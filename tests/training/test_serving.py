@@ -1,0 +1,156 @@
+"""``train serve``'s HTTP side over real loopback sockets, with a stand-in model: requests
+queue in order behind the one generating, one over the bound gets a one-line 503, a client that
+left is never computed for (queued or mid-generation), and a prompt over the context is a
+one-line 400. tests/training/test_trl_real.py serves a real checkpoint."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from dealroom.training.serving import (
+    Cancelled,
+    ContextTooLong,
+    generation_budget,
+    serve,
+)
+
+WAIT_S = 10.0
+BODY = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode()
+
+
+class Held:
+    """A model whose each generation runs until released (or cancelled)."""
+
+    name = "held"
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.release = threading.Event()
+        self.running = threading.Event()
+        self.cancelled = threading.Event()
+
+    def complete(self, body: Mapping[str, Any], cancelled: Callable[[], bool]) -> dict[str, Any]:
+        tag = str(body["messages"][0]["content"])
+        if tag == "long":
+            raise ContextTooLong("the prompt is 9,000 tokens and the model's context is 8,192")
+        self.started.append(tag)
+        self.running.set()
+        deadline = time.monotonic() + WAIT_S
+        while not self.release.wait(0.01):
+            if cancelled():
+                self.cancelled.set()
+                raise Cancelled
+            assert time.monotonic() < deadline, "never released"
+        self.running.clear()
+        return {"choices": [{"message": {"role": "assistant", "content": tag}}]}
+
+
+@pytest.fixture
+def held() -> Iterator[tuple[Held, Any]]:
+    model = Held()
+    with serve(model, max_queue=1) as endpoint:
+        yield model, endpoint
+        model.release.set()
+
+
+def request(endpoint: Any, tag: str) -> tuple[int, dict[str, Any]]:
+    port = int(endpoint.base_url.rsplit(":", 1)[1].split("/")[0])
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT_S)
+    body = json.dumps({"messages": [{"role": "user", "content": tag}]})
+    conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    payload = json.loads(response.read())
+    conn.close()
+    return response.status, payload
+
+
+def raw_request(endpoint: Any, tag: str) -> socket.socket:
+    """A request sent on a plain socket, left open (the caller closes it to 'leave')."""
+    port = int(endpoint.base_url.rsplit(":", 1)[1].split("/")[0])
+    sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
+    body = json.dumps({"messages": [{"role": "user", "content": tag}]}).encode()
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    sock.sendall(head.encode() + body)
+    return sock
+
+
+def in_background(fn: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    thread.start()
+    return thread, out
+
+
+def until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, "condition never held"
+        time.sleep(0.01)
+
+
+def test_requests_wait_in_order_and_one_over_the_bound_is_a_one_line_503(
+    held: tuple[Held, Any],
+) -> None:
+    model, endpoint = held
+    first, first_out = in_background(lambda: request(endpoint, "a"))
+    assert model.running.wait(WAIT_S)
+    second, second_out = in_background(lambda: request(endpoint, "b"))
+    until(lambda: endpoint.queue.waiting() == 2)
+    status, payload = request(endpoint, "c")
+    assert status == 503
+    message = payload["error"]["message"]
+    assert "\n" not in message and message.startswith("busy: 1 requests already wait")
+    model.release.set()
+    first.join(WAIT_S)
+    second.join(WAIT_S)
+    assert [s for s, _ in first_out + second_out] == [200, 200]
+    assert model.started == ["a", "b"]
+    assert endpoint.queue.refused == 1
+
+
+def test_a_queued_request_whose_client_left_is_never_generated(held: tuple[Held, Any]) -> None:
+    model, endpoint = held
+    first, first_out = in_background(lambda: request(endpoint, "a"))
+    assert model.running.wait(WAIT_S)
+    leaving = raw_request(endpoint, "gone")
+    until(lambda: endpoint.queue.waiting() == 2)
+    leaving.close()
+    model.release.set()
+    first.join(WAIT_S)
+    until(lambda: endpoint.queue.dropped == 1)
+    assert model.started == ["a"] and first_out[0][0] == 200
+
+
+def test_a_generation_stops_when_its_client_leaves(held: tuple[Held, Any]) -> None:
+    model, endpoint = held
+    leaving = raw_request(endpoint, "gone")
+    assert model.running.wait(WAIT_S)
+    leaving.close()
+    assert model.cancelled.wait(WAIT_S)
+    until(lambda: endpoint.queue.dropped == 1)
+    assert endpoint.queue.waiting() == 0
+    model.release.set()
+    assert request(endpoint, "next")[0] == 200  # the model is free again
+
+
+def test_a_prompt_over_the_context_is_a_one_line_400(held: tuple[Held, Any]) -> None:
+    _, endpoint = held
+    status, payload = request(endpoint, "long")
+    assert status == 400
+    assert payload["error"]["message"].startswith("the prompt is 9,000 tokens")
+
+
+def test_the_budget_is_what_the_context_leaves() -> None:
+    assert generation_budget(100, 8192, 256) == 256
+    assert generation_budget(8000, 8192, 256) == 192
+    assert generation_budget(8000, None, 256) == 256
+    with pytest.raises(ContextTooLong, match=r"8,192 tokens and the model's context is 8,192"):
+        generation_budget(8192, 8192, 256)
