@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from dealroom.training import memory
-from dealroom.training.memory import Shape, batch_size, check, estimate
+from dealroom.training.memory import Shape, batch_size, check, estimate_bytes
 from dealroom.training.models import TrainingSetupError
 
 # SmolLM2-135M's config (the demo model)
@@ -30,23 +30,23 @@ def test_the_demo_models_shape_counts_its_135m_parameters() -> None:
 
 
 def test_checkpointing_and_lora_lower_the_estimate_and_length_raises_it() -> None:
-    plain = estimate(SMOL, tokens=20_000, checkpointing=False, lora=False)
-    checkpointed = estimate(SMOL, tokens=20_000, checkpointing=True, lora=False)
+    plain = estimate_bytes(SMOL, tokens=20_000, checkpointing=False, lora=False)
+    checkpointed = estimate_bytes(SMOL, tokens=20_000, checkpointing=True, lora=False)
     assert checkpointed < plain / 5
-    assert estimate(SMOL, tokens=20_000, checkpointing=True, lora=True) < checkpointed
-    assert estimate(SMOL, tokens=25_000, checkpointing=True, lora=False) > checkpointed
+    assert estimate_bytes(SMOL, tokens=20_000, checkpointing=True, lora=True) < checkpointed
+    assert estimate_bytes(SMOL, tokens=25_000, checkpointing=True, lora=False) > checkpointed
 
 
 def test_whole_negotiations_fit_in_8_gb_with_the_defaults() -> None:
-    assert estimate(SMOL, tokens=25_000, checkpointing=True, lora=False) < 8 * GB
+    assert estimate_bytes(SMOL, tokens=25_000, checkpointing=True, lora=False) < 8 * GB
 
 
 def test_a_run_over_the_free_memory_names_the_flag_that_fits() -> None:
     args = {"batch": 1, "length": 24_000, "lora": False}
     with pytest.raises(TrainingSetupError, match=r"--gradient-checkpointing would make it fit$"):
         check(SMOL, checkpointing=False, free=8 * GB, **args)
-    full = estimate(SMOL, tokens=24_000, checkpointing=True, lora=False)
-    lora = estimate(SMOL, tokens=24_000, checkpointing=True, lora=True)
+    full = estimate_bytes(SMOL, tokens=24_000, checkpointing=True, lora=False)
+    lora = estimate_bytes(SMOL, tokens=24_000, checkpointing=True, lora=True)
     with pytest.raises(TrainingSetupError, match="--use-peft would make it fit") as caught:
         check(SMOL, checkpointing=True, free=(full + lora) // 2, **args)
     assert "\n" not in str(caught.value) and "24,000 tokens" in str(caught.value)

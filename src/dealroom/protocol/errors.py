@@ -32,6 +32,8 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     ├── TrainingSetupError (RuntimeError) training_setup training a run that cannot start
     │   └── NotPrefixConsistent        not_prefix_consistent   a template no sequence can train
     ├── NotReplayable                  not_replayable training  an SFT record that does not replay
+    ├── ContextTooLong (ValueError)    context_too_long training a prompt over the model's context
+    ├── Cancelled                      cancelled      training  a served request whose client left
     └── UsageError                     usage          cli       a bad command-line value
 
 Not under the root, on purpose: ``dealroom.training.remote.RemoteError`` (that module is the

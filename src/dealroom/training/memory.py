@@ -66,7 +66,7 @@ class Shape:
         return cls(parameters, layers, hidden, intermediate)
 
 
-def estimate(shape: Shape, *, tokens: int, checkpointing: bool, lora: bool) -> int:
+def estimate_bytes(shape: Shape, *, tokens: int, checkpointing: bool, lora: bool) -> int:
     """Peak resident bytes of an SFT step on ``tokens`` tokens (batch x length)."""
     state = 4 * shape.parameters if lora else 16 * shape.parameters
     layer = 4 * (LAYER_FLOATS * shape.hidden + MLP_FLOATS * shape.intermediate)
@@ -120,7 +120,7 @@ def check(
     free: int,
 ) -> int:
     """The estimate; over ``free``, TrainingSetupError (one line naming a flag that fits)."""
-    need = estimate(shape, tokens=batch * length, checkpointing=checkpointing, lora=lora)
+    need = estimate_bytes(shape, tokens=batch * length, checkpointing=checkpointing, lora=lora)
     if need <= free:
         return need
     head = (
@@ -133,8 +133,11 @@ def check(
     if not lora:
         options.append(("--use-peft", dict(checkpointing=checkpointing, lora=True)))
     for flag, changed in options:
-        if estimate(shape, tokens=batch * length, **changed) <= free:
+        if estimate_bytes(shape, tokens=batch * length, **changed) <= free:
             raise TrainingSetupError(f"{head}: {flag} would make it fit")
-    if batch > 1 and estimate(shape, tokens=length, checkpointing=checkpointing, lora=lora) <= free:
+    if (
+        batch > 1
+        and estimate_bytes(shape, tokens=length, checkpointing=checkpointing, lora=lora) <= free
+    ):
         raise TrainingSetupError(f"{head}: --per-device-train-batch-size 1 would make it fit")
     raise TrainingSetupError(f"{head}: shorten the rows with --max-turns, or free memory")

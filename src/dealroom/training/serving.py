@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from dealroom.protocol.errors import DealroomError
 from dealroom.training.models import check_tool_template, lib, require_train_extra
 
 log = structlog.get_logger(__name__)
@@ -49,12 +50,16 @@ MAX_QUEUE = 8
 """Requests that may wait behind the one being generated (``--max-queue``)."""
 
 
-class ContextTooLong(ValueError):
+class ContextTooLong(DealroomError, ValueError):
     """The prompt does not fit the model's context (answered 400)."""
 
+    kind = "context_too_long"
 
-class Cancelled(Exception):
+
+class Cancelled(DealroomError):
     """The client went away; nothing is sent."""
+
+    kind = "cancelled"
 
 
 class Completer(Protocol):
@@ -82,7 +87,7 @@ def generation_budget(prompt_tokens: int, context: int | None, wanted: int) -> i
     return min(wanted, context - prompt_tokens)
 
 
-def never() -> bool:
+def not_cancelled() -> bool:
     """The ``cancelled`` of a caller that waits for its answer."""
     return False
 
@@ -107,7 +112,7 @@ class ChatModel:
         self._count = 0
 
     def complete(
-        self, body: Mapping[str, Any], cancelled: Callable[[], bool] = never
+        self, body: Mapping[str, Any], cancelled: Callable[[], bool] = not_cancelled
     ) -> dict[str, Any]:
         """One chat completion (OpenAI's JSON shape) for a request body; Cancelled when
         ``cancelled()`` turns true before or during generation."""
