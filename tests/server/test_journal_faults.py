@@ -14,7 +14,7 @@ import signal
 import stat
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -29,11 +29,8 @@ from test_faults import open_room, play_in, serve_process, stored_rows
 from dealroom.protocol import MakeOffer, RoomRequest, WalkAway
 from dealroom.server.cluster_owners import journal_directory, owning
 from dealroom.server.journal import Journals
-from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import RoomError
 from dealroom.server.rooms import RoomRegistry
-from dealroom.store.results import ResultsStore
-from dealroom.store.writer import ResultWriter
 from store_faults import fill, mount_tmpfs, unmount
 
 pytestmark = pytest.mark.anyio
@@ -42,29 +39,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(autouse=True)
 def _shared_validators(monkeypatch: pytest.MonkeyPatch) -> None:
     share_schema_validators(monkeypatch)
-
-
-@pytest.fixture
-def registries() -> Iterator[Callable[[Path], RoomRegistry]]:
-    """Registries on a store, each as a server process would open it; closed at the end."""
-    opened: list[RoomRegistry] = []
-
-    def registry_at(path: Path) -> RoomRegistry:
-        writer = ResultWriter.beside(ResultsStore(path))
-        writer.recover()
-        registry = RoomRegistry(
-            writer=writer,
-            resolve_house=house_resolver,
-            limits=RoomLimits(idle_s=0.05),
-            journals=Journals.beside(path),
-        )
-        opened.append(registry)
-        return registry
-
-    yield registry_at
-    for registry in opened:
-        registry.close()
-        registry.writer.store.close()  # type: ignore[union-attr]
 
 
 async def test_a_journal_that_missed_inputs_is_never_restored_behind_the_store(

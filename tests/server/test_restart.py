@@ -14,7 +14,7 @@ import json
 import random
 import signal
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -24,15 +24,12 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import ADMIN, house_resolver, ok, share_schema_validators, tls
+from mcp_support import ADMIN, ok, share_schema_validators, tls
 from test_faults import serve_process
 
 from dealroom.protocol import Accept, MakeOffer, RoomRequest, SendMessage, WalkAway
 from dealroom.server.journal import Journals
-from dealroom.server.negotiation import RoomLimits
 from dealroom.server.rooms import RoomRegistry
-from dealroom.store.results import ResultsStore
-from dealroom.store.writer import ResultWriter
 
 pytestmark = pytest.mark.anyio
 
@@ -40,29 +37,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(autouse=True)
 def _shared_validators(monkeypatch: pytest.MonkeyPatch) -> None:
     share_schema_validators(monkeypatch)
-
-
-@pytest.fixture
-def registries() -> Iterator[Callable[[Path], RoomRegistry]]:
-    """Registries on a store, each as a server process would open it; closed at the end."""
-    opened: list[RoomRegistry] = []
-
-    def registry_at(path: Path) -> RoomRegistry:
-        writer = ResultWriter.beside(ResultsStore(path))
-        writer.recover()
-        registry = RoomRegistry(
-            writer=writer,
-            resolve_house=house_resolver,
-            limits=RoomLimits(idle_s=0.05),
-            journals=Journals.beside(path),
-        )
-        opened.append(registry)
-        return registry
-
-    yield registry_at
-    for registry in opened:
-        registry.close()
-        registry.writer.store.close()  # type: ignore[union-attr]
 
 
 async def views(registry: RoomRegistry, room: str) -> dict[str, str]:

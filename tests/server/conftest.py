@@ -1,0 +1,38 @@
+"""Fixtures shared by the server tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from mcp_support import house_resolver
+
+from dealroom.server.journal import Journals
+from dealroom.server.negotiation import RoomLimits
+from dealroom.server.rooms import RoomRegistry
+from dealroom.store.results import ResultsStore
+from dealroom.store.writer import ResultWriter
+
+
+@pytest.fixture
+def registries() -> Iterator[Callable[[Path], RoomRegistry]]:
+    """Registries on a store, each as a server process would open it; closed at the end."""
+    opened: list[RoomRegistry] = []
+
+    def registry_at(path: Path) -> RoomRegistry:
+        writer = ResultWriter.beside(ResultsStore(path))
+        writer.recover()
+        registry = RoomRegistry(
+            writer=writer,
+            resolve_house=house_resolver,
+            limits=RoomLimits(idle_s=0.05),
+            journals=Journals.beside(path),
+        )
+        opened.append(registry)
+        return registry
+
+    yield registry_at
+    for registry in opened:
+        registry.close()
+        registry.writer.store.close()  # type: ignore[union-attr]
