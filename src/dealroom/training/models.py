@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,24 @@ class TrainingSetupError(DealroomError, RuntimeError):
     """
 
     kind = "training_setup"
+
+
+def jsonl_values(path: Path) -> list[tuple[int, Any]]:
+    """Each non-blank line of a JSONL file we read back (an SFT export, a metrics file) with
+    its line number; a file that cannot be read, or a line that is not JSON, is one line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TrainingSetupError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+    values: list[tuple[int, Any]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            values.append((number, json.loads(line)))
+        except (json.JSONDecodeError, RecursionError):
+            raise TrainingSetupError(f"{path}:{number}: not JSON") from None
+    return values
 
 
 def lib(name: str) -> Any:

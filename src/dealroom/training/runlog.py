@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dealroom.protocol import Outcome, Role
-from dealroom.training.models import TrainingSetupError, lib
+from dealroom.training.models import TrainingSetupError, jsonl_values, lib
 from dealroom.training.rewards import surplus_share
 from dealroom.training.trl import BargainToolEnv
 
@@ -158,17 +158,7 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     """The rows of a metrics file ([] if there is none); one line for an unreadable one."""
     if not path.is_file():
         return []
-    rows: list[dict[str, Any]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            raise TrainingSetupError(f"{path}:{number}: not JSON") from None
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+    return [row for _, row in jsonl_values(path) if isinstance(row, dict)]
 
 
 def learned(history: Sequence[dict[str, Any]]) -> bool | None:

@@ -28,12 +28,11 @@ equal saves no checkpoint (``Result.learned`` is False).
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import structlog
 
@@ -53,7 +52,13 @@ from dealroom.training.lengths import (
     measure,
     with_margin,
 )
-from dealroom.training.models import TrainingSetupError, lib, load_tokenizer, require_train_extra
+from dealroom.training.models import (
+    TrainingSetupError,
+    jsonl_values,
+    lib,
+    load_tokenizer,
+    require_train_extra,
+)
 from dealroom.training.rewards import RewardSpec
 from dealroom.training.runlog import (
     METRICS_FILE,
@@ -167,22 +172,10 @@ class Result:
 def read_rows(path: Path) -> list[Row]:
     """The rows of an SFT export (JSONL); one-line errors for unreadable or foreign files."""
     rows: list[Row] = []
-    try:
-        with path.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    raise TrainingSetupError(f"{path}:{number}: not JSON") from None
-                if not isinstance(row, dict) or "messages" not in row or "tools" not in row:
-                    raise TrainingSetupError(
-                        f"{path}:{number}: not an SFT row (needs messages and tools)"
-                    )
-                rows.append(row)
-    except OSError as exc:
-        raise TrainingSetupError(f"{path}: {exc.strerror or exc}") from None
+    for number, row in jsonl_values(path):
+        if not isinstance(row, dict) or "messages" not in row or "tools" not in row:
+            raise TrainingSetupError(f"{path}:{number}: not an SFT row (needs messages and tools)")
+        rows.append(cast(Row, row))
     if not rows:
         raise TrainingSetupError(f"{path}: no transcripts")
     return rows
