@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import logging
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,16 +22,6 @@ S4, S9, S10 = (
     "00468253c62551acfe27887b79181c71bb548da29dc773b0edff8b92b9d431a4",
     "3d16e90141e88e7233af1668dcb0613d",
 )
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    # main() points the root logger at the sys.stderr of the moment (capsys's, here).
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -5,8 +5,6 @@ prints, the nothing-learned verdict and its exit status, flags checked before an
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +17,6 @@ from dealroom.training.lengths import Lengths
 from dealroom.training.runlog import learned
 
 LENGTHS = Lengths(count=1, longest=10, longest_prompt=5, longest_completion=5, median_completion=5)
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 @pytest.fixture
