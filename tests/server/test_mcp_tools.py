@@ -366,7 +366,7 @@ async def test_the_briefing_prompt_tells_the_seat_everything_it_needs() -> None:
     text = prompt.messages[0].content.text  # type: ignore[union-attr]
     assert "You are the buyer" in text
     assert s.item.name in text and f"{s.buyer_value:,.2f}" in text
-    assert f"{s.deadline:g} seconds" in text
+    assert f"runs for {s.deadline:g} s" in text
     for tool in ("make_offer", "accept", "wait_for_opponent", "get_state"):
         assert tool in text
     # The series is the server's, not the negotiation's: it is in the server's instructions.

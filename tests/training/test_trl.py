@@ -114,12 +114,12 @@ def test_an_action_returns_once_it_took_effect_as_over_mcp() -> None:
 
 
 def test_tool_docstrings_follow_the_environments_rules() -> None:
-    rules = Rules(costs=ActionCosts(make_offer=7.5))
+    rules = Rules(costs=ActionCosts(make_offer=7.5), max_price_multiple=3)
     env = BargainToolEnv(rules=rules)
     assert isinstance(env, BargainToolEnv) and type(env) is with_rules(rules)
-    assert "Takes 7.5 s of clock time" in (type(env).make_offer.__doc__ or "")
-    assert "Takes 5 s of clock time" in (BargainToolEnv.make_offer.__doc__ or "")
-    env.reset(index=3)
+    assert "at most 3 times the list price" in (type(env).make_offer.__doc__ or "")
+    assert "at most 10 times the list price" in (BargainToolEnv.make_offer.__doc__ or "")
+    assert "offer 7.5 s" in env.reset(index=3)  # the clock costs: in the briefing, said once
     assert "clock: 8.5 s" in env.make_offer(1000)
 
 
@@ -155,17 +155,18 @@ def test_make_offer_returns_the_offer_and_the_reply() -> None:
     env = BargainToolEnv()
     env.reset(index=3)
     text = env.make_offer(1000, message="Cash today.")
-    assert '] you offered $1,000.00 (o2): "Cash today."' in text
     assert "seller offered" in text
     assert "you o2 at $1,000.00" in text
+    assert "Cash today." not in text  # its own words: the model wrote them
+    assert 'you offered $1,000.00 (o2): "Cash today."' in env.get_state()
 
 
 def test_accept_closes_the_deal_and_get_reward_scores_it() -> None:
     env = BargainToolEnv(reward=RewardSpec(share=0.0, deal=1.0, ir_violation=0.0))
     offer = their_offer_id(env.reset(index=3) + env.wait_for_opponent())
     text = env.accept(offer)
-    assert f"you accepted {offer}" in text
     assert "outcome: deal at" in text
+    assert f"you accepted {offer}" in env.get_state()
     assert env.get_reward() == 1.0
 
 
@@ -180,10 +181,11 @@ def test_reject_send_message_and_get_state() -> None:
     env = BargainToolEnv()
     offer = their_offer_id(env.reset(index=3) + env.wait_for_opponent())
     rejected = env.reject(offer, message="Too high.")
-    assert f'you rejected {offer}: "Too high."' in rejected
-    said = env.send_message("Can you do better?")
-    assert 'you said: "Can you do better?"' in said
+    assert rejected.startswith("ok\n") and "live offers: none." in rejected
+    assert env.send_message("Can you do better?").startswith("ok\n")
     state = env.get_state()
+    assert f'you rejected {offer}: "Too high."' in state
+    assert 'you said: "Can you do better?"' in state
     assert state.startswith("you: the buyer") and state == env.get_state()  # no time passes
 
 
@@ -191,8 +193,8 @@ def test_walk_away_ends_without_a_deal_and_scores_zero() -> None:
     env = BargainToolEnv()
     env.reset(index=3)
     text = env.walk_away("Not for me.")
-    assert 'you walked away: "Not for me."' in text
     assert "outcome: no deal (walk_away)" in text
+    assert 'you walked away: "Not for me."' in env.get_state()
     assert env.get_reward() == 0.0
 
 

@@ -156,7 +156,7 @@ class SeatCalls:
     def hint(self, role: Role) -> str:
         """What the seat can usefully do next, given what it sees."""
         sight = self.sight(role)
-        return seat_text.hint(role, sight.live_offers, sight.outcome, self.scenario.currency)
+        return seat_text.hint(role, sight.live_offers, sight.outcome)
 
     def sight(self, role: Role) -> Sight:
         """What ``role`` may see now.
@@ -193,7 +193,7 @@ class SeatCalls:
             "now": sight.now,
             "time_left": round(self.scenario.deadline - sight.now, 3),
             "outcome": sight.outcome,
-            "hint": seat_text.hint(role, sight.live_offers, sight.outcome, self.scenario.currency),
+            "hint": seat_text.hint(role, sight.live_offers, sight.outcome),
         }
 
 

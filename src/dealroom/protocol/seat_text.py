@@ -8,10 +8,11 @@ and evaluated on the same bytes. It is rendered from the wire models only (``Act
 value.
 
 The form, for models: a head line (``ok``, ``woke: news``, or an error as ``code: sentence.
-hint.``), then one line per event the seat has not seen yet, oldest first (``[6 s] seller
-offered $2,795.00 (o1)``), then ``clock:``, ``live offers:``, ``outcome:`` once it ended, and
-``next:`` (what the seat can usefully do). No JSON, no pretty-printing, no field names a model
-must decode.
+hint.``), then one line per event of the other side the seat has not seen yet, oldest first
+(``[6 s] seller offered $2,795.00 (o1)``; the seat's own moves are left out, get_state lists
+them), then ``clock:``, ``live offers:`` and ``outcome:`` once it ended. The wire's ``hint``
+(what the seat can usefully do next) is for programs; the briefing says the loop once. No JSON,
+no pretty-printing, no field names a model must decode.
 """
 
 from __future__ import annotations
@@ -65,24 +66,20 @@ def seconds(x: float) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def hint(
-    role: Role, live_offers: Sequence[LiveOffer], outcome: SeatOutcome | None, currency: str
-) -> str:
+def hint(role: Role, live_offers: Sequence[LiveOffer], outcome: SeatOutcome | None) -> str:
     """What the seat can usefully do next, from what it sees (the ``hint`` of every result)."""
     if outcome is not None:
-        head = (
-            f"The negotiation is over: deal at {money(outcome.price, currency)}."
-            if outcome.price is not None
-            else f"The negotiation is over without a deal ({outcome.end_reason})."
-        )
-        return f"{head} get_state shows your results."
+        return "the negotiation is over; get_state shows your results."
     theirs = next((o for o in live_offers if o.by != role), None)
     if theirs is not None:
-        return (
-            f"Their offer {theirs.offer_id} at {money(theirs.price, currency)} is live: accept "
-            "it, reject it, counter with make_offer, or wait_for_opponent."
-        )
-    return "Call wait_for_opponent to hear from the other side, or make_offer to move."
+        return f"accept {theirs.offer_id}, reject it, make_offer or wait_for_opponent."
+    return "wait_for_opponent, or make_offer to move."
+
+
+def news(events: Iterable[Event], role: Role) -> list[Event]:
+    """The events a result reports: all but the seat's own moves, which the model wrote
+    itself (its offer's id and price stay on the ``live offers`` line; get_state lists all)."""
+    return [e for e in events if e.by != role]
 
 
 def event_lines(events: Iterable[Event], role: Role, currency: str) -> list[str]:
@@ -113,7 +110,6 @@ def _body(
     time_left: float,
     live: Sequence[LiveOffer],
     outcome: SeatOutcome | None,
-    next_step: str,
     role: Role,
     currency: str,
 ) -> list[str]:
@@ -122,7 +118,6 @@ def _body(
     lines.append(_offers(live, role, currency))
     if outcome is not None:
         lines.append(_outcome(outcome, currency))
-    lines.append(f"next: {next_step}")
     return lines
 
 
@@ -137,11 +132,11 @@ def _head(result: ActionResult | WaitResult) -> str:
                 case "news":
                     return "woke: news"
                 case "timeout":
-                    return "woke: timeout (no news)"
+                    return "woke: timeout"
                 case "ended":
                     return "woke: ended"
                 case "pending":
-                    return "woke: pending (the other side is still deciding: wait again)"
+                    return "woke: pending (they are still deciding: wait again)"
                 case _:
                     assert_never(result.woke)
         case _:
@@ -151,12 +146,11 @@ def _head(result: ActionResult | WaitResult) -> str:
 def update_text(result: ActionResult | WaitResult, role: Role, currency: str) -> str:
     """The text of an action's or a wait's result, for the ``role`` seat."""
     body = _body(
-        result.events,
+        news(result.events, role),
         result.now,
         result.time_left,
         result.live_offers,
         result.outcome,
-        result.hint,
         role,
         currency,
     )
@@ -172,30 +166,26 @@ def state_text(state: SeatState) -> str:
             f"series: negotiation {state.negotiation}; {state.finished} finished, your total "
             f"surplus {money(state.total_surplus, cur)}."
         )
-    return _state(state.observation, state.hint, series)
+    return _state(state.observation, series)
 
 
 def observation_state_text(observation: Observation) -> str:
     """get_state's text for a seat seen in process (one negotiation, no series): what the
     training opponent's model reads when it calls get_state."""
-    o = observation
-    return _state(o, hint(o.role, o.live_offers, o.outcome, o.scenario.currency), None)
+    return _state(observation, None)
 
 
 def view_text(observation: Observation, since: int = 0) -> str:
-    """A tool result's body for a seat seen in process: the events after the first ``since``,
-    the clock, the live offers, the outcome once it ended, and what to do next. The training
+    """A tool result's body for a seat seen in process: the other side's events after the
+    first ``since``, the clock, the live offers and the outcome once it ended. The training
     opponent's model reads it at each wake; the Gymnasium environment renders it."""
     o = observation
-    cur = o.scenario.currency
-    next_step = hint(o.role, o.live_offers, o.outcome, cur)
-    body = _body(
-        o.events[since:], o.now, o.time_left, o.live_offers, o.outcome, next_step, o.role, cur
-    )
+    events = news(o.events[since:], o.role)
+    body = _body(events, o.now, o.time_left, o.live_offers, o.outcome, o.role, o.scenario.currency)
     return "\n".join(body)
 
 
-def _state(o: Observation, next_step: str, series: str | None) -> str:
+def _state(o: Observation, series: str | None) -> str:
     s = o.scenario
     cur = s.currency
     head = (
@@ -205,7 +195,7 @@ def _state(o: Observation, next_step: str, series: str | None) -> str:
     lines = [head] if series is None else [head, series]
     if not o.events:
         lines.append("no events yet.")
-    body = _body(o.events, o.now, o.time_left, o.live_offers, o.outcome, next_step, o.role, cur)
+    body = _body(o.events, o.now, o.time_left, o.live_offers, o.outcome, o.role, cur)
     return "\n".join([*lines, *body])
 
 

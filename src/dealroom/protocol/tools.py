@@ -73,8 +73,7 @@ Price = Annotated[
     float,
     Field(
         gt=0,
-        description="Price in the negotiation's currency as a plain JSON number, e.g. 1250.00 "
-        "(rounded to cents).",
+        description="Price, e.g. 1250.00 (rounded to cents).",
     ),
 ]
 OfferId = Annotated[
@@ -82,18 +81,18 @@ OfferId = Annotated[
     Field(
         min_length=1,
         max_length=64,
-        description="Id of the other side's live offer, e.g. 'o3' (see the live offers).",
+        description="Their live offer's id, e.g. 'o3'.",
     ),
     AfterValidator(_encodable),
 ]
 Message = Annotated[
     str | None,
-    Field(description="Optional cheap talk sent along; it binds nobody. Omit for none."),
+    Field(description="Optional cheap talk."),
     AfterValidator(_encodable),
 ]
 Text = Annotated[
     str,
-    Field(description="What to say. Cheap talk: nothing in it is binding."),
+    Field(description="Cheap talk: it binds no one."),
     AfterValidator(_encodable),
 ]
 Timeout = Annotated[
@@ -101,8 +100,7 @@ Timeout = Annotated[
     Field(
         ge=0,
         le=MAX_WAIT_S,
-        description="Most seconds to wait for news, on the negotiation clock (the call also "
-        f"returns within this many real seconds). Default {DEFAULT_WAIT_S:g}.",
+        description=f"Clock seconds (default {DEFAULT_WAIT_S:g}).",
     ),
 ]
 
@@ -284,6 +282,22 @@ def _describe_new_negotiation(rules: Rules) -> str:
     )
 
 
+_SUMMARIES: dict[ToolName, Callable[[Rules], str]] = {
+    "make_offer": lambda r: (
+        f"Make a binding offer (at most {r.max_price_multiple:g} times the list price)."
+    ),
+    "accept": lambda r: "Accept their live offer: the deal closes.",
+    "reject": lambda r: "Reject their live offer.",
+    "send_message": lambda r: f"Send cheap talk (at most {r.max_message_chars} characters).",
+    "walk_away": lambda r: "End the negotiation for good, without a deal.",
+    "wait_for_opponent": lambda r: "Wait for the other side's next move.",
+    "get_state": lambda r: "Your whole view of the negotiation (costs no clock time).",
+    "new_negotiation": lambda r: "Start the series' next negotiation once this one has ended.",
+}
+"""What each tool does, for a model that has read the briefing (which says the rules, the
+clock costs and what a result holds once): sent with every request of the one model seat."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolHints:
     """MCP tool annotations, as plain data."""
@@ -313,10 +327,9 @@ class SeatTool:
         return f"{self.describe_rules(rules)} {_RETURNS[self.result]}{refusals}"
 
     def model_description(self, rules: Rules) -> str:
-        """What the tool does under ``rules``, for a model that has read the briefing (which
-        says once what every result holds and what a refusal costs): sent with every request
-        of the one model seat, so nothing in it is said twice."""
-        return self.describe_rules(rules)
+        """What the tool does under ``rules``, for a model that has read the briefing: one
+        short sentence, since it is sent with every request of the one model seat."""
+        return _SUMMARIES[self.name](rules)
 
 
 def _tool(
