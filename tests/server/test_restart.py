@@ -24,12 +24,15 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import ADMIN, ok, share_schema_validators, tls
+from mcp_support import ADMIN, house_resolver, ok, share_schema_validators, tls
 from test_faults import serve_process
 
-from dealroom.protocol import Accept, MakeOffer, RoomRequest, SendMessage, WalkAway
+from dealroom.protocol import Accept, MakeOffer, Role, RoomRequest, SendMessage, WalkAway
 from dealroom.server.journal import Journals
+from dealroom.server.room import Room, SeatPlayer
 from dealroom.server.rooms import RoomRegistry
+from dealroom.store.results import ResultsStore
+from dealroom.store.writer import ResultWriter
 
 pytestmark = pytest.mark.anyio
 
@@ -239,3 +242,50 @@ async def test_a_server_killed_during_many_live_negotiations_restores_them_all(
         events = json.loads(record)["events"]
         assert events[: len(seen[room])] == seen[room], "the stored record continues the same"
     print(f"kill -9: {ROOMS} live negotiations, {len(rows)} stored, 0 duplicates")  # noqa: T201
+
+
+async def test_an_in_process_players_report_is_marked_partial_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    """An LLM house seat restarts from zero with the server: its stored usage and
+    conversation then hold only the calls after the restart, and its row says so."""
+    path = tmp_path / "r.db"
+    opened: list[RoomRegistry] = []
+
+    async def idle(room: Room, role: Role) -> None:
+        del room, role  # never run: no task group plays the registry's players here
+
+    def registry() -> RoomRegistry:
+        writer = ResultWriter.beside(ResultsStore(path))
+        writer.recover()
+        registry = RoomRegistry(
+            writer=writer,
+            resolve_house=house_resolver,
+            resolve_player=lambda spec: SeatPlayer(spec, idle),  # reports are made by hand
+            journals=Journals.beside(path),
+        )
+        opened.append(registry)
+        return registry
+
+    first = registry()
+    created = [first.create(RoomRequest(index=i, house_seller="llm:fake")) for i in (3, 4)]
+    await first.seat(created[0].room, "buyer").act(MakeOffer(price=Decimal(100)))
+    second = registry()  # killed: the first room is rebuilt from its journal
+    assert second.restore() == 2
+
+    async def stored(room_id: str) -> dict[str, Any]:
+        room = second.rooms[room_id]
+        room.player_report(room.current, "seller", {"name": "llm:fake", "model_calls": 2})
+        await second.seat(room_id, "buyer").act(WalkAway())
+        await room.save()
+        record = second.writer.store.get(room.key(room.current))  # type: ignore[union-attr]
+        assert record is not None
+        return record.extra["players"]["seller"]
+
+    try:
+        assert (await stored(created[0].room))["partial"] == "restarted"
+        assert "partial" not in await stored(created[1].room)  # nothing of it was replayed
+    finally:
+        for each in opened:
+            each.close()
+            each.writer.store.close()  # type: ignore[union-attr]

@@ -351,7 +351,7 @@ class Room:
         """What an in-process player of ``role`` has to store so far (an LLM seat's usage,
         counts and conversation): the latest before the negotiation is recorded is stored."""
         if negotiation is self._current and not negotiation.recorded and role in self.players:
-            self._reports[role] = dict(data)
+            self._reports[role] = self._restarted(negotiation, data)
 
     def player_done(self, negotiation: Negotiation, role: Role, data: Mapping[str, Any]) -> None:
         """What an in-process player of ``role`` has to store, once it has returned. Stored in
@@ -361,8 +361,16 @@ class Room:
             return
         row = self._player_rows.pop(negotiation.number, None)
         if row is not None:
-            players = {**row.extra.get("players", {}), role: dict(data)}
+            players = {**row.extra.get("players", {}), role: self._restarted(negotiation, data)}
             self.writer.amend(row.key, {**row.extra, "players": players})
+
+    def _restarted(self, negotiation: Negotiation, data: Mapping[str, Any]) -> dict[str, Any]:
+        """An in-process player's report, marked ``partial`` when its negotiation was rebuilt
+        from the journal: the player restarted with the server, so its usage, counts and
+        conversation hold only the calls after the restart."""
+        if negotiation.number <= self._replayed:
+            return {**data, "partial": "restarted"}
+        return dict(data)
 
     def _players(self, negotiation: Negotiation) -> dict[str, Any]:
         """The ``players`` entry of a negotiation's extra: each in-process player's last report,
