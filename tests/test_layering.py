@@ -1,8 +1,10 @@
-"""Dependencies point one way, in ORDER: each package imports only itself and those before it."""
+"""Dependencies point one way, in ORDER: each package imports only itself and those before it;
+no module imports the root package, and no import, deferred ones included, closes a cycle."""
 
 import ast
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "dealroom"
 
 ORDER = [
+    "_version",  # the version string, read by the build too
     "protocol",  # wire models and the rules: stdlib and pydantic only
     "_logging",  # structlog set-up, called by entry points only
     "engine",  # the pure simulation: clocks, scheduler, play-out, fork
@@ -43,6 +46,91 @@ def _dealroom_imports(path: Path) -> set[str]:
             if parts[0] == "dealroom" and len(parts) > 1:
                 layers.add(parts[1])
     return layers
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(nodes: Iterable[ast.AST]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import that runs at some time (at import, or deferred inside a function), but not
+    those under ``if TYPE_CHECKING:``, which never run."""
+    for node in nodes:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from _runtime_imports(node.orelse)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        else:
+            yield from _runtime_imports(ast.iter_child_nodes(node))
+
+
+def import_graph(sources: Mapping[str, str]) -> dict[str, set[str]]:
+    """Module name -> the modules of ``sources`` it imports (a package's ``__init__`` is named
+    for its package; ``from a import b`` is ``a.b`` where that is a module, else ``a``)."""
+    graph: dict[str, set[str]] = {}
+    for name, source in sources.items():
+        found: set[str] = set()
+        for node in _runtime_imports([ast.parse(source)]):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif node.module and node.level == 0:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    found.add(full if full in sources else node.module)
+        graph[name] = {m for m in found if m in sources and m != name}
+    return graph
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = [stack.pop()]
+            while component[-1] != v:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _package_sources() -> dict[str, str]:
+    return {_module_name(p): p.read_text(encoding="utf-8") for p in sorted(SRC.rglob("*.py"))}
+
+
+def test_the_cycle_check_finds_a_deferred_cycle_and_ignores_type_checking_imports() -> None:
+    sources = {
+        "dealroom.a": "from dealroom.b import f\n",
+        "dealroom.b": "def f():\n    from dealroom.a import g\n",
+        "dealroom.c": "if TYPE_CHECKING:\n    import dealroom.a\n",
+    }
+    assert cycles(import_graph(sources)) == [["dealroom.a", "dealroom.b"]]
+    sources["dealroom.a"] = "import dealroom.c\n"
+    assert cycles(import_graph(sources)) == []
+
+
+def test_no_module_of_the_library_imports_the_root_package() -> None:
+    """``dealroom/__init__`` is the users' flat namespace; inside, each name comes from its home."""
+    graph = import_graph(_package_sources())
+    importers = sorted(m for m, deps in graph.items() if "dealroom" in deps)
+    assert importers == []
 
 
 def test_every_package_has_a_place_in_the_order() -> None:

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from dealroom.training.sft import sft_example
     from dealroom.training.trl import BargainToolEnv
 
-__version__ = "0.1.0"
+from dealroom._version import __version__
 
 _HOMES: dict[str, tuple[str, ...]] = {
     "dealroom.protocol": (

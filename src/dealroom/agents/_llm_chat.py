@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from dealroom import __version__
+from dealroom._version import __version__
 from dealroom.protocol.errors import DealroomError
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"

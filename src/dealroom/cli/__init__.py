@@ -11,8 +11,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from dealroom import __version__
 from dealroom._logging import configure_logging
+from dealroom._version import __version__
 from dealroom.protocol.errors import DealroomError
 from dealroom.store.results import StoreError
 

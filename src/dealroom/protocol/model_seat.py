@@ -34,8 +34,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from dealroom.protocol import seat_text
+from dealroom.protocol._base import Role
+from dealroom.protocol.errors import RuleViolation
 from dealroom.protocol.rules import Rules
 from dealroom.protocol.tools import DEFAULT_WAIT_S, ToolName, function_schemas
+from dealroom.protocol.wire import ActionResult, WaitResult
 
 R = TypeVar("R")
 
@@ -52,6 +56,16 @@ def opening(briefing: str) -> list[dict[str, Any]]:
 def tools(rules: Rules) -> list[dict[str, Any]]:
     """The tools a model is offered: one form, one order, on every surface."""
     return function_schemas(rules)
+
+
+def result_text(
+    result: ActionResult | WaitResult | RuleViolation, role: Role, currency: str
+) -> str:
+    """What an action's or a wait's result reads, as the served tool writes it (a refusal by
+    the rules as ``code: sentence. hint.``)."""
+    if isinstance(result, RuleViolation):
+        return seat_text.error_payload(result.code, result.message).text()
+    return seat_text.update_text(result, role, currency)
 
 
 class ToolMethods(Generic[R]):
@@ -180,5 +194,6 @@ __all__ = [
     "failed_call_text",
     "opening",
     "parse_arguments",
+    "result_text",
     "tools",
 ]

@@ -17,7 +17,6 @@ dump.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, assert_never
@@ -38,6 +37,7 @@ from mcp.types import (
 )
 from mcp.types import Tool as MCPTool
 
+from dealroom._version import __version__
 from dealroom.protocol import DEFAULT_RULES, ActionResult, SeatState, WaitResult, seat_text
 from dealroom.protocol.compact_schema import compact_schema
 from dealroom.protocol.tools import (
@@ -292,14 +292,6 @@ def register(app: MCPServer, seat: SeatProvider) -> None:
         return await _or_mcp_error(seat().briefing())
 
 
-def package_version() -> str:
-    """dealroom's version, for ``serverInfo``."""
-    try:
-        return importlib.metadata.version("dealroom")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover (not installed)
-        return "0"
-
-
 def build_app(
     seat: SeatProvider, *, name: str = "dealroom", series: bool = True, **kwargs: Any
 ) -> MCPServer:
@@ -308,7 +300,7 @@ def build_app(
     app = SeatServer(
         seat,
         name,
-        version=package_version(),
+        version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         tools=tools,

@@ -47,7 +47,7 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
-from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
+from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS, result_text
 from dealroom.protocol.tools import (
     TOOLS_BY_NAME,
     ArgumentError,
@@ -55,7 +55,6 @@ from dealroom.protocol.tools import (
     action_of,
     validate_arguments,
 )
-from dealroom.training.trl import result_text
 
 Transport = Callable[[str, dict[str, Any]], dict[str, Any]]
 """Sends one chat-completions request body for a negotiation (``scenario_id/role``); returns

@@ -58,7 +58,7 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.generator import scenario_at
-from dealroom.protocol.model_seat import ToolMethods
+from dealroom.protocol.model_seat import ToolMethods, result_text
 from dealroom.protocol.tools import (
     TOOLS_BY_NAME,
     ArgumentError,
@@ -212,16 +212,6 @@ def call_tool(seat: LocalSeat, name: ToolName, arguments: Mapping[str, Any]) -> 
     return ToolReply(result_text(result, seat.role, currency), result)
 
 
-def result_text(
-    result: ActionResult | WaitResult | RuleViolation, role: Role, currency: str
-) -> str:
-    """What an action's or a wait's result reads, as the served tool writes it (a refusal by
-    the rules as ``code: sentence. hint.``)."""
-    if isinstance(result, RuleViolation):
-        return seat_text.error_payload(result.code, result.message).text()
-    return seat_text.update_text(result, role, currency)
-
-
 def _documented(fn: Callable[..., str], rules: Rules) -> Callable[..., str]:
     """A copy of a tool method whose docstring is rendered from ``rules``."""
     copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__)
@@ -259,7 +249,6 @@ __all__ = [
     "BargainToolEnv",
     "ToolReply",
     "call_tool",
-    "result_text",
     "separator",
     "with_rules",
 ]
