@@ -21,7 +21,8 @@ from pathlib import Path
 
 from dealroom.agents import entries
 from dealroom.analysis.report import build_report, format_report
-from dealroom.play.tournament import ProcessBackend, SerialBackend, Tournament, TournamentConfig
+from dealroom.play.backends import ProcessBackend, SerialBackend
+from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.protocol import TIERS
 from dealroom.store.results import ResultsStore
 

@@ -16,7 +16,9 @@ import pytest
 
 from dealroom.cli import main
 from dealroom.cli.tournament import ProgressBar, agent_list, summary_line
-from dealroom.play.tournament import ChunkPlayer, Progress, TournamentConfig, stored_seed
+from dealroom.play.jobs import ChunkPlayer
+from dealroom.play.progress import Progress
+from dealroom.play.tournament import TournamentConfig, stored_seed
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret
 from dealroom.store.results import ResultsStore

@@ -23,8 +23,9 @@ from dealroom.agents.human import HumanPlayer
 from dealroom.agents.llm import LLMPlayer
 from dealroom.client.seat import SeatClient
 from dealroom.play import registry
+from dealroom.play.jobs import ChunkPlayer, Job
 from dealroom.play.players import ScriptedPlayer, SeatContext
-from dealroom.play.tournament import ChunkPlayer, Job, Tournament, TournamentConfig
+from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.store.results import ResultsStore
 
 

@@ -12,21 +12,15 @@ import pytest
 
 from dealroom.agents import resolve
 from dealroom.engine.fork import ForkError, fork, rebuild
+from dealroom.play.backends import ProcessBackend, RayBackend, SerialBackend, _context, chunked
+from dealroom.play.jobs import ChunkPlayer, Job, TournamentError
+from dealroom.play.progress import Progress
 from dealroom.play.tournament import (
     DEFAULT_RUN,
-    ChunkPlayer,
     ConfigMismatchError,
-    Job,
-    ProcessBackend,
-    Progress,
-    RayBackend,
     RunExistsError,
-    SerialBackend,
     Tournament,
     TournamentConfig,
-    TournamentError,
-    _context,
-    chunked,
     stored_seed,
 )
 from dealroom.protocol.record import NegotiationRecord

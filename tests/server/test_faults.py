@@ -43,7 +43,9 @@ from mcp_support import (
 )
 
 from dealroom.cli import main as cli_main
-from dealroom.play.tournament import ChunkPlayer, Job, Progress, Tournament, TournamentConfig
+from dealroom.play.jobs import ChunkPlayer, Job
+from dealroom.play.progress import Progress
+from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.protocol import MakeOffer, Role
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.server.cluster_owners import owning

@@ -18,19 +18,15 @@ from dealroom.cli._common import (
     usage_error,
 )
 from dealroom.cli._players import Lineup, add_llm_flags, lineup, scripted
+from dealroom.play.backends import Backend, ProcessBackend, RayBackend, SerialBackend
+from dealroom.play.jobs import TournamentError
+from dealroom.play.progress import Budget, Progress
 from dealroom.play.tournament import (
     DEFAULT_RUN,
-    Backend,
-    Budget,
     ConfigMismatchError,
-    ProcessBackend,
-    Progress,
-    RayBackend,
     RunExistsError,
-    SerialBackend,
     Tournament,
     TournamentConfig,
-    TournamentError,
     stored_seed,
 )
 from dealroom.protocol import TIERS

@@ -18,65 +18,49 @@ seats are scripted plays in the engine, with no MCP session and no event loop; a
 player (an LLM, a person) plays through the seats (``play_match``), and what its players report
 (model calls, tokens, cost, errors, the model's conversation) is stored with the negotiation.
 
-How jobs run:
-
-    SerialBackend    scripted jobs in the driver's process, one at a time
-    ProcessBackend   scripted jobs in worker processes, in chunks (they are CPU-bound)
-    RayBackend       every job as tasks on a Ray cluster (``pip install dealroom[ray]``); seat
-                     jobs run concurrently inside each task and are stored as their chunk returns
-
-Locally, seat jobs (I/O-bound) run in the driver's event loop after the scripted ones: at most
+Jobs run on a backend (``dealroom.play.backends``: serial, worker processes, Ray). Locally,
+seat jobs (I/O-bound) run in the driver's event loop after the scripted ones: at most
 ``SeatLimits.concurrency`` at once, and at most each endpoint's own limit on each endpoint
-(``Player.endpoint``). A ``Budget`` stops a run cleanly; its rule is in its docstring.
+(``Player.endpoint``). A ``Budget`` (``dealroom.play.progress``) stops a run cleanly; its rule
+is in its docstring.
+
+Here: the configuration and the driver. ``dealroom.play.jobs`` holds what one job is and how it
+is played.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import itertools
-import logging
-import multiprocessing
-import multiprocessing.context
-import os
-import signal
-import threading
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
-from dealroom.engine.match import play
-from dealroom.play._orphans import end_with_driver, fate_shared
-from dealroom.play.players import Player, ScriptedPlayer, close_players
+from dealroom.play.backends import Backend, SerialBackend
+from dealroom.play.jobs import (
+    DEFAULT_SEAT_CONCURRENCY,
+    ChunkPlayer,
+    Job,
+    Played,
+    Resolver,
+    TournamentError,
+    build_players,
+    endpoint_limiters,
+)
+from dealroom.play.players import close_players
+from dealroom.play.progress import NO_BUDGET, Budget, Progress, ProgressCallback
 from dealroom.play.registry import resolve_player
-from dealroom.protocol import DEFAULT_RULES, TIERS, AgentFactory, Role, Rules, Scenario, Tier
-from dealroom.protocol.errors import DealroomError
-from dealroom.protocol.generator import scenario_at
+from dealroom.protocol import DEFAULT_RULES, TIERS, Role, Rules, Tier
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret, Seed, seed_from_json, seed_json
 from dealroom.store import paid as paid_calls
 from dealroom.store.results import ResultsStore, SerializedRecord
 
-Resolver = Callable[[str], Player]
-"""Turns an agent spec into a player (default: ``dealroom.play.registry.resolve_player``). It
-must be picklable (a module-level function, or an instance of a module-level class) for the
-process and Ray backends."""
-
 AsyncPlay = Callable[["Job"], Awaitable[NegotiationRecord]]
 """Plays one job asynchronously (for agents that wait on I/O)."""
 
 DEFAULT_RUN = "tournament"
-
-
-class TournamentError(DealroomError):
-    """A tournament that cannot start: a bad configuration, or a store that disagrees with it."""
-
-    kind = "tournament"
 
 
 class RunExistsError(TournamentError):
@@ -175,393 +159,6 @@ class TournamentConfig:
             for tier in self.tiers
             for buyer, seller in self.pairings()
         ]
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """One negotiation of a tournament."""
-
-    run: str
-    buyer: str
-    seller: str
-    tier: Tier
-    index: int
-    seed: Seed
-
-    @property
-    def key(self) -> str:
-        """The store key, the same on every run of the same configuration."""
-        return f"{self.run}/{self.tier}/{self.index:05d}/{self.buyer}/{self.seller}"
-
-    def scenario(self) -> Scenario:
-        """The job's scenario: the same for every pairing (common random numbers)."""
-        return scenario_at(self.seed, self.index, self.tier)
-
-    def extra(self) -> dict[str, Any]:
-        """What the store keeps beside the record, for replays (the seed is in the run's config)."""
-        return {"index": self.index}
-
-
-@dataclass(frozen=True, slots=True)
-class Played:
-    """A finished job as the driver stores it: the serialised record and what its players
-    reported (``players`` by role, ``errors`` by role; empty for two scripted seats)."""
-
-    row: SerializedRecord
-    extra: dict[str, Any] = field(default_factory=dict[str, Any])
-
-
-@functools.lru_cache(maxsize=256)
-def _scripted(resolver: Resolver, spec: str) -> AgentFactory | None:
-    # Once per spec and process: factories are closures, so each worker resolves its own.
-    player = resolver(spec)
-    return player.factory if isinstance(player, ScriptedPlayer) else None
-
-
-DEFAULT_SEAT_CONCURRENCY = 16
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkPlayer:
-    """Plays a chunk of jobs in whatever process it lands in (picklable)."""
-
-    resolver: Resolver = resolve_player
-    rules: Rules = DEFAULT_RULES
-    concurrency: int = DEFAULT_SEAT_CONCURRENCY
-    """Seat jobs of one chunk in flight at once (Ray tasks)."""
-    paid_log: Path | None = None
-    """Where each model call is journaled as it returns (``dealroom.store.paid``)."""
-
-    def is_scripted(self, job: Job) -> bool:
-        """Both seats are scripted: the job plays in the engine."""
-        return all(_scripted(self.resolver, spec) is not None for spec in (job.buyer, job.seller))
-
-    def play(self, job: Job) -> NegotiationRecord:
-        """One scripted negotiation, deterministic for the job."""
-        buyer, seller = _scripted(self.resolver, job.buyer), _scripted(self.resolver, job.seller)
-        if buyer is None or seller is None:
-            raise TournamentError(f"{job.key}: a seat player cannot play in the engine")
-        return play(
-            job.scenario(),
-            buyer,
-            seller,
-            names=(job.buyer, job.seller),
-            rules=self.rules,
-            seed=job.seed,
-        )
-
-    async def play_seated(self, job: Job, players: Mapping[str, Player]) -> Played:
-        """One negotiation through the seats (``players`` by spec)."""
-        from dealroom.play.runner import play_match  # the MCP stack: only for seat jobs
-
-        attempt = uuid.uuid4().hex
-        log, specs = self.paid_log, {"buyer": job.buyer, "seller": job.seller}
-
-        def paid(role: Role, usage: Mapping[str, Any]) -> None:
-            if log is not None:
-                line = {"run": job.run, "key": job.key, "attempt": attempt, "role": role}
-                paid_calls.append(log, {**line, "agent": specs[role], **usage})
-
-        result = await play_match(
-            job.scenario(),
-            players[job.buyer],
-            players[job.seller],
-            rules=self.rules,
-            seed=job.seed,
-            on_model_call=paid,
-        )
-        return Played(SerializedRecord.of(result.record), {**result.extra, "attempt": attempt})
-
-    def __call__(self, jobs: Sequence[Job]) -> list[Played]:
-        # Serialised here, in the worker: the driver only writes rows.
-        scripted = [job for job in jobs if self.is_scripted(job)]
-        out = {job.key: Played(SerializedRecord.of(self.play(job))) for job in scripted}
-        seated = [job for job in jobs if job.key not in out]
-        if seated:
-            out.update(anyio.run(self._play_all_seated, seated))
-        return [out[job.key] for job in jobs]
-
-    async def _play_all_seated(self, jobs: list[Job]) -> dict[str, Played]:
-        # Players are built in the task's own event loop (their HTTP clients belong to it).
-        players = build_players(self.resolver, jobs)
-        limiters = endpoint_limiters(players)
-        shared = anyio.CapacityLimiter(self.concurrency)
-        out: dict[str, Played] = {}
-
-        async def one(job: Job) -> None:
-            async with contextlib.AsyncExitStack() as stack:
-                for limiter in [*limiters(job), shared]:  # the same order as in the driver
-                    await stack.enter_async_context(limiter)
-                out[job.key] = await self.play_seated(job, players)
-
-        try:
-            async with anyio.create_task_group() as group:
-                for job in jobs:
-                    group.start_soon(one, job)
-        finally:
-            await close_players(players.values())
-        return out
-
-
-def build_players(resolver: Resolver, jobs: Iterable[Job]) -> dict[str, Player]:
-    """One player per spec the jobs name, shared by all its negotiations (an LLM's HTTP client
-    and its kept-alive connections are built once, not once per negotiation)."""
-    specs = dict.fromkeys(spec for job in jobs for spec in (job.buyer, job.seller))
-    return {spec: resolver(spec) for spec in specs}
-
-
-def endpoint_limiters(
-    players: Mapping[str, Player],
-) -> Callable[[Job], list[anyio.CapacityLimiter]]:
-    """The endpoint slots a job takes (one limiter per endpoint its players call, within the
-    endpoint's ``concurrency``), in a fixed order so that no two jobs can deadlock."""
-    endpoints: dict[str, anyio.CapacityLimiter] = {}
-    for seat in players.values():
-        if (endpoint := getattr(seat, "endpoint", None)) is not None:
-            endpoints.setdefault(endpoint.key, anyio.CapacityLimiter(endpoint.concurrency))
-
-    def limiters(job: Job) -> list[anyio.CapacityLimiter]:
-        keys = {
-            endpoint.key
-            for spec in (job.buyer, job.seller)
-            if (endpoint := getattr(players[spec], "endpoint", None)) is not None
-        }
-        return [endpoints[key] for key in sorted(keys)]
-
-    return limiters
-
-
-Stop = Callable[[], bool]
-"""Asked before each new piece of work starts: true once the run must start nothing more."""
-
-
-def never() -> bool:
-    """The default ``Stop``: play everything."""
-    return False
-
-
-class Backend(Protocol):
-    """Runs jobs and yields each with its serialised record as it finishes, in any order."""
-
-    plays_seats: bool
-    """True if it also runs seat jobs (else the driver plays them in its event loop)."""
-
-    def run(
-        self, jobs: Sequence[Job], player: ChunkPlayer, stop: Stop = never
-    ) -> Iterator[tuple[Job, Played]]:
-        """Play every job. Once ``stop()`` is true no new work starts, and the work already
-        started is still yielded (a budget stop loses nothing that was paid for). Closing the
-        iterator early stops the work still queued."""
-        ...
-
-
-class SerialBackend:
-    """Plays scripted jobs one after another in the calling process."""
-
-    plays_seats = False
-
-    def run(
-        self, jobs: Sequence[Job], player: ChunkPlayer, stop: Stop = never
-    ) -> Iterator[tuple[Job, Played]]:
-        """Play every job, in order."""
-        for job in jobs:
-            if stop():
-                return
-            yield job, Played(SerializedRecord.of(player.play(job)))
-
-
-def chunked(jobs: Sequence[Job], workers: int, size: int | None = None) -> list[list[Job]]:
-    """Jobs in chunks: big enough to amortise the round trip, small enough to balance load."""
-    if size is None:
-        size = max(1, min(50, len(jobs) // (workers * 8)))
-    return [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    # Fork is fast and needs no ``if __name__ == "__main__"`` guard in the user's script, but is
-    # unsafe in a process that runs threads (an event loop's workers, Ray's): use forkserver then.
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-
-
-def _start_worker(driver: int) -> None:
-    # Ctrl-C reaches the whole process group: only the driver handles it (and stops the pool).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    end_with_driver(driver)  # and a killed driver leaves no worker behind
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessBackend:
-    """Plays chunks of scripted jobs in ``workers`` processes; at most a few chunks per worker
-    queued."""
-
-    workers: int
-    chunk_size: int | None = None
-    plays_seats = False
-
-    def run(
-        self, jobs: Sequence[Job], player: ChunkPlayer, stop: Stop = never
-    ) -> Iterator[tuple[Job, Played]]:
-        """Play every job; results arrive a chunk at a time."""
-        chunks = iter(chunked(jobs, self.workers, self.chunk_size))
-        pool = ProcessPoolExecutor(
-            self.workers,
-            mp_context=_context(),
-            initializer=_start_worker,
-            initargs=(os.getpid(),),
-        )
-        running: dict[Future[list[Played]], list[Job]] = {}
-        try:
-            while True:
-                while (
-                    len(running) < 3 * self.workers and not stop() and (chunk := next(chunks, None))
-                ):
-                    running[pool.submit(player, chunk)] = chunk
-                if not running:
-                    return
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield from zip(running.pop(future), future.result(), strict=True)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _play_chunk(player: ChunkPlayer, jobs: list[Job]) -> list[Played]:
-    return player(jobs)
-
-
-@dataclass(frozen=True, slots=True)
-class RayBackend:
-    """Plays chunks of jobs as Ray tasks. Connects to ``address`` (None: the running Ray, or a
-    new local one with ``num_cpus``); a Ray it started itself is shut down at the end. Seat jobs
-    run ``ChunkPlayer.concurrency`` at a time inside each task, in chunks of that size, within
-    each endpoint's limit per task (each task one driver of the endpoints, with its own players
-    and event loop: an endpoint may see tasks in flight x its limit), and are stored as their
-    chunk returns."""
-
-    address: str | None = None
-    num_cpus: int | None = None
-    chunk_size: int | None = None
-    plays_seats = True
-
-    def run(
-        self, jobs: Sequence[Job], player: ChunkPlayer, stop: Stop = never
-    ) -> Iterator[tuple[Job, Played]]:
-        """Play every job; results arrive a chunk at a time."""
-        import ray  # optional dependency: imported only when this backend runs
-
-        cluster = contextlib.ExitStack()
-        if not ray.is_initialized():  # a Ray started here ends here, or with this process
-
-            def start() -> None:
-                ray.init(
-                    address=self.address,
-                    num_cpus=self.num_cpus,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    logging_level=logging.ERROR,  # no start-up chatter on the driver's stderr
-                )
-
-            cluster.enter_context(fate_shared(start, ray.shutdown))
-        running: dict[Any, list[Job]] = {}
-        try:
-            workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-            remote = ray.remote(_play_chunk)
-            player_ref = ray.put(player)
-            scripted = [job for job in jobs if player.is_scripted(job)]
-            seated = [job for job in jobs if not player.is_scripted(job)]
-            chunks = itertools.chain(
-                chunked(scripted, workers, self.chunk_size),
-                chunked(seated, workers, self.chunk_size or player.concurrency),
-            )
-            while True:
-                while len(running) < 3 * workers and not stop() and (chunk := next(chunks, None)):
-                    running[remote.remote(player_ref, chunk)] = chunk
-                if not running:
-                    return
-                done, _ = ray.wait(list(running), num_returns=1)
-                for ref in done:
-                    yield from zip(running.pop(ref), ray.get(ref), strict=True)
-        finally:
-            for ref in running:
-                ray.cancel(ref)
-            cluster.close()
-
-
-@dataclass(slots=True)
-class Progress:
-    """How far a run is: counts for a progress bar and the final summary."""
-
-    total: int
-    """Negotiations of the whole tournament."""
-    skipped: int = 0
-    """Already in the store when this session started."""
-    done: int = 0
-    """Played in this session."""
-    deals: int = 0
-    """Deals among those played in this session."""
-    new_rows: int = 0
-    """Rows this session wrote (fewer than ``done`` only if someone else wrote the same keys)."""
-    failures: int = 0
-    """Negotiations of this session in which a player failed (its error is stored)."""
-    requests: int = 0
-    """Model requests of this session's negotiations (successful calls and failed attempts)."""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    """Cost of this session's negotiations (seats without prices count nothing)."""
-    stopped: str | None = None
-    """Why the run stopped before playing every pending negotiation (a budget), else None."""
-
-    @property
-    def remaining(self) -> int:
-        """Still to play."""
-        return self.total - self.skipped - self.done
-
-    def count(self, played: Played) -> None:
-        """Add one finished negotiation."""
-        self.done += 1
-        self.deals += played.row.status == "deal"
-        self.failures += bool(played.extra.get("errors"))
-        for data in played.extra.get("players", {}).values():
-            self.requests += int(data.get("model_calls", 0)) + int(data.get("failed_attempts", 0))
-            self.input_tokens += int(data.get("input_tokens", 0))
-            self.output_tokens += int(data.get("output_tokens", 0))
-            self.cost_usd += float(data.get("cost_usd") or 0.0)
-
-
-ProgressCallback = Callable[[Progress], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """What one session (one ``run``) may spend on models.
-
-    The rule: before each negotiation starts, the requests (model calls, failed attempts
-    included) and the cost of the negotiations this session has finished are added up; once
-    either reaches its limit, no new negotiation starts, those in flight finish and are stored,
-    and the run returns with ``Progress.stopped`` set. So a run overshoots by at most what the
-    negotiations in flight spend. On a backend that plays seats (Ray) the unit is a task: the
-    check is made as each task returns, no new task starts once the limit is reached, and the
-    tasks in flight finish and are stored. A resumed run is a new session with its own budget:
-    it plays on past the point where the last one stopped.
-    """
-
-    max_cost_usd: float | None = None
-    max_requests: int | None = None
-
-    def reached(self, progress: Progress) -> str | None:
-        """Why no new negotiation may start, or None."""
-        if self.max_cost_usd is not None and progress.cost_usd >= self.max_cost_usd:
-            return f"the cost limit of ${self.max_cost_usd:g} was reached"
-        if self.max_requests is not None and progress.requests >= self.max_requests:
-            return f"the limit of {self.max_requests:,} model calls was reached"
-        return None
-
-
-NO_BUDGET = Budget()
 
 
 @dataclass

@@ -21,7 +21,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_support import ADMIN
 
 from dealroom.analysis.report import FEATURE_LABELS
-from dealroom.play.tournament import SerialBackend, Tournament, TournamentConfig
+from dealroom.play.backends import SerialBackend
+from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.store.results import ResultsStore
 
 pytestmark = needs_browser()

@@ -23,7 +23,8 @@ from mcp_support import (
 
 from dealroom.analysis.report import FEATURE_LABELS
 from dealroom.cli import main as cli_main
-from dealroom.play.tournament import SerialBackend, Tournament, TournamentConfig
+from dealroom.play.backends import SerialBackend
+from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.server.web.tournament import REBUILD_FACTOR, _Reports, run_view  # pyright: ignore[reportPrivateUsage]
 from dealroom.store.results import ResultsStore
 
