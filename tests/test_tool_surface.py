@@ -16,13 +16,12 @@ from mcp import Client
 
 from dealroom.client.seat import SeatClient
 from dealroom.protocol import DEFAULT_RULES, ErrorCode, MakeOffer, Referee, Rules
+from dealroom.protocol.arguments import action_of, arguments_of
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.rules import ActionCosts
 from dealroom.protocol.tools import (
     SEAT_TOOLS,
     ArgumentError,
-    action_of,
-    arguments_of,
     function_schema,
     function_schemas,
     seat_tools,

@@ -15,8 +15,8 @@ import structlog
 
 from dealroom.cli._common import usage_error
 from dealroom.protocol import DEFAULT_RULES, ROLES, Role, Rules
+from dealroom.protocol.model_seat import ArgumentsForm
 from dealroom.protocol.secret import seed_from_json
-from dealroom.protocol.tools import ArgumentsForm
 from dealroom.store.results import ResultsStore, StoredNegotiation, StoreError
 from dealroom.training.sft import (
     NotReplayable,

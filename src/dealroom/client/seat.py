@@ -48,8 +48,8 @@ from dealroom.protocol import (
     WaitResult,
     WalkAway,
 )
+from dealroom.protocol.arguments import arguments_of
 from dealroom.protocol.errors import DealroomError
-from dealroom.protocol.tools import arguments_of
 from dealroom.server.mcp_app import DirectSession
 from dealroom.server.seat import SeatBackend
 

@@ -32,13 +32,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from dealroom.protocol import seat_text
 from dealroom.protocol._base import Role
+from dealroom.protocol.arguments import DEFAULT_WAIT_S
 from dealroom.protocol.errors import RuleViolation
 from dealroom.protocol.rules import Rules
-from dealroom.protocol.tools import DEFAULT_WAIT_S, ToolName, function_schemas
+from dealroom.protocol.tools import ToolName, function_schemas
 from dealroom.protocol.wire import ActionResult, WaitResult
 
 R = TypeVar("R")
@@ -66,6 +67,41 @@ def result_text(
     if isinstance(result, RuleViolation):
         return seat_text.error_payload(result.code, result.message).text()
     return seat_text.update_text(result, role, currency)
+
+
+ArgumentsForm = Literal["object", "string"]
+"""Tool-call arguments in a chat transcript: JSON objects (what most chat templates read) or
+JSON strings (the chat-completions wire form, which Qwen3-style templates also read)."""
+
+
+def with_arguments(message: dict[str, Any], arguments: ArgumentsForm) -> dict[str, Any]:
+    """``message`` with its tool calls' arguments as JSON objects (what chat templates read) or
+    as JSON strings (the chat-completions wire form)."""
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    converted: list[dict[str, Any]] = []
+    for call in calls:
+        raw = call["function"]["arguments"]
+        if arguments == "object":
+            value = json.loads(raw) if isinstance(raw, str) else raw
+        else:
+            value = raw if isinstance(raw, str) else json.dumps(raw)
+        converted.append({**call, "function": {**call["function"], "arguments": value}})
+    return {**message, "tool_calls": converted}
+
+
+def call_messages(call_id: str, name: ToolName, arguments: Any, text: str) -> list[dict[str, Any]]:
+    """One tool call and the text it returned, as the two OpenAI chat messages a transcript
+    holds: the assistant's call (no text of its own) and the tool's reply, which names its tool
+    as TRL's GRPO rollouts write it (chat templates that render the name read the same text in
+    both) beside the OpenAI API's ``tool_call_id``. ``arguments`` go in as given (an object, or
+    the JSON string of the OpenAI API's form)."""
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "name": name, "content": text},
+    ]
 
 
 class ToolMethods(Generic[R]):
@@ -187,13 +223,16 @@ def _canonical_call(call: Mapping[str, Any], names: dict[str, str]) -> dict[str,
 __all__ = [
     "MAX_TOOL_ROUNDS",
     "TOOL_NAMES",
+    "ArgumentsForm",
     "Bound",
     "ToolMethods",
     "bind",
+    "call_messages",
     "canonical",
     "failed_call_text",
     "opening",
     "parse_arguments",
     "result_text",
     "tools",
+    "with_arguments",
 ]

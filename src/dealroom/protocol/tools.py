@@ -7,31 +7,32 @@ remote client (``dealroom.training.remote``, checked against this module by a te
 description is rendered from the negotiation's actual ``Rules`` (clock costs, limits), never
 from the defaults. Pure: pydantic only.
 
-Arguments are strict: a price is a JSON number (``true`` and ``"1e3"`` are refused), text is a
-string. ``Infinity`` (which Python's JSON reader accepts) passes the schema and is refused by
-the referee as ``price_not_finite``. A refused argument reads ``invalid_arguments: <field>:
-<sentence>. <hint>.`` (``argument_error``), like every other error: the code first.
+The arguments' models live in ``dealroom.protocol.arguments``; a refused argument reads
+``invalid_arguments: <field>: <sentence>. <hint>.`` (``argument_error``), like every other
+error: the code first. How tool calls sit in a chat transcript is the one model seat's
+(``dealroom.protocol.model_seat``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import Annotated, Any, Literal, assert_never
+from typing import Any, Literal, assert_never
 
-from pydantic import AfterValidator, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from dealroom.protocol._base import Model
 from dealroom.protocol.actions import (
-    Accept,
-    Action,
     ActionType,
-    MakeOffer,
-    Reject,
-    SendMessage,
-    WalkAway,
+)
+from dealroom.protocol.arguments import (
+    AcceptArgs,
+    ArgsModel,
+    MakeOfferArgs,
+    NoArgs,
+    RejectArgs,
+    SendMessageArgs,
+    WaitArgs,
+    WalkAwayArgs,
 )
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.rules import Rules
@@ -51,147 +52,6 @@ ToolName = Literal[
 
 ResultKind = Literal["action", "wait", "state"]
 """What a tool returns: an ``ActionResult``, a ``WaitResult`` or a ``SeatState``."""
-
-DEFAULT_WAIT_S = 20.0
-"""wait_for_opponent's default timeout, in seconds on the negotiation clock."""
-MAX_WAIT_S = 60.0
-"""The longest timeout wait_for_opponent accepts."""
-
-
-def _encodable(text: str | None) -> str | None:
-    """Refuse text that cannot be written as UTF-8 (a lone surrogate, which JSON can carry):
-    in the negotiation it would make every later result, and the record, unserialisable."""
-    if text is not None:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError("text must be valid Unicode (it holds a lone surrogate)") from None
-    return text
-
-
-Price = Annotated[
-    float,
-    Field(
-        gt=0,
-        description="Price, e.g. 1250.00 (rounded to cents).",
-    ),
-]
-OfferId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=64,
-        description="Their live offer's id, e.g. 'o3'.",
-    ),
-    AfterValidator(_encodable),
-]
-Message = Annotated[
-    str | None,
-    Field(description="Optional cheap talk."),
-    AfterValidator(_encodable),
-]
-Text = Annotated[
-    str,
-    Field(description="Cheap talk: it binds no one."),
-    AfterValidator(_encodable),
-]
-Timeout = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=MAX_WAIT_S,
-        description=f"Clock seconds (default {DEFAULT_WAIT_S:g}).",
-    ),
-]
-
-
-class _Args(Model):
-    """Tool arguments: strict (a price is a number, text is a string; nothing is coerced)."""
-
-    model_config = ConfigDict(strict=True)
-
-
-class MakeOfferArgs(_Args):
-    price: Price
-    message: Message = None
-
-
-class AcceptArgs(_Args):
-    offer_id: OfferId
-
-
-class RejectArgs(_Args):
-    offer_id: OfferId
-    message: Message = None
-
-
-class SendMessageArgs(_Args):
-    text: Text
-
-
-class WalkAwayArgs(_Args):
-    message: Message = None
-
-
-class WaitArgs(_Args):
-    timeout_s: Timeout = DEFAULT_WAIT_S
-
-
-class NoArgs(_Args):
-    pass
-
-
-ArgsModel = (
-    MakeOfferArgs | AcceptArgs | RejectArgs | SendMessageArgs | WalkAwayArgs | WaitArgs | NoArgs
-)
-
-
-def action_of(args: ArgsModel) -> Action | None:
-    """The action a tool's validated arguments stand for (None for the tools that do not act).
-
-    Exhaustive over the argument models: a new action type fails the type check here.
-    """
-    match args:
-        case MakeOfferArgs():
-            return MakeOffer(price=Decimal(str(args.price)), message=args.message)
-        case AcceptArgs():
-            return Accept(offer_id=args.offer_id)
-        case RejectArgs():
-            return Reject(offer_id=args.offer_id, message=args.message)
-        case SendMessageArgs():
-            return SendMessage(text=args.text)
-        case WalkAwayArgs():
-            return WalkAway(message=args.message)
-        case WaitArgs() | NoArgs():
-            return None
-        case _:
-            assert_never(args)
-
-
-def arguments_of(action: Action) -> dict[str, Any]:
-    """The tool arguments (JSON-ready, Nones left out) that make ``action``: the inverse of
-    ``action_of``, for clients and for rebuilding a recorded seat's calls."""
-    match action:
-        case MakeOffer():
-            args: dict[str, Any] = {"price": float(action.price)}
-            if action.message is not None:
-                args["message"] = action.message
-            return args
-        case Accept():
-            return {"offer_id": action.offer_id}
-        case Reject():
-            return _without_none(offer_id=action.offer_id, message=action.message)
-        case SendMessage():
-            return {"text": action.text}
-        case WalkAway():
-            return _without_none(message=action.message)
-        case _:
-            assert_never(action)
-
-
-def _without_none(**fields: Any) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if v is not None}
-
 
 # -- descriptions, rendered from the rules -------------------------------------------------------
 
@@ -452,41 +312,6 @@ def function_schemas(rules: Rules, *, series: bool = False) -> list[dict[str, An
     ``BargainToolEnv`` reads them in."""
     tools = sorted(seat_tools(series=series), key=lambda t: t.name)
     return [function_schema(t, rules) for t in tools]
-
-
-ArgumentsForm = Literal["object", "string"]
-"""Tool-call arguments in a chat transcript: JSON objects (what most chat templates read) or
-JSON strings (the chat-completions wire form, which Qwen3-style templates also read)."""
-
-
-def with_arguments(message: dict[str, Any], arguments: ArgumentsForm) -> dict[str, Any]:
-    """``message`` with its tool calls' arguments as JSON objects (what chat templates read) or
-    as JSON strings (the chat-completions wire form)."""
-    calls = message.get("tool_calls")
-    if not calls:
-        return message
-    converted: list[dict[str, Any]] = []
-    for call in calls:
-        raw = call["function"]["arguments"]
-        if arguments == "object":
-            value = json.loads(raw) if isinstance(raw, str) else raw
-        else:
-            value = raw if isinstance(raw, str) else json.dumps(raw)
-        converted.append({**call, "function": {**call["function"], "arguments": value}})
-    return {**message, "tool_calls": converted}
-
-
-def call_messages(call_id: str, name: ToolName, arguments: Any, text: str) -> list[dict[str, Any]]:
-    """One tool call and the text it returned, as the two OpenAI chat messages a transcript
-    holds: the assistant's call (no text of its own) and the tool's reply, which names its tool
-    as TRL's GRPO rollouts write it (chat templates that render the name read the same text in
-    both) beside the OpenAI API's ``tool_call_id``. ``arguments`` go in as given (an object, or
-    the JSON string of the OpenAI API's form)."""
-    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-    return [
-        {"role": "assistant", "content": "", "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": call_id, "name": name, "content": text},
-    ]
 
 
 def docstring(tool: SeatTool, rules: Rules) -> str:

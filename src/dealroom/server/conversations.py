@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dealroom.protocol import Role
-from dealroom.protocol.tools import ToolName, call_messages
+from dealroom.protocol.model_seat import call_messages
+from dealroom.protocol.tools import ToolName
 
 MAX_LOGGED_CALLS = 1_000
 """Most calls of one client seat kept in a negotiation's stored conversation."""

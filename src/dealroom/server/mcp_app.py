@@ -39,18 +39,10 @@ from mcp.types import Tool as MCPTool
 
 from dealroom._version import __version__
 from dealroom.protocol import DEFAULT_RULES, ActionResult, SeatState, WaitResult, seat_text
+from dealroom.protocol.arguments import WaitArgs, action_of
 from dealroom.protocol.compact_schema import compact_schema
-from dealroom.protocol.tools import (
-    ArgumentError,
-    ResultKind,
-    SeatTool,
-    WaitArgs,
-    action_of,
-    validate_arguments,
-)
-from dealroom.protocol.tools import (
-    seat_tools as tool_specs,
-)
+from dealroom.protocol.tools import ArgumentError, ResultKind, SeatTool, validate_arguments
+from dealroom.protocol.tools import seat_tools as tool_specs
 from dealroom.server.seat import CallRefused, SeatBackend
 
 log = structlog.stdlib.get_logger(__name__)

@@ -36,7 +36,7 @@ from dealroom.protocol import (
     WaitResult,
     seat_text,
 )
-from dealroom.protocol.tools import arguments_of
+from dealroom.protocol.arguments import arguments_of
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
 from dealroom.server.seat import CallRefused
 from dealroom.server.stdio_wire import serve_stdio_wire

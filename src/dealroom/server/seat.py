@@ -23,8 +23,9 @@ from dealroom.protocol import (
     WaitResult,
     seat_text,
 )
+from dealroom.protocol.arguments import arguments_of
 from dealroom.protocol.errors import DealroomError
-from dealroom.protocol.tools import SEAT_TOOLS, ToolName, arguments_of, tool_of
+from dealroom.protocol.tools import SEAT_TOOLS, ToolName, tool_of
 from dealroom.server import texts
 from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room, RoomError

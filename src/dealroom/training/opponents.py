@@ -45,16 +45,11 @@ from dealroom.protocol import (
     model_seat,
     seat_text,
 )
+from dealroom.protocol.arguments import WaitArgs, action_of
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS, result_text
-from dealroom.protocol.tools import (
-    TOOLS_BY_NAME,
-    ArgumentError,
-    WaitArgs,
-    action_of,
-    validate_arguments,
-)
+from dealroom.protocol.tools import TOOLS_BY_NAME, ArgumentError, validate_arguments
 
 Transport = Callable[[str, dict[str, Any]], dict[str, Any]]
 """Sends one chat-completions request body for a negotiation (``scenario_id/role``); returns

@@ -47,18 +47,13 @@ from dealroom.protocol import (
     other,
     seat_view,
 )
+from dealroom.protocol.arguments import arguments_of
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
+from dealroom.protocol.model_seat import ArgumentsForm, call_messages, with_arguments
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Seed
-from dealroom.protocol.tools import (
-    ArgumentsForm,
-    ToolName,
-    arguments_of,
-    call_messages,
-    function_schemas,
-    with_arguments,
-)
+from dealroom.protocol.tools import ToolName, function_schemas
 from dealroom.training.trl import call_tool
 
 TOOL_SCHEMAS: list[dict[str, Any]] = function_schemas(DEFAULT_RULES)

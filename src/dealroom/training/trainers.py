@@ -40,7 +40,7 @@ from dealroom.engine.match import play
 from dealroom.play.registry import resolve
 from dealroom.protocol import DEFAULT_RULES, AgentFactory, Role, Rules, Tier
 from dealroom.protocol.generator import scenario_at
-from dealroom.protocol.tools import ArgumentsForm, with_arguments
+from dealroom.protocol.model_seat import ArgumentsForm, with_arguments
 from dealroom.training import memory
 from dealroom.training._seat import OpponentFactory
 from dealroom.training.lean import lean_sft_trainer, release_freed_memory

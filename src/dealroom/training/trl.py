@@ -56,6 +56,7 @@ from dealroom.protocol import (
     seat_text,
     seat_view,
 )
+from dealroom.protocol.arguments import WaitArgs, action_of
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.model_seat import ToolMethods, result_text
@@ -64,8 +65,6 @@ from dealroom.protocol.tools import (
     ArgumentError,
     SeatTool,
     ToolName,
-    WaitArgs,
-    action_of,
     docstring,
     seat_tools,
     validate_arguments,
