@@ -56,6 +56,7 @@ from dealroom.server import mcp_http, rooms
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
 from dealroom.server.room import House, Room
 from dealroom.server.seat import RoomBackend
+from dealroom.server.tokens import TokenTable, new_token
 
 pytestmark = pytest.mark.anyio
 
@@ -363,14 +364,17 @@ async def test_a_token_off_by_one_character_or_a_prefix_opens_nothing(tmp_path: 
 
 
 def test_tokens_are_compared_in_constant_time() -> None:
-    verifier = inspect.getsource(rooms.RoomRegistry._entry)  # pyright: ignore[reportPrivateUsage]
+    verifier = inspect.getsource(TokenTable.lookup)
     assert "hmac.compare_digest" in verifier
     assert "==" not in verifier.replace("is None", ""), "no short-circuit comparison of tokens"
+    entry = inspect.getsource(rooms.RoomRegistry._entry)  # pyright: ignore[reportPrivateUsage]
+    assert "self.tokens.lookup(token)" in entry
     for lookup in (rooms.RoomRegistry.seat_for_token, rooms.RoomRegistry.room_for_spectator):
         assert "self._entry(token)" in inspect.getsource(lookup)  # seat and spectator tokens
     admin = inspect.getsource(mcp_http._AdminApi.refused)  # pyright: ignore[reportPrivateUsage]
     assert "hmac.compare_digest" in admin
-    assert "secrets.token_urlsafe(32)" in inspect.getsource(rooms.RoomRegistry.create)
+    assert "secrets.token_urlsafe(32)" in inspect.getsource(new_token)
+    assert inspect.getsource(rooms.RoomRegistry.create).count("new_token(self.token_prefix)") == 2
 
 
 async def test_only_the_admin_token_creates_rooms(tmp_path: Path) -> None:

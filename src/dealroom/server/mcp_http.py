@@ -48,7 +48,8 @@ from dealroom.server.http_limits import (
 )
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import RoomError
-from dealroom.server.rooms import SEAT_SCOPE, RoomRegistry, SeatTokens, seat_of_request
+from dealroom.server.rooms import RoomRegistry
+from dealroom.server.tokens import SEAT_SCOPE, SeatTokens, seat_of_request
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -71,8 +72,8 @@ def transport_security(host: str, allowed_hosts: Sequence[str] = ()) -> Transpor
 def build_http_mcp(registry: RoomRegistry, *, host: str, port: int) -> MCPServer:
     """The MCP server of an HTTP room server (tools act for the token's seat)."""
     return build_app(
-        seat_of_request(registry),
-        token_verifier=SeatTokens(registry),
+        seat_of_request(registry.seat),
+        token_verifier=SeatTokens(registry.seat_for_token),
         auth=AuthSettings(
             issuer_url=AnyHttpUrl(
                 f"http://{host if host not in ('::1', '::') else 'localhost'}:{port}"

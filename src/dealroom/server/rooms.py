@@ -1,28 +1,17 @@
-"""The rooms of an HTTP server and the bearer tokens that bind a client to one seat.
-
-Tokens come from ``secrets.token_urlsafe(32)``, after a ``token_prefix`` that is no secret: a
-server of a cluster (``dealroom.server.cluster``) starts each token with ``w<index>.``, so that
-the front routes it to the worker that owns its room. The server keeps only their SHA-256 digests
-(in memory and in the room journals that let open rooms survive a restart): a token is looked
-up by its digest and the digests compared with ``hmac.compare_digest``. A client's seat comes
-from its token only, never from a tool argument or a header it could set itself.
+"""The rooms of an HTTP server, by id, with their seat tokens (``dealroom.server.tokens``):
+created, restored from their journals at start, played and reaped once ended.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup
-from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from dealroom.protocol import (
     ROLES,
@@ -38,11 +27,10 @@ from dealroom.server.journal import JournalFile, Journals, RoomJournal, reason_o
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room, RoomError, SeatPlayer
 from dealroom.server.seat import RoomBackend
+from dealroom.server.tokens import Grant, TokenTable, digest, new_token
 from dealroom.store.writer import ResultWriter
 
 log = structlog.stdlib.get_logger(__name__)
-
-SEAT_SCOPE = "seat"
 
 HouseResolver = Callable[[str], AgentFactory]
 """Turns an agent spec into a factory; raises ValueError for an unknown or bad spec."""
@@ -50,14 +38,6 @@ HouseResolver = Callable[[str], AgentFactory]
 PlayerResolver = Callable[[str], SeatPlayer | None]
 """The in-process player for a spec that is no house agent (an LLM), or None for one that is;
 raises ValueError for a bad spec."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Token:
-    digest: bytes
-    room: str
-    role: Role | None
-    """The seat the token opens; None for the room's read-only spectator token."""
 
 
 class RoomRegistry:
@@ -91,7 +71,7 @@ class RoomRegistry:
         self.rooms: dict[str, Room] = {}
         self.unrestored: dict[str, str] = {}
         """Rooms whose journal ``restore`` found but could not restore, by id: why not."""
-        self._tokens: dict[bytes, _Token] = {}
+        self.tokens = TokenTable()
         self._ended_at: dict[str, float] = {}
 
     def create(self, request: RoomRequest) -> RoomCreated:
@@ -103,17 +83,17 @@ class RoomRegistry:
             request = request.model_copy(update={"secret": request.run_secret().hex()})
         room = self._build(room_id, request)
         tokens: dict[Role, str] = {
-            role: self.token_prefix + secrets.token_urlsafe(32)
+            role: new_token(self.token_prefix)
             for role in room.client_roles  # an in-process player's seat gets no token
         }
-        spectator = self.token_prefix + secrets.token_urlsafe(32)
+        spectator = new_token(self.token_prefix)
         if self.journals is not None:
-            digests = {role: _digest(token).hex() for role, token in tokens.items()}
+            digests = {role: digest(token).hex() for role, token in tokens.items()}
             header = {
                 "room": room_id,
                 "request": request.model_dump(mode="json"),
                 "tokens": digests,
-                "spectator": _digest(spectator).hex(),
+                "spectator": digest(spectator).hex(),
             }
             room.journal = self.journals.create(room_id, header)
             if room.journal is None:
@@ -123,8 +103,8 @@ class RoomRegistry:
                     "ran out); no room was opened. Try again later.",
                 )
         for role, token in tokens.items():
-            self._tokens[_digest(token)] = _Token(_digest(token), room_id, role)
-        self._tokens[_digest(spectator)] = _Token(_digest(spectator), room_id, None)
+            self.tokens.grant(digest(token), room_id, role)
+        self.tokens.grant(digest(spectator), room_id, None)
         self.rooms[room_id] = room
         self._play(room)
         log.info("room created", room=room_id, clock=request.clock, seats=list(tokens))
@@ -154,7 +134,8 @@ class RoomRegistry:
             if room is None:
                 self.unrestored[room_id] = "its journal missed inputs (set aside)"
                 continue
-            self._tokens.update(seats)
+            for grant in seats:
+                self.tokens.grant(grant.digest, grant.room, grant.role)
             self.rooms[room.id] = room
             restored += room.current.is_open
         if self.rooms or self.unrestored:
@@ -166,22 +147,19 @@ class RoomRegistry:
             )
         return restored
 
-    def _replayed(
-        self, path: Path, journal: JournalFile
-    ) -> tuple[Room | None, dict[bytes, _Token]]:
+    def _replayed(self, path: Path, journal: JournalFile) -> tuple[Room | None, list[Grant]]:
         """One journal's room, replayed, and its tokens; None for a journal behind the store
         (set aside). Raises whatever the journal makes fail."""
         room_id = str(journal.header["room"])
         room = self._build(room_id, RoomRequest.model_validate(journal.header["request"]))
         room.replay(journal.entries)
-        seats = {
-            bytes.fromhex(digest): _Token(bytes.fromhex(digest), room_id, role)
-            for role, digest in journal.header["tokens"].items()
+        seats = [
+            Grant(bytes.fromhex(hexdigest), room_id, role)
+            for role, hexdigest in journal.header["tokens"].items()
             if role in room.client_roles
-        }
+        ]
         if "spectator" in journal.header:  # journals written before spectators: none
-            digest = bytes.fromhex(journal.header["spectator"])
-            seats[digest] = _Token(digest, room_id, None)
+            seats.append(Grant(bytes.fromhex(journal.header["spectator"]), room_id, None))
         reopened = RoomJournal(path)
         if behind := self._stored_ahead(room):
             log.error(
@@ -192,7 +170,7 @@ class RoomRegistry:
                 stored=behind,
             )
             reopened.stop()
-            return None, {}
+            return None, []
         room.journal = reopened
         return room, seats
 
@@ -264,14 +242,9 @@ class RoomRegistry:
             return None
         return self.rooms[entry.room]
 
-    def _entry(self, token: str) -> _Token | None:
-        digest = _digest(token)
-        entry = self._tokens.get(digest)
-        if entry is None or not hmac.compare_digest(entry.digest, digest):
-            return None
-        if entry.room not in self.rooms:
-            return None
-        return entry
+    def _entry(self, token: str) -> Grant | None:
+        grant = self.tokens.lookup(token)
+        return grant if grant is not None and grant.room in self.rooms else None
 
     def seat(self, room_id: str, role: Role) -> RoomBackend:
         """The seat object for a room and role."""
@@ -338,38 +311,4 @@ class RoomRegistry:
         if room is not None and room.journal is not None:
             room.journal.remove()
         self._ended_at.pop(room_id, None)
-        for digest in [d for d, t in self._tokens.items() if t.room == room_id]:
-            del self._tokens[digest]
-
-
-def _digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
-
-
-class SeatTokens(TokenVerifier):
-    """Accepts exactly the seat tokens of open rooms: client_id = room, subject = role."""
-
-    def __init__(self, registry: RoomRegistry) -> None:
-        self.registry = registry
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        """The token's seat, or None (the transport answers 401)."""
-        found = self.registry.seat_for_token(token)
-        if found is None:
-            return None
-        room, role = found
-        return AccessToken(token=token, client_id=room, subject=role, scopes=[SEAT_SCOPE])
-
-
-def seat_of_request(registry: RoomRegistry) -> Callable[[], RoomBackend]:
-    """A SeatProvider reading the seat from the request's verified bearer token."""
-
-    def provider() -> RoomBackend:
-        token = get_access_token()
-        if token is None or token.subject not in ("buyer", "seller"):
-            # The transport rejects requests without a valid token before any tool runs.
-            raise PermissionError("no seat token on this request")
-        role: Role = "buyer" if token.subject == "buyer" else "seller"
-        return registry.seat(token.client_id, role)
-
-    return provider
+        self.tokens.revoke(room_id)
