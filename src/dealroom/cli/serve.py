@@ -19,6 +19,7 @@ from dealroom.cli._common import (
     ADMIN_TOKEN_ENV,
     add_scenario_flags,
     agent,
+    found_in,
     read_scenarios,
     run_secret,
     usage_error,
@@ -292,7 +293,7 @@ def _serve_registry(
     worker: tuple[int, str] | None,
 ) -> None:
     from dealroom.play.players import closing
-    from dealroom.server.mcp_http import serve_http
+    from dealroom.server.mcp_http import ListenFailed, serve_http
 
     async def main() -> None:
         await serve_http(
@@ -304,10 +305,16 @@ def _serve_registry(
             uds=None if worker is None else worker[1],
         )
 
-    anyio.run(
-        lambda: closing(players.values(), main),
-        backend_options={"use_uvloop": has_uvloop()},
-    )
+    try:
+        anyio.run(
+            lambda: closing(players.values(), main),
+            backend_options={"use_uvloop": has_uvloop()},
+        )
+    except BaseException as exc:
+        failed = found_in(exc, (ListenFailed,))
+        if failed is None:
+            raise
+        raise usage_error(str(failed)) from None
     registry.close()
 
 

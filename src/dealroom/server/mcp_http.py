@@ -18,8 +18,12 @@ Connection, request and session limits: ``dealroom.server.http_limits``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import hmac
+import logging
+import os
+import socket
 from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,7 +40,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dealroom.protocol import RoomRequest
+from dealroom.protocol import DealroomError, RoomRequest
 from dealroom.server import web
 from dealroom.server.http_limits import (
     DEFAULT_HTTP_LIMITS,
@@ -186,17 +190,48 @@ def uvicorn_config(
     )
 
 
+class ListenFailed(DealroomError):
+    """The server cannot listen on its host and port (the port is taken, say): one line."""
+
+    kind = "listen_failed"
+
+    @classmethod
+    def of(cls, host: str, port: int, exc: OSError) -> ListenFailed:
+        if exc.errno == errno.EADDRINUSE:
+            return cls(f"port {port} on {host} is in use (--port)")
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        return cls(f"cannot listen on {host} port {port}: {why} (--host, --port)")
+
+
 class StoppingServer(uvicorn.Server):
     """uvicorn, except that a SIGTERM or SIGINT it shut down for is not raised again once it
     has stopped (uvicorn re-raises it, which ends the process there): the server still has its
     rooms' journals to close, its pending results to write, and a cluster's front its workers
-    to stop and its sockets to remove."""
+    to stop and its sockets to remove. A host and port it cannot listen on is a ListenFailed
+    (uvicorn logs the OSError and exits with status 3)."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         with super().capture_signals():
             yield
             self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        uvicorn_log.addFilter(_not_a_bind_error)  # said once, by ListenFailed
+        try:
+            await super().startup(sockets)
+        except SystemExit as exc:
+            bind = exc.__context__
+            if isinstance(bind, OSError) and self.config.uds is None:
+                raise ListenFailed.of(self.config.host, self.config.port, bind) from None
+            raise
+        finally:
+            uvicorn_log.removeFilter(_not_a_bind_error)
+
+
+def _not_a_bind_error(record: logging.LogRecord) -> bool:
+    return not isinstance(record.msg, OSError)  # uvicorn logs the bind's OSError itself
 
 
 async def _health(request: Request) -> Response:
