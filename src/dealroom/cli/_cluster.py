@@ -27,7 +27,14 @@ import structlog
 from dealroom._logging import configure_logging
 from dealroom.cli import UsageError
 from dealroom.cli._common import ADMIN_TOKEN_ENV, found_in, usage_error
-from dealroom.cli.serve import close_store, default_results_path, has_uvloop, open_writer, run_http
+from dealroom.cli.serve import (
+    close_store,
+    default_results_path,
+    has_uvloop,
+    open_writer,
+    run_http,
+    say_ready,
+)
 from dealroom.store.results import StoreError
 
 if TYPE_CHECKING:
@@ -75,7 +82,12 @@ def run_cluster(args: argparse.Namespace) -> int:
     specs = worker_specs(args, Path(sockets))
     try:
         anyio.run(
-            lambda: serve_cluster(Workers(specs), host=args.host, port=args.port),
+            lambda: serve_cluster(
+                Workers(specs),
+                host=args.host,
+                port=args.port,
+                on_ready=lambda: say_ready(args.host, args.port),
+            ),
             backend_options={"use_uvloop": has_uvloop()},
         )
     except BaseException as exc:

@@ -303,6 +303,7 @@ def _serve_registry(
             admin_token=admin_token,
             allowed_hosts=args.allow_host,
             uds=None if worker is None else worker[1],
+            on_ready=None if worker is not None else lambda: say_ready(args.host, args.port),
         )
 
     try:
@@ -316,6 +317,17 @@ def _serve_registry(
             raise
         raise usage_error(str(failed)) from None
     registry.close()
+
+
+def say_ready(host: str, port: int) -> None:
+    """The one line an HTTP server (or a cluster's front) writes on stderr once it listens."""
+    from dealroom.server.mcp_http import base_url
+    from dealroom.server.web import PAGES
+
+    url = base_url(host, port)
+    sys.stderr.write(
+        f"dealroom: serving MCP at {url}/mcp, web pages at {url}/web/ ({', '.join(PAGES)})\n"
+    )
 
 
 def room_player(spec: str, args: argparse.Namespace, built: dict[str, Player]) -> SeatPlayer | None:

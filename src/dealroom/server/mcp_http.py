@@ -24,7 +24,7 @@ import hmac
 import logging
 import os
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -70,6 +70,11 @@ def transport_security(host: str, allowed_hosts: Sequence[str] = ()) -> Transpor
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
+
+
+def base_url(host: str, port: int) -> str:
+    """``http://host:port``, an IPv6 address in brackets."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def build_http_mcp(registry: RoomRegistry, *, host: str, port: int) -> MCPServer:
@@ -208,7 +213,12 @@ class StoppingServer(uvicorn.Server):
     has stopped (uvicorn re-raises it, which ends the process there): the server still has its
     rooms' journals to close, its pending results to write, and a cluster's front its workers
     to stop and its sockets to remove. A host and port it cannot listen on is a ListenFailed
-    (uvicorn logs the OSError and exits with status 3)."""
+    (uvicorn logs the OSError and exits with status 3). ``on_ready`` is called once it listens.
+    """
+
+    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None] | None = None) -> None:
+        super().__init__(config)
+        self.on_ready = on_ready
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -228,6 +238,8 @@ class StoppingServer(uvicorn.Server):
             raise
         finally:
             uvicorn_log.removeFilter(_not_a_bind_error)
+        if self.started and self.on_ready is not None:
+            self.on_ready()
 
 
 def _not_a_bind_error(record: logging.LogRecord) -> bool:
@@ -325,10 +337,12 @@ async def serve_http(
     reap_interval: float = 1.0,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
     uds: str | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Run uvicorn and the rooms' reaper until interrupted. With ``uds`` (a worker of a
-    cluster) it listens on that Unix socket only; ``host`` and ``port`` are then the public
-    address of the cluster's front, which the Host checks and the auth metadata name."""
+    """Run uvicorn and the rooms' reaper until interrupted (``on_ready`` called once it
+    listens). With ``uds`` (a worker of a cluster) it listens on that Unix socket only;
+    ``host`` and ``port`` are then the public address of the cluster's front, which the Host
+    checks and the auth metadata name."""
     app = build_http_app(
         registry,
         admin_token=admin_token,
@@ -342,7 +356,7 @@ async def serve_http(
     config = uvicorn_config(
         app, host=host, port=port, limits=limits, open_files=open_files, lifespan="on", **listen
     )
-    server = StoppingServer(config)
+    server = StoppingServer(config, on_ready)
     # Everything imported and built so far lives as long as the server: keep it out of the
     # garbage collector's full passes, which would otherwise stall every request now and then.
     gc.collect()
@@ -350,6 +364,6 @@ async def serve_http(
     gc.set_threshold(50_000, 20, 20)  # fewer, not longer, collections: requests make garbage
     async with anyio.create_task_group() as group:
         group.start_soon(registry.reap, reap_interval)
-        log.info("serving", url=f"http://{host}:{port}/mcp", **listen)
+        log.info("serving", url=f"{base_url(host, port)}/mcp", **listen)
         await server.serve()
         group.cancel_scope.cancel()
