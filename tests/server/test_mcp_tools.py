@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import Client
 from mcp_support import (
     acts,
     client_for,
@@ -17,6 +18,7 @@ from mcp_support import (
     scenario,
     scripted,
     share_schema_validators,
+    text_of,
 )
 
 from dealroom.protocol import (
@@ -29,9 +31,16 @@ from dealroom.protocol import (
     SessionErrorCode,
     WalkAway,
 )
-from dealroom.server.mcp_app import INSTRUCTIONS, OBSERVATION_URI, TRANSCRIPT_URI
+from dealroom.server.mcp_app import (
+    INSTRUCTIONS,
+    OBSERVATION_URI,
+    TRANSCRIPT_URI,
+    DirectSession,
+    build_app,
+)
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
+from dealroom.server.seat import RoomBackend
 from dealroom.store.results import ResultsStore
 
 pytestmark = pytest.mark.anyio
@@ -285,6 +294,22 @@ async def test_bad_arguments_are_a_clear_validation_error_and_cost_nothing(
     assert room.current.referee.invalid_count("buyer") == 0
     assert room.current.referee.events == ()
     assert room.current.sched.remote("buyer").ready_at == 0
+
+
+@pytest.mark.parametrize("series", [True, False])
+async def test_an_unknown_tool_is_refused_in_one_coded_line_naming_the_tools_there_are(
+    series: bool,
+) -> None:
+    room = house_room(opponent=scripted())
+    seat = RoomBackend(room, "buyer")
+    async with Client(build_app(lambda: seat, series=series)) as client:
+        listed = [t.name for t in (await client.list_tools()).tools]
+        text = await refused(client, "nope", price=1)
+    direct = await DirectSession(seat, series=series).call_tool("nope", {"price": 1})
+    assert text == f"unknown_tool: There is no tool 'nope'. Use one of {', '.join(listed)}."
+    assert ("new_negotiation" in text) is series
+    assert (text_of(direct), direct.is_error) == (text, True)
+    assert room.current.referee.events == ()
 
 
 async def test_new_negotiation_is_refused_while_one_runs_then_starts_the_next() -> None:

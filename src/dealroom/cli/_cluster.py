@@ -26,8 +26,15 @@ import structlog
 
 from dealroom._logging import configure_logging
 from dealroom.cli import UsageError
-from dealroom.cli._common import ADMIN_TOKEN_ENV, usage_error
-from dealroom.cli.serve import close_store, default_results_path, has_uvloop, open_writer, run_http
+from dealroom.cli._common import ADMIN_TOKEN_ENV, found_in, usage_error
+from dealroom.cli.serve import (
+    close_store,
+    default_results_path,
+    has_uvloop,
+    open_writer,
+    run_http,
+    say_ready,
+)
 from dealroom.store.results import StoreError
 
 if TYPE_CHECKING:
@@ -53,7 +60,8 @@ def run_cluster(args: argparse.Namespace) -> int:
     """Serve the front and its workers until interrupted."""
     from dealroom.server.cluster import serve_cluster
     from dealroom.server.cluster_owners import stray_journals
-    from dealroom.server.cluster_workers import Workers
+    from dealroom.server.cluster_workers import WorkerFailed, Workers
+    from dealroom.server.mcp_http import ListenFailed
 
     args.results = args.results or default_results_path()
     if not os.environ.get(ADMIN_TOKEN_ENV):
@@ -74,11 +82,16 @@ def run_cluster(args: argparse.Namespace) -> int:
     specs = worker_specs(args, Path(sockets))
     try:
         anyio.run(
-            lambda: serve_cluster(Workers(specs), host=args.host, port=args.port),
+            lambda: serve_cluster(
+                Workers(specs),
+                host=args.host,
+                port=args.port,
+                on_ready=lambda: say_ready(args.host, args.port),
+            ),
             backend_options={"use_uvloop": has_uvloop()},
         )
     except BaseException as exc:
-        failed = _worker_failed(exc)
+        failed = found_in(exc, (WorkerFailed, ListenFailed))
         if failed is None:
             raise
         raise usage_error(str(failed)) from None
@@ -123,20 +136,6 @@ def _check_owners(store: Path, workers: int) -> None:
                 owned.enter_context(owning(journal_directory(store, index)))
             except OSError as exc:
                 raise usage_error(str(exc)) from None
-
-
-def _worker_failed(exc: BaseException) -> Exception | None:
-    """The WorkerFailed that ``exc`` is or holds (a task group wraps it), else None."""
-    from dealroom.server.cluster_workers import WorkerFailed
-
-    if isinstance(exc, WorkerFailed):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:  # pyright: ignore[reportUnknownVariableType]
-            found = _worker_failed(inner)  # pyright: ignore[reportUnknownArgumentType]
-            if found is not None:
-                return found
-    return None
 
 
 def worker_specs(args: argparse.Namespace, sockets: Path) -> list[WorkerSpec]:

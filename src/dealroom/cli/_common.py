@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from dealroom.agents import AgentSpecError, resolve
 from dealroom.protocol import TIERS, AgentFactory, Scenario, Tier
@@ -17,11 +17,26 @@ ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 """Where the CLI reads an HTTP server's admin token (serve, room, match --server)."""
 
 
+E = TypeVar("E", bound=BaseException)
+
+
 def usage_error(message: str) -> Exception:
     """The CLI's one-line error (imported late: the CLI package imports this module)."""
     from dealroom.cli import UsageError
 
     return UsageError(message)
+
+
+def found_in(exc: BaseException, kinds: tuple[type[E], ...]) -> E | None:
+    """The first of ``kinds`` that ``exc`` is or holds (a task group wraps what it raises)."""
+    if isinstance(exc, kinds):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:  # pyright: ignore[reportUnknownVariableType]
+            found = found_in(inner, kinds)  # pyright: ignore[reportUnknownArgumentType]
+            if found is not None:
+                return found
+    return None
 
 
 def agent(spec: str) -> AgentFactory:

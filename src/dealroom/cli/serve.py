@@ -19,6 +19,7 @@ from dealroom.cli._common import (
     ADMIN_TOKEN_ENV,
     add_scenario_flags,
     agent,
+    found_in,
     read_scenarios,
     run_secret,
     usage_error,
@@ -292,7 +293,7 @@ def _serve_registry(
     worker: tuple[int, str] | None,
 ) -> None:
     from dealroom.play.players import closing
-    from dealroom.server.mcp_http import serve_http
+    from dealroom.server.mcp_http import ListenFailed, serve_http
 
     async def main() -> None:
         await serve_http(
@@ -302,13 +303,31 @@ def _serve_registry(
             admin_token=admin_token,
             allowed_hosts=args.allow_host,
             uds=None if worker is None else worker[1],
+            on_ready=None if worker is not None else lambda: say_ready(args.host, args.port),
         )
 
-    anyio.run(
-        lambda: closing(players.values(), main),
-        backend_options={"use_uvloop": has_uvloop()},
-    )
+    try:
+        anyio.run(
+            lambda: closing(players.values(), main),
+            backend_options={"use_uvloop": has_uvloop()},
+        )
+    except BaseException as exc:
+        failed = found_in(exc, (ListenFailed,))
+        if failed is None:
+            raise
+        raise usage_error(str(failed)) from None
     registry.close()
+
+
+def say_ready(host: str, port: int) -> None:
+    """The one line an HTTP server (or a cluster's front) writes on stderr once it listens."""
+    from dealroom.server.mcp_http import base_url
+    from dealroom.server.web import PAGES
+
+    url = base_url(host, port)
+    sys.stderr.write(
+        f"dealroom: serving MCP at {url}/mcp, web pages at {url}/web/ ({', '.join(PAGES)})\n"
+    )
 
 
 def room_player(spec: str, args: argparse.Namespace, built: dict[str, Player]) -> SeatPlayer | None:

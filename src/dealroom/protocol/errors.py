@@ -13,6 +13,7 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     ├── StoreError                     store          store     not a results store, or unreadable
     ├── RoomError                      SessionErrorCode server  a request the room refused
     ├── WorkerFailed                   worker_failed  server    a cluster worker that cannot start
+    ├── ListenFailed                   listen_failed  server    a host and port it cannot listen on
     ├── CallRefused                    payload's code server    a tool call refused to a seat
     ├── SeatError                      payload's code client    a tool call the server refused
     ├── SeatClosedError                seat_closed    client    a seat used outside ``async with``

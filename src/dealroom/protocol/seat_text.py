@@ -60,6 +60,14 @@ def error_payload(code: str, message: str) -> ToolErrorPayload:
     return ToolErrorPayload(code=code, message=f"{message} {hint}".strip())
 
 
+def unknown_tool(name: str, offered: Iterable[str]) -> ToolErrorPayload:
+    """A call of a tool the seat is not offered, with the names it is (``tools/list``'s order)."""
+    return ToolErrorPayload(
+        code=SessionErrorCode.UNKNOWN_TOOL,
+        message=f"There is no tool {name[:64]!r}. Use one of {', '.join(offered)}.",
+    )
+
+
 def seconds(x: float) -> str:
     """Clock seconds as the model reads them: at most three decimals, no trailing zeros."""
     text = f"{round(x, 3):.3f}".rstrip("0").rstrip(".")

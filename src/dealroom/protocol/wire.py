@@ -34,6 +34,8 @@ class SessionErrorCode(StrEnum):
     """The action took effect and ended the negotiation, but its result is not saved yet."""
     INVALID_ARGUMENTS = "invalid_arguments"
     """A tool call whose arguments do not fit the tool's schema; it never reached the referee."""
+    UNKNOWN_TOOL = "unknown_tool"
+    """A call of a tool the seat is not offered; it never reached the referee."""
     CONSENT_REQUIRED = "consent_required"
     """The web seat page of an experiment acts only once the person has agreed to its consent
     line."""

@@ -46,7 +46,7 @@ from yarl import URL
 from dealroom.server.cluster_owners import owner_of
 from dealroom.server.cluster_workers import Workers
 from dealroom.server.http_limits import DEFAULT_HTTP_LIMITS, HttpLimits, raise_open_file_limit
-from dealroom.server.mcp_http import StoppingServer, uvicorn_config
+from dealroom.server.mcp_http import StoppingServer, base_url, uvicorn_config
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -280,11 +280,13 @@ async def serve_cluster(
     host: str,
     port: int,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+    on_ready: Callable[[], None] | None = None,
     task_status: anyio.abc.TaskStatus[uvicorn.Server] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Start the workers, then serve the front on ``host:port`` until interrupted (or the
     uvicorn server reported to ``task_status`` is told to exit); then stop the workers.
-    Raises WorkerFailed if a worker cannot be started."""
+    ``on_ready`` is called once the front listens. Raises WorkerFailed if a worker cannot be
+    started, ListenFailed if the front cannot listen."""
     open_files = raise_open_file_limit()
     front = Front(workers.sockets, workers.alive)
     config = uvicorn_config(
@@ -297,11 +299,11 @@ async def serve_cluster(
         server_header=False,  # the workers' own Server and Date headers go through
         date_header=False,
     )
-    server = StoppingServer(config)
+    server = StoppingServer(config, on_ready)
     async with anyio.create_task_group() as group:
         await group.start(workers.run)
         async with front:
-            log.info("serving", url=f"http://{host}:{port}/mcp", workers=len(workers.sockets))
+            log.info("serving", url=f"{base_url(host, port)}/mcp", workers=len(workers.sockets))
             task_status.started(server)
             await server.serve()
         group.cancel_scope.cancel()

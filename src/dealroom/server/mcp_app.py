@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Annotated, Any, assert_never
 
 import structlog
@@ -30,6 +30,7 @@ from mcp.types import (
     INVALID_PARAMS,
     CallToolResult,
     GetPromptResult,
+    InputRequiredResult,
     ListToolsResult,
     PromptMessage,
     TextContent,
@@ -80,6 +81,12 @@ def _text_result(text: str, structured: dict[str, Any]) -> CallToolResult:
 
 def _error_result(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def _unknown_tool(name: str, offered: Iterable[str]) -> CallToolResult:
+    payload = seat_text.unknown_tool(name, offered)
+    log.info("tool refused", tool=name[:64], code=payload.code)
+    return _error_result(payload.text())
 
 
 class _SeatTool(Tool):
@@ -210,8 +217,9 @@ def seat_tools(seat: SeatProvider, *, series: bool = True) -> list[Tool]:
 
 
 class SeatServer(MCPServer):
-    """An MCP server whose tool descriptions are rendered from the calling seat's rules, and
-    whose prompt requests fail as invalid params (-32602, one log line) when they name an
+    """An MCP server whose tool descriptions are rendered from the calling seat's rules, whose
+    unknown tools are refused as ``unknown_tool`` lines like every other refusal, and whose
+    prompt requests fail as invalid params (-32602, one log line) when they name an
     unknown prompt or pass arguments, instead of an internal error and a traceback."""
 
     def __init__(self, seat: SeatProvider, *args: Any, **kwargs: Any) -> None:
@@ -221,6 +229,13 @@ class SeatServer(MCPServer):
     async def list_tools(self) -> list[MCPTool]:
         """The tools, each described under the rules of the seat's room."""
         return _described(await super().list_tools(), await self._seat().tool_descriptions())
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        if self._tool_manager.get_tool(name) is None:
+            return _unknown_tool(name, [t.name for t in self._tool_manager.list_tools()])
+        return await super().call_tool(name, arguments, context)
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
@@ -328,7 +343,7 @@ class DirectSession:
         """One tool call, as ``tools/call`` answers it (refusals are error results)."""
         spec = self._specs.get(name)
         if spec is None:
-            return _error_result(f"Unknown tool: {name}")
+            return _unknown_tool(name, self._specs)
         try:
             args = validate_arguments(spec, arguments or {})
         except ArgumentError as error:

@@ -18,9 +18,13 @@ Connection, request and session limits: ``dealroom.server.http_limits``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import hmac
-from collections.abc import Iterator, Sequence
+import logging
+import os
+import socket
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,7 +40,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dealroom.protocol import RoomRequest
+from dealroom.protocol import DealroomError, RoomRequest
 from dealroom.server import web
 from dealroom.server.http_limits import (
     DEFAULT_HTTP_LIMITS,
@@ -67,6 +71,11 @@ def transport_security(host: str, allowed_hosts: Sequence[str] = ()) -> Transpor
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
+
+
+def base_url(host: str, port: int) -> str:
+    """``http://host:port``, an IPv6 address in brackets."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def build_http_mcp(registry: RoomRegistry, *, host: str, port: int) -> MCPServer:
@@ -187,17 +196,55 @@ def uvicorn_config(
     )
 
 
+class ListenFailed(DealroomError):
+    """The server cannot listen on its host and port (the port is taken, say): one line."""
+
+    kind = "listen_failed"
+
+    @classmethod
+    def of(cls, host: str, port: int, exc: OSError) -> ListenFailed:
+        if exc.errno == errno.EADDRINUSE:
+            return cls(f"port {port} on {host} is in use (--port)")
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        return cls(f"cannot listen on {host} port {port}: {why} (--host, --port)")
+
+
 class StoppingServer(uvicorn.Server):
     """uvicorn, except that a SIGTERM or SIGINT it shut down for is not raised again once it
     has stopped (uvicorn re-raises it, which ends the process there): the server still has its
     rooms' journals to close, its pending results to write, and a cluster's front its workers
-    to stop and its sockets to remove."""
+    to stop and its sockets to remove. A host and port it cannot listen on is a ListenFailed
+    (uvicorn logs the OSError and exits with status 3). ``on_ready`` is called once it listens.
+    """
+
+    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None] | None = None) -> None:
+        super().__init__(config)
+        self.on_ready = on_ready
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         with super().capture_signals():
             yield
             self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        uvicorn_log.addFilter(_not_a_bind_error)  # said once, by ListenFailed
+        try:
+            await super().startup(sockets)
+        except SystemExit as exc:
+            bind = exc.__context__
+            if isinstance(bind, OSError) and self.config.uds is None:
+                raise ListenFailed.of(self.config.host, self.config.port, bind) from None
+            raise
+        finally:
+            uvicorn_log.removeFilter(_not_a_bind_error)
+        if self.started and self.on_ready is not None:
+            self.on_ready()
+
+
+def _not_a_bind_error(record: logging.LogRecord) -> bool:
+    return not isinstance(record.msg, OSError)  # uvicorn logs the bind's OSError itself
 
 
 async def _health(request: Request) -> Response:
@@ -291,10 +338,12 @@ async def serve_http(
     reap_interval: float = 1.0,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
     uds: str | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Run uvicorn and the rooms' reaper until interrupted. With ``uds`` (a worker of a
-    cluster) it listens on that Unix socket only; ``host`` and ``port`` are then the public
-    address of the cluster's front, which the Host checks and the auth metadata name."""
+    """Run uvicorn and the rooms' reaper until interrupted (``on_ready`` called once it
+    listens). With ``uds`` (a worker of a cluster) it listens on that Unix socket only;
+    ``host`` and ``port`` are then the public address of the cluster's front, which the Host
+    checks and the auth metadata name."""
     app = build_http_app(
         registry,
         admin_token=admin_token,
@@ -308,7 +357,7 @@ async def serve_http(
     config = uvicorn_config(
         app, host=host, port=port, limits=limits, open_files=open_files, lifespan="on", **listen
     )
-    server = StoppingServer(config)
+    server = StoppingServer(config, on_ready)
     # Everything imported and built so far lives as long as the server: keep it out of the
     # garbage collector's full passes, which would otherwise stall every request now and then.
     gc.collect()
@@ -316,6 +365,6 @@ async def serve_http(
     gc.set_threshold(50_000, 20, 20)  # fewer, not longer, collections: requests make garbage
     async with anyio.create_task_group() as group:
         group.start_soon(registry.reap, reap_interval)
-        log.info("serving", url=f"http://{host}:{port}/mcp", **listen)
+        log.info("serving", url=f"{base_url(host, port)}/mcp", **listen)
         await server.serve()
         group.cancel_scope.cancel()

@@ -116,6 +116,7 @@ async def test_the_seat_page_calls_the_same_tools_with_the_same_refusals_as_mcp(
                 ("make_offer", {"price": -5}),
                 ("accept", {"offer_id": "o99"}),
                 ("make_offer", {"price": 10, "note": "x"}),
+                ("get_secret", {}),
                 ("make_offer", {"price": 100.0, "message": "hello"}),
                 ("wait_for_opponent", {"timeout_s": 30}),
             ]:
@@ -128,7 +129,7 @@ async def test_the_seat_page_calls_the_same_tools_with_the_same_refusals_as_mcp(
                     assert mine["text"] == text_of(theirs)
                     assert mine["result"] == theirs.structured_content
         unknown = await call(http, server, web["buyer"], "get_secret")
-        assert unknown["error"]["code"] == "invalid_arguments"
+        assert unknown["error"]["code"] == "unknown_tool"
         bad = await http.post(
             f"{server.url}/web/api/seat/call", content=b"{", headers=auth(web["buyer"])
         )
@@ -141,7 +142,7 @@ async def test_a_room_of_two_clients_offers_the_web_seat_no_series_tool(tmp_path
         view = (await http.get(f"{server.url}/web/api/seat", headers=auth(tokens["buyer"]))).json()
         assert "new_negotiation" not in view["tools"]
         refused = await call(http, server, tokens["buyer"], "new_negotiation")
-        assert refused["error"]["code"] == "invalid_arguments"
+        assert refused["error"]["code"] == "unknown_tool"
 
 
 async def read_events(response: httpx2.Response, count: int) -> list[dict[str, Any]]:

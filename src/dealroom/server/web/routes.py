@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from dealroom.protocol import SessionErrorCode
+from dealroom.protocol import seat_text
 from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.mcp_app import dispatch, render
@@ -241,12 +241,7 @@ async def _call(seat: RoomBackend, name: str, arguments: dict[str, Any]) -> dict
     offered = {t.name: t for t in seat_tools(series=seat.room.series)}
     spec = offered.get(name)
     if spec is None:
-        return _refused(
-            ToolErrorPayload(
-                code=SessionErrorCode.INVALID_ARGUMENTS,
-                message=f"there is no tool {name[:64]!r}; tools: {', '.join(offered)}.",
-            )
-        )
+        return _refused(seat_text.unknown_tool(name, offered))
     try:
         args = validate_arguments(spec, arguments)
         result = await dispatch(seat, spec, args)
