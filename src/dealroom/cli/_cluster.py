@@ -27,7 +27,7 @@ import structlog
 from dealroom._logging import configure_logging
 from dealroom.cli import UsageError
 from dealroom.cli._common import ADMIN_TOKEN_ENV, found_in, usage_error
-from dealroom.cli.serve import (
+from dealroom.cli._serving import (
     close_store,
     default_results_path,
     has_uvloop,
