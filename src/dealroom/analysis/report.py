@@ -260,9 +260,11 @@ def _ci(e: m.Estimate, pct: bool = False) -> str:
 
 def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    line = lambda r: "  ".join(  # noqa: E731
-        c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
-    )
+
+    def line(row: Sequence[str]) -> str:
+        cells = enumerate(zip(row, widths, strict=True))
+        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in cells)
+
     return [line(header), line(["-" * w for w in widths]), *map(line, body)]
 
 
@@ -280,7 +282,7 @@ def format_report(report: Report) -> str:
         "Leaderboard: surplus share (0 without a deal), on deals only, and deal rate, over "
         "negotiations with gains; 95% bootstrap intervals",
     ]
-    body = []
+    body: list[list[str]] = []
     for row in report.leaderboard:
         first = row.role == "both"
         body.append(

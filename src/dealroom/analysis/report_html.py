@@ -240,7 +240,10 @@ def feature_plot(report: Report, feature: str) -> str:
 def _cell(e: Estimate, pct: bool = False) -> str:
     if e.value is None:
         return "<td>-</td>"
-    f = (lambda v: f"{100 * v:.1f}%") if pct else (lambda v: f"{v:.3f}")
+
+    def f(v: float) -> str:
+        return f"{100 * v:.1f}%" if pct else f"{v:.3f}"
+
     ci = (
         f' <span class="ci">[{f(e.low)}, {f(e.high)}]</span>'
         if e.low is not None and e.high is not None
@@ -304,7 +307,10 @@ def _feature_table(report: Report) -> str:
         + "".join(f"<th>{h}</th>" for h in FEATURE_LABELS.values())
         + "<th>surplus share</th></tr>"
     )
-    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
     rows = [
         f"<tr><td>{escape(r.agent)}</td><td class=role>{r.role}</td>"
         + "".join(f"<td>{fmt(r.feature(k))}</td>" for k in FEATURE_LABELS)

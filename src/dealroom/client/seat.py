@@ -95,7 +95,8 @@ def _share_validators(session: ClientSession) -> None:
         mine[name] = (output_schema, validator)
         return validator
 
-    session._output_schema_validator = shared  # pyright: ignore[reportAttributeAccessIssue]
+    # The SDK's private hook (checked above); setattr: pyright strict refuses the private name.
+    setattr(session, "_output_schema_validator", shared)  # noqa: B010
 
 
 class SeatError(DealroomError):

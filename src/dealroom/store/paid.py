@@ -19,7 +19,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 SUFFIX = ".paid.jsonl"
 
@@ -56,8 +56,10 @@ def read(path: Path, run: str | None = None) -> Iterator[dict[str, Any]]:
                 line = json.loads(text)
             except (ValueError, RecursionError):
                 continue
-            if isinstance(line, dict) and (run is None or line.get("run") == run):
-                yield line
+            if isinstance(line, dict):
+                entry = cast(dict[str, Any], line)
+                if run is None or entry.get("run") == run:
+                    yield entry
 
 
 __all__ = ["SUFFIX", "append", "paid_path", "read"]

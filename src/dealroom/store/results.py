@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -229,7 +229,7 @@ class ResultsStore:
             return cursor.rowcount == 1
 
     @contextmanager
-    def _reading(self) -> Iterator[None]:
+    def _reading(self) -> Generator[None]:
         """Reading errors (a corrupted file, a row that is not a valid record) as StoreError."""
         try:
             with self._lock:
