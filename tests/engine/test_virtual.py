@@ -11,6 +11,7 @@ import random
 import re
 from collections.abc import Sequence
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -41,6 +42,7 @@ from dealroom.protocol import (
     other,
     seat_view,
 )
+from dealroom.protocol.agent import DecisionError
 from dealroom.protocol.generator import generate
 
 D = Decimal
@@ -423,3 +425,41 @@ def test_next_wake_refuses_a_schedule_that_waits_for_a_remote_seat() -> None:
     schedule.decide("seller", offer(900))
     with pytest.raises(RuntimeError, match="remote seat"):
         schedule.next_wake()
+
+
+# -- the passive check of an agent's decisions ---------------------------------------------
+
+
+class _Returns:
+    """An agent whose decisions are the given objects, in turn (then empty decisions)."""
+
+    def __init__(self, *decisions: object) -> None:
+        self.decisions = list(decisions)
+
+    def act(self, observation: object) -> Any:
+        del observation
+        return self.decisions.pop(0) if self.decisions else Decision()
+
+
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        (None, "the buyer's agent returned NoneType from act(), not a Decision"),
+        ([offer(900)], "the buyer's agent returned list from act(), not a Decision"),
+        (Decision(actions=("make_offer",)), "decided an action of type str"),  # type: ignore[arg-type]
+    ],
+)
+def test_an_agent_that_returns_no_decision_gets_one_line_naming_its_seat(
+    returned: object, said: str
+) -> None:
+    buyer = _Returns(returned)
+    seller = _Returns()
+    with pytest.raises(DecisionError, match=re.escape(said)) as info:
+        play(make_scenario(), lambda view, rng: buyer, lambda view, rng: seller)
+    assert "\n" not in str(info.value) and info.value.code == "bad_decision"
+
+
+def test_a_later_decision_of_the_wrong_type_is_caught_too() -> None:
+    buyer = _Returns(*[Decision(wait=1.0)] * 5, None)
+    with pytest.raises(DecisionError, match="returned NoneType"):
+        play(make_scenario(), lambda view, rng: buyer, lambda view, rng: _Returns())

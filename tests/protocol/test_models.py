@@ -370,6 +370,7 @@ PUBLIC_API = [
     "PerRole",
     "PublicScenario",
     "Referee",
+    "Refusal",
     "Reject",
     "Role",
     "RoomCreated",

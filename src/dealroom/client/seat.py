@@ -41,6 +41,7 @@ from dealroom.protocol import (
     ActionResult,
     Event,
     MakeOffer,
+    Refusal,
     Reject,
     SeatState,
     SendMessage,
@@ -99,18 +100,12 @@ def _share_validators(session: ClientSession) -> None:
     setattr(session, "_output_schema_validator", shared)  # noqa: B010
 
 
-class SeatError(DealroomError):
+class SeatError(Refusal):
     """A tool call the server refused; the negotiation did not change."""
 
     def __init__(self, tool: str, payload: ToolErrorPayload) -> None:
-        super().__init__(f"{tool}: {payload.text()}")
+        super().__init__(payload, tool=tool)
         self.tool = tool
-        self.payload = payload
-
-    @property
-    def code(self) -> str:
-        """The stable error code (a referee ``ErrorCode`` or a ``SessionErrorCode``)."""
-        return self.payload.code
 
 
 class SeatClosedError(DealroomError):

@@ -31,9 +31,14 @@ from dealroom.protocol import (
     RuleViolation,
 )
 from dealroom.protocol._base import round_ms
+from dealroom.protocol.agent import check_decision
 
 MIN_STEP = 0.001
 """Seconds: the clock resolution, and the least time a wake costs."""
+
+CHECKED_DECISIONS = 3
+"""A seat's first decisions are checked whole (``check_decision``: one line for an agent that
+returns something else); later ones only for their type, on the hot path."""
 
 RemoteState = Literal["thinking", "acting", "waiting"]
 
@@ -96,6 +101,8 @@ class HouseSeat:
     """Woken and not yet decided (only a seat driven from outside stays so between calls)."""
     due_at: float = 0.0
     due_action: bool = False
+    decisions: int = 0
+    """Decisions queued so far (the first ``CHECKED_DECISIONS`` are checked whole)."""
 
     def _refresh(self) -> None:
         if self.pending:
@@ -125,6 +132,9 @@ class HouseSeat:
     def queue(self, decision: Decision, thinking: float) -> None:
         """Charge the thinking (at least ``MIN_STEP``), queue the actions and set the
         wake-up timer."""
+        if self.decisions < CHECKED_DECISIONS or type(decision) is not Decision:
+            check_decision(decision, self.role)
+            self.decisions += 1
         self.awake = False
         ready = self.ready_at = round_ms(
             self.ready_at + (thinking if thinking > MIN_STEP else MIN_STEP)

@@ -44,6 +44,7 @@ from dealroom.protocol.scenario import (
 from dealroom.protocol.wire import (
     ActionResult,
     ClockKind,
+    Refusal,
     RoomCreated,
     RoomRequest,
     SeatState,
@@ -90,6 +91,7 @@ __all__ = [
     "PerRole",
     "PublicScenario",
     "Referee",
+    "Refusal",
     "Reject",
     "Role",
     "RoomCreated",

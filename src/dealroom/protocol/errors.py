@@ -7,15 +7,18 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     DealroomError                      .code
     ├── RuleViolation                  ErrorCode      protocol  an action the referee refused
     ├── ScenarioFileError (ValueError) scenario_file  protocol  a scenario file line that is bad
-    ├── ArgumentError (ValueError)     payload's code protocol  tool arguments refused up front
+    ├── Refusal                        payload's code protocol  a call refused, nothing changed
+    │   ├── ArgumentError (ValueError)                protocol  tool arguments refused up front
+    │   ├── CallRefused                               server    a tool call refused to a seat
+    │   └── SeatError                                 client    a tool call the server refused
     ├── SecretError (ValueError)       secret         protocol  a secret that is not usable
+    ├── DecisionError (TypeError)      bad_decision   protocol  an agent's act() that is no Decision
     ├── ForkError                      fork           engine    a prefix that cannot be rebuilt
     ├── StoreError                     store          store     not a results store, or unreadable
     ├── RoomError                      SessionErrorCode server  a request the room refused
     ├── WorkerFailed                   worker_failed  server    a cluster worker that cannot start
     ├── ListenFailed                   listen_failed  server    a host and port it cannot listen on
-    ├── CallRefused                    payload's code server    a tool call refused to a seat
-    ├── SeatError                      payload's code client    a tool call the server refused
+    ├── UnsupportedMCP                 unsupported_mcp server   an mcp without a part dealroom uses
     ├── SeatClosedError                seat_closed    client    a seat used outside ``async with``
     ├── AgentSpecError (ValueError)    agent_spec     play      a spec that names no agent
     ├── PlayerFailed                   player_failed  play      a player that could not go on

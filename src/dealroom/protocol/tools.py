@@ -34,9 +34,8 @@ from dealroom.protocol.arguments import (
     WaitArgs,
     WalkAwayArgs,
 )
-from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.rules import Rules
-from dealroom.protocol.wire import SessionErrorCode, ToolErrorPayload
+from dealroom.protocol.wire import Refusal, SessionErrorCode, ToolErrorPayload
 
 ToolName = Literal[
     "make_offer",
@@ -340,17 +339,8 @@ def validate_arguments(tool: SeatTool, arguments: Mapping[str, Any]) -> ArgsMode
         raise ArgumentError(argument_error(tool, exc)) from None
 
 
-class ArgumentError(DealroomError, ValueError):
-    """Arguments a tool refused before anything happened; ``payload`` is what the model reads."""
-
-    def __init__(self, payload: ToolErrorPayload) -> None:
-        super().__init__(payload.text())
-        self.payload = payload
-
-    @property
-    def code(self) -> str:
-        """The refusal's stable code."""
-        return self.payload.code
+class ArgumentError(Refusal, ValueError):
+    """Arguments a tool refused before anything happened."""
 
 
 _KINDS = {

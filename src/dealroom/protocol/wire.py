@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from dealroom.protocol._base import Model, Money, Role
+from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.events import Event
 from dealroom.protocol.observation import LiveOffer, Observation
 from dealroom.protocol.outcome import SeatOutcome
@@ -68,6 +69,22 @@ class ToolErrorPayload(Model):
         if not sep or not code.replace("_", "").isalnum():
             return cls(code="error", message=text)
         return cls(code=code, message=message)
+
+
+class Refusal(DealroomError):
+    """A call refused before anything changed; ``payload`` is what the caller (a model, a
+    client) reads, and ``code`` its stable code (a referee ``ErrorCode`` or a
+    ``SessionErrorCode``). The refusals of each layer (arguments, a served seat, a client's
+    call) are its subclasses."""
+
+    def __init__(self, payload: ToolErrorPayload, *, tool: str | None = None) -> None:
+        super().__init__(payload.text() if tool is None else f"{tool}: {payload.text()}")
+        self.payload = payload
+
+    @property
+    def code(self) -> str:
+        """The refusal's stable code."""
+        return self.payload.code
 
 
 class _SeatUpdate(Model):

@@ -31,6 +31,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import BaseModel, ConfigDict, Field
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from dealroom.server._sdk import check_internals
+
 log = structlog.stdlib.get_logger(__name__)
 
 FD_RESERVE = 64
@@ -188,6 +190,10 @@ def _peer(protocol: HttpToolsProtocol) -> str:
     return f"{client[0]}:{client[1]}" if client else "?"
 
 
+_SESSION_INTERNALS = ("_admit_session", "_session_owners", "_server_instances")
+"""What ``cap_sessions_per_seat`` reads and wraps of the SDK's session manager (mcp 2.3)."""
+
+
 def cap_sessions_per_seat(manager: StreamableHTTPSessionManager, per_seat: int) -> None:
     """Hold each seat token to ``per_seat`` open MCP sessions: opening one more closes the
     oldest of that seat's sessions (its id answers 404 from then on), so one client can neither
@@ -197,6 +203,7 @@ def cap_sessions_per_seat(manager: StreamableHTTPSessionManager, per_seat: int) 
     reconnected from locking itself out; a client holding the token can already play the seat.
     This wraps the session manager's admission step (the one place sessions are created).
     """
+    check_internals(manager, _SESSION_INTERNALS)
     admit = manager._admit_session  # pyright: ignore[reportPrivateUsage]
     owners = manager._session_owners  # pyright: ignore[reportPrivateUsage]
     sessions = manager._server_instances  # pyright: ignore[reportPrivateUsage]

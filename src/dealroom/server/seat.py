@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from dealroom.protocol import (
     Action,
     ActionResult,
+    Refusal,
     Role,
     Rules,
     RuleViolation,
@@ -24,7 +25,6 @@ from dealroom.protocol import (
     seat_text,
 )
 from dealroom.protocol.arguments import arguments_of
-from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.tools import SEAT_TOOLS, ToolName, tool_of
 from dealroom.server import texts
 from dealroom.server.negotiation import Negotiation
@@ -50,17 +50,8 @@ SEAT_CALLS_IN_FLIGHT = 8
 makes one at a time; a model may make a few in parallel)."""
 
 
-class CallRefused(DealroomError):
-    """A refused call; ``payload`` is what the model reads. Nothing changed."""
-
-    def __init__(self, payload: ToolErrorPayload) -> None:
-        super().__init__(payload.text())
-        self.payload = payload
-
-    @property
-    def code(self) -> str:
-        """The refusal's stable code (a referee ``ErrorCode`` or a ``SessionErrorCode``)."""
-        return self.payload.code
+class CallRefused(Refusal):
+    """A call the served seat refused (a rule, the room, the seat's limits). Nothing changed."""
 
 
 class SeatBackend(Protocol):

@@ -25,6 +25,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
+from dealroom.server._sdk import check_internals
+
 log = structlog.stdlib.get_logger(__name__)
 
 PARSE_ERROR = -32700
@@ -115,6 +117,7 @@ async def serve_stdio_wire(app: MCPServer) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes or SIGINT/SIGTERM arrives."""
     out = _Stdout(sys.stdout.buffer)
     lines = _Stdin(sys.stdin.buffer, out)
+    check_internals(app, ("_lowlevel_server",))
     server = app._lowlevel_server  # pyright: ignore[reportPrivateUsage]
     async with anyio.create_task_group() as group:
         if sys.platform != "win32":
