@@ -29,6 +29,7 @@ from test_faults import serve_process
 
 from dealroom.protocol import Accept, MakeOffer, Role, RoomRequest, SendMessage, WalkAway
 from dealroom.server.journal import Journals
+from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room, SeatPlayer
 from dealroom.server.rooms import RoomRegistry
 from dealroom.store.results import ResultsStore
@@ -250,7 +251,6 @@ async def test_an_in_process_players_report_is_marked_partial_after_a_restart(
     """An LLM house seat restarts from zero with the server: its stored usage and
     conversation then hold only the calls after the restart, and its row says so."""
     path = tmp_path / "r.db"
-    opened: list[RoomRegistry] = []
 
     async def idle(room: Room, role: Role) -> None:
         del room, role  # never run: no task group plays the registry's players here
@@ -263,14 +263,16 @@ async def test_an_in_process_players_report_is_marked_partial_after_a_restart(
             resolve_house=house_resolver,
             resolve_player=lambda spec: SeatPlayer(spec, idle),  # reports are made by hand
             journals=Journals.beside(path),
+            limits=RoomLimits(idle_s=0.05),  # the idle seller counts as waiting at once
         )
-        opened.append(registry)
         return registry
 
     first = registry()
     created = [first.create(RoomRequest(index=i, house_seller="llm:fake")) for i in (3, 4)]
     await first.seat(created[0].room, "buyer").act(MakeOffer(price=Decimal(100)))
-    second = registry()  # killed: the first room is rebuilt from its journal
+    first.close()  # killed: its files closed, its journals stay
+    first.writer.store.close()  # type: ignore[union-attr]
+    second = registry()  # the first room is rebuilt from its journal
     assert second.restore() == 2
 
     async def stored(room_id: str) -> dict[str, Any]:
@@ -286,6 +288,5 @@ async def test_an_in_process_players_report_is_marked_partial_after_a_restart(
         assert (await stored(created[0].room))["partial"] == "restarted"
         assert "partial" not in await stored(created[1].room)  # nothing of it was replayed
     finally:
-        for each in opened:
-            each.close()
-            each.writer.store.close()  # type: ignore[union-attr]
+        second.close()
+        second.writer.store.close()  # type: ignore[union-attr]
