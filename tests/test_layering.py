@@ -24,6 +24,7 @@ ORDER = [
     "training",  # rewards, SFT export, TRL / Gymnasium / PettingZoo adapters
     "agents",  # scripted strategies, the LLM seat, the human seat
     "testing",  # test doubles shipped to users
+    "sdk",  # the agent SDK's one namespace: names from client, play, agents, testing
     "cli",  # the command line
 ]
 
