@@ -29,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     CallToolResult,
     GetPromptResult,
     InputRequiredResult,
@@ -39,7 +40,14 @@ from mcp.types import (
 )
 from mcp.types import Tool as MCPTool
 
-from dealroom.protocol import DEFAULT_RULES, ActionResult, SeatState, WaitResult, seat_text
+from dealroom.protocol import (
+    DEFAULT_RULES,
+    ActionResult,
+    SeatState,
+    SessionErrorCode,
+    WaitResult,
+    seat_text,
+)
 from dealroom.protocol.compact_schema import compact_schema
 from dealroom.protocol.tools import (
     ArgumentError,
@@ -266,13 +274,16 @@ def _described(tools: list[MCPTool], descriptions: Mapping[str, str]) -> list[MC
 
 
 async def _or_mcp_error(read: Awaitable[str]) -> str:
-    """A resource's or prompt's text; a refusal (the seat proxy's upstream_unavailable) becomes
-    an MCP error with its code first, not an internal error with a traceback."""
+    """A resource's or prompt's text; a refusal (the seat proxy's) becomes an MCP error with its
+    line, code first, not a traceback: a refused seat token an invalid request (it will not
+    pass), anything else (``upstream_unavailable``) an internal error (for now)."""
     try:
         return await read
     except CallRefused as error:
-        log.info("read refused", code=error.payload.code)
-        raise MCPError(INTERNAL_ERROR, error.payload.text()) from None
+        code = error.payload.code
+        log.info("read refused", code=code)
+        rpc = INVALID_REQUEST if code == SessionErrorCode.SEAT_TOKEN_REFUSED else INTERNAL_ERROR
+        raise MCPError(rpc, error.payload.text()) from None
 
 
 _BRIEFING = (
