@@ -105,9 +105,16 @@ async def test_two_clients_with_the_two_seat_tokens_play_each_other_to_an_outcom
 async def test_a_missing_or_wrong_seat_token_gets_401(tmp_path: Path) -> None:
     async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
         await server.create_room()
-        for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": f"Bearer {ADMIN}"}):
+        for headers, challenge in [
+            ({}, 'Bearer realm="dealroom"'),  # no credentials: no error code (RFC 6750, 3.1)
+            ({"Authorization": "Basic dXNlcjpwYXNz"}, 'Bearer realm="dealroom"'),
+            ({"Authorization": "Bearer nope"}, 'Bearer error="invalid_token"'),
+            ({"Authorization": f"Bearer {ADMIN}"}, 'Bearer error="invalid_token"'),
+        ]:
             response = await http.post(server.mcp, json=INITIALIZE, headers=RPC_HEADERS | headers)
             assert response.status_code == 401, headers
+            assert response.headers["www-authenticate"].startswith(challenge), headers
+            assert ("invalid_token" in response.text) is ("error=" in challenge)
 
 
 async def test_a_seat_can_never_act_for_the_other(tmp_path: Path) -> None:
