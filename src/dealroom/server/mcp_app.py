@@ -203,10 +203,11 @@ def _build(seat: SeatProvider, spec: SeatTool) -> _SeatTool:
     )
     assert isinstance(tool, _SeatTool)
     tool.spec = spec
-    # Published: the result's schema cut to its top level (tools/list stays small). Checked
-    # before sending: every result against its full model (mcp validates structured content
-    # against output_model). Set here rather than through the return annotation, which would
-    # have mcp generate the full schema of each tool's model only to replace it.
+    # Published: the result's schema cut to its top level, with its title and its offer and
+    # outcome items (compact_schema; tools/list stays small). Checked before sending: every
+    # result against its full model (mcp validates structured content against output_model).
+    # Set here rather than through the return annotation, which would have mcp generate the
+    # full schema of each tool's model only to replace it.
     tool.fn_metadata.output_model = _RESULT_MODELS[spec.result]
     tool.fn_metadata.output_schema = _output_schemas()[spec.result]
     return tool
