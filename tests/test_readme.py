@@ -17,9 +17,12 @@ def test_the_readme_agent_example_passes_check_agent() -> None:
 
 
 def test_ci_runs_the_readme_test_command() -> None:
-    command = 'pip install -e ".[test]" && pytest'
-    assert command in README
-    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    command = 'pip install -e ".[test]" && pytest -n auto'  # pytest-xdist: a worker per core
+    assert f"\n{command}\n" in README
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert f"\n{command}\n" in ci
+    options = re.findall(r'PYTEST_ADDOPTS="([^"]*)"\n(?:.*\n)??' + re.escape(command), ci)
+    assert options and "-n" not in options[0].split(), options  # the same workers as the README
 
 
 def test_the_readme_gives_the_training_test_command() -> None:
