@@ -321,10 +321,10 @@ def _serve_registry(
 
 def say_ready(host: str, port: int) -> None:
     """The one line an HTTP server (or a cluster's front) writes on stderr once it listens."""
-    from dealroom.server.mcp_http import base_url
+    from dealroom.server.mcp_http import listen_url
     from dealroom.server.web import PAGES
 
-    url = base_url(host, port)
+    url = listen_url(host, port)
     sys.stderr.write(
         f"dealroom: serving MCP at {url}/mcp, web pages at {url}/web/ ({', '.join(PAGES)})\n"
     )

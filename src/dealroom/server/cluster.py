@@ -46,7 +46,7 @@ from yarl import URL
 from dealroom.server.cluster_owners import owner_of
 from dealroom.server.cluster_workers import Workers
 from dealroom.server.http_limits import DEFAULT_HTTP_LIMITS, HttpLimits, raise_open_file_limit
-from dealroom.server.mcp_http import StoppingServer, base_url, uvicorn_config
+from dealroom.server.mcp_http import StoppingServer, listen_url, uvicorn_config
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -303,7 +303,7 @@ async def serve_cluster(
     async with anyio.create_task_group() as group:
         await group.start(workers.run)
         async with front:
-            log.info("serving", url=f"{base_url(host, port)}/mcp", workers=len(workers.sockets))
+            log.info("serving", url=f"{listen_url(host, port)}/mcp", workers=len(workers.sockets))
             task_status.started(server)
             await server.serve()
         group.cancel_scope.cancel()

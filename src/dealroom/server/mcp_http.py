@@ -75,7 +75,7 @@ def transport_security(host: str, allowed_hosts: Sequence[str] = ()) -> Transpor
     )
 
 
-def base_url(host: str, port: int) -> str:
+def listen_url(host: str, port: int) -> str:
     """``http://host:port``, an IPv6 address in brackets."""
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
@@ -387,6 +387,6 @@ async def serve_http(
     gc.set_threshold(50_000, 20, 20)  # fewer, not longer, collections: requests make garbage
     async with anyio.create_task_group() as group:
         group.start_soon(registry.reap, reap_interval)
-        log.info("serving", url=f"{base_url(host, port)}/mcp", **listen)
+        log.info("serving", url=f"{listen_url(host, port)}/mcp", **listen)
         await server.serve()
         group.cancel_scope.cancel()
