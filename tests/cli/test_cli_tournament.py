@@ -151,7 +151,8 @@ def test_the_progress_bar_shows_count_rate_eta_and_deals_only_on_a_terminal() ->
 def test_the_summary_line_says_what_was_played_and_skipped() -> None:
     line = summary_line(Progress(total=10, skipped=4, done=6, deals=3), 2.0, Path("x.db"), "r")
     assert line == (
-        "dealroom: 6 negotiations in 2.0 s (3/s), 3 deals (50%), 4 already stored; run 'r' in "
+        "dealroom: 6 negotiations in 2.0 s (3/s), 3 deals in 6 negotiations (50%), 4 already "
+        "stored; run 'r' in "
         "x.db (dealroom report x.db)"
     )
 

@@ -18,6 +18,7 @@ from referencing import Registry
 
 from dealroom.protocol import (
     ActionResult,
+    LiveOffer,
     MakeOffer,
     Model,
     SeatState,
@@ -102,13 +103,14 @@ def test_the_published_schema_is_the_top_level_of_the_full_one(model: type[Model
     assert list(compact["properties"]) == list(full["properties"])
     assert compact["required"] == full["required"]
     assert compact["additionalProperties"] is False
-    assert compact["description"] == full["description"]
-    assert len(json.dumps(compact)) < len(json.dumps(full)) / 8
+    assert (compact["title"], compact["description"]) == (full["title"], full["description"])
+    assert len(json.dumps(compact)) < len(json.dumps(full)) / 6
 
 
 # -- the reference: the same cut, of the schema pydantic generates ---------------------------------
 
 _SCALAR_KEYS = ("type", "enum", "const")
+ITEM_TITLES = {"LiveOffer", "SeatOutcome"}
 
 
 def _reference_cut(model: type[BaseModel]) -> dict[str, Any]:
@@ -133,13 +135,15 @@ def _reference_cut(model: type[BaseModel]) -> dict[str, Any]:
             ordered = [a for a in alternatives if distinct.pop(json.dumps(a, sort_keys=True), None)]
             return ordered[0] if len(ordered) == 1 else {"anyOf": ordered}
         if node.get("type") == "object":
-            properties = node.get("properties")
-            if depth <= 0 or not properties:
+            if node.get("title") in ITEM_TITLES:  # an item published with its fields
+                depth = max(depth, 1)
+            if depth <= 0:
                 return {"type": "object"}
-            out: dict[str, Any] = {
-                "type": "object",
-                "properties": {k: cut(v, depth - 1) for k, v in properties.items()},
-            }
+            out: dict[str, Any] = {"type": "object", "title": node["title"]}
+            properties = node.get("properties")
+            if not properties:
+                return out
+            out["properties"] = {k: cut(v, depth - 1) for k, v in properties.items()}
             if node.get("required"):
                 out["required"] = list(node["required"])
             if node.get("additionalProperties") is False:
@@ -187,9 +191,30 @@ def test_an_annotation_the_cut_cannot_read_is_an_error_not_a_wrong_schema() -> N
 def test_a_union_cut_to_identical_alternatives_becomes_one_and_never_one_of() -> None:
     events = compact_schema(ActionResult)["properties"]["events"]
     assert events == {"type": "array", "items": {"type": "object"}}
-    outcome = compact_schema(ActionResult)["properties"]["outcome"]
-    assert outcome == {"anyOf": [{"type": "object"}, {"type": "null"}]}
+    error = compact_schema(ActionResult)["properties"]["error"]
+    assert error == {"anyOf": [{"type": "object"}, {"type": "null"}]}
     assert "oneOf" not in json.dumps([compact_schema(m) for m in RESULT_MODELS])
+
+
+def test_each_result_kind_and_the_offer_and_outcome_items_carry_their_titles() -> None:
+    titles = {m.__name__: compact_schema(m)["title"] for m in RESULT_MODELS}
+    assert titles == {
+        "ActionResult": "ActionResult",
+        "WaitResult": "WaitResult",
+        "SeatState": "SeatState",
+    }
+    for model in (ActionResult, WaitResult):
+        properties = compact_schema(model)["properties"]
+        offer = properties["live_offers"]["items"]
+        outcome, null = properties["outcome"]["anyOf"]
+        assert (offer["title"], outcome["title"], null) == (
+            "LiveOffer",
+            "SeatOutcome",
+            {"type": "null"},
+        )
+        assert offer["required"] == list(LiveOffer.model_fields)
+        assert outcome["properties"]["status"] == {"type": "string", "enum": ["deal", "no_deal"]}
+        assert offer["additionalProperties"] is False and outcome["additionalProperties"] is False
 
 
 def test_cutting_leaves_the_models_own_schema_untouched() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -105,9 +106,16 @@ async def test_two_clients_with_the_two_seat_tokens_play_each_other_to_an_outcom
 async def test_a_missing_or_wrong_seat_token_gets_401(tmp_path: Path) -> None:
     async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
         await server.create_room()
-        for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": f"Bearer {ADMIN}"}):
+        for headers, challenge in [
+            ({}, 'Bearer realm="dealroom"'),  # no credentials: no error code (RFC 6750, 3.1)
+            ({"Authorization": "Basic dXNlcjpwYXNz"}, 'Bearer realm="dealroom"'),
+            ({"Authorization": "Bearer nope"}, 'Bearer error="invalid_token"'),
+            ({"Authorization": f"Bearer {ADMIN}"}, 'Bearer error="invalid_token"'),
+        ]:
             response = await http.post(server.mcp, json=INITIALIZE, headers=RPC_HEADERS | headers)
             assert response.status_code == 401, headers
+            assert response.headers["www-authenticate"].startswith(challenge), headers
+            assert ("invalid_token" in response.text) is ("error=" in challenge)
 
 
 async def test_a_seat_can_never_act_for_the_other(tmp_path: Path) -> None:
@@ -210,6 +218,23 @@ async def test_room_create_prints_the_room_and_one_token_per_open_seat(
         assert state["observation"]["role"] == "buyer"
     monkeypatch.delenv("DEALROOM_ADMIN_TOKEN")
     assert cli_main(["room", "create", "--server", "http://127.0.0.1:9"]) == 2
+
+
+async def test_room_create_json_prints_what_the_readme_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    (shown,) = re.findall(r"room create --server \S+ --tier high --json\n\s*# (.*)\n", readme)
+    monkeypatch.setenv("DEALROOM_ADMIN_TOKEN", ADMIN)
+    async with http_server(tmp_path) as server:
+        argv = ["room", "create", "--server", server.url, "--tier", "high", "--json"]
+        assert await anyio.to_thread.run_sync(cli_main, argv) == 0
+    printed = capsys.readouterr().out
+    created = json.loads(printed)
+    for token in [*created["tokens"].values(), created["spectator"]]:
+        printed = printed.replace(token, "...")
+    printed = printed.replace(created["room"], json.loads(shown)["room"])
+    assert printed == shown.replace("http://127.0.0.1:8765", server.url) + "\n"
 
 
 async def test_the_seat_proxy_relays_a_stdio_host_to_its_room(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""The seat proxy (`dealroom seat`) as a stdio host runs it: a wrong token, an unreachable room
-server and one that dies mid-call are `upstream_unavailable` tool errors within seconds, after a
-normal initialize; the proxy never crashes, never hangs and logs one line per failure."""
+"""The seat proxy (`dealroom seat`) as a stdio host runs it: an unreachable room server and one
+that dies mid-call are `upstream_unavailable` tool errors within seconds, after a normal
+initialize, and a refused token is `seat_token_refused` for good, said once at start-up; the
+proxy never crashes, never hangs and logs one line per failure."""
 
 from __future__ import annotations
 
@@ -18,7 +19,11 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_REQUEST
 from mcp_support import ADMIN, free_port, http_server, ok, share_schema_validators, text_of, tls
+
+from dealroom.server.mcp_app import OBSERVATION_URI
 
 pytestmark = pytest.mark.anyio
 
@@ -51,19 +56,33 @@ async def unavailable(client: Client, tool: str, **arguments: object) -> tuple[s
     return text, took
 
 
-async def test_a_wrong_token_is_a_tool_error_after_a_normal_initialize(tmp_path: Path) -> None:
+REFUSED = (
+    "seat_token_refused: The room server refused the seat token (HTTP 401). "
+    "Start the seat again with a token the room issued."
+)
+
+
+async def test_a_refused_token_is_said_once_at_start_and_refused_for_good(tmp_path: Path) -> None:
+    errors = tmp_path / "err.txt"
     async with http_server(tmp_path) as server:
         await server.create_room()
         with anyio.fail_after(60):
-            async with proxy(server.url, "not-a-seat-token", tmp_path / "err.txt") as client:
+            async with proxy(server.url, "not-a-seat-token", errors) as client:
+                while "seat_token_refused" not in errors.read_text():  # noqa: ASYNC110 (at start)
+                    await anyio.sleep(0.05)
                 tools = {t.name for t in (await client.list_tools()).tools}
-                text, took = await unavailable(client, "get_state")
-                again, _ = await unavailable(client, "make_offer", price=100)
+                first = await client.call_tool("get_state", {})
+                again = await client.call_tool("make_offer", {"price": 100})
+                reads: list[MCPError] = []
+                for read in (client.get_prompt("briefing"), client.read_resource(OBSERVATION_URI)):
+                    with pytest.raises(MCPError) as refused:
+                        await read
+                    reads.append(refused.value)
     assert "get_state" in tools
-    assert "401" in text and "seat token" in text and "401" in again
-    assert took < 15
-    log = (tmp_path / "err.txt").read_text()
-    assert "Traceback" not in log
+    assert (first.is_error, again.is_error) == (True, True)
+    assert text_of(first) == text_of(again) == REFUSED
+    assert [(e.code, e.message) for e in reads] == [(INVALID_REQUEST, REFUSED)] * 2
+    assert errors.read_text() == f"dealroom seat: error: {REFUSED}\n"  # said once, and only
 
 
 async def test_an_unreachable_room_server_is_a_tool_error_within_seconds(tmp_path: Path) -> None:

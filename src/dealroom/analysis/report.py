@@ -275,9 +275,9 @@ def format_report(report: Report) -> str:
     lines = [
         f"{title}{report.negotiations:,} negotiations, {len(report.agents)} agents, "
         f"tiers {'/'.join(report.tiers)}",
-        f"Overall: deal rate {_ci(overall.deal_rate, pct=True)}, efficiency "
-        f"{_ci(overall.efficiency, pct=True)}, IR violations {overall.ir_violations} "
-        f"({overall.with_gains:,} negotiations with gains)",
+        f"Overall: deal rate {_ci(overall.deal_rate, pct=True)} over the "
+        f"{overall.with_gains:,} of {report.negotiations:,} negotiations with gains, efficiency "
+        f"{_ci(overall.efficiency, pct=True)}, IR violations {overall.ir_violations}",
         "",
         "Leaderboard: surplus share (0 without a deal), on deals only, and deal rate, over "
         "negotiations with gains; 95% bootstrap intervals",

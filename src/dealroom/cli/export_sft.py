@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -19,6 +20,7 @@ from dealroom.protocol.model_seat import ArgumentsForm
 from dealroom.protocol.secret import seed_from_json
 from dealroom.store.results import ResultsStore, StoredNegotiation, StoreError
 from dealroom.training.sft import (
+    REMOTE_CLIENT,
     NotReplayable,
     conversation_example,
     sft_example,
@@ -117,7 +119,8 @@ def stored_examples(
 
     The store is checked and opened at once (a bad file is a usage error before anything is
     written); the transcripts are read as the iterator is consumed. A scripted seat whose
-    replay does not reproduce its record is logged and counted in ``skipped`` by reason.
+    replay does not reproduce its record is logged and counted in ``skipped`` by reason (a seat
+    opposite a server's client seat at info level: it is expected, and counted all the same).
     """
     if not db.is_file():
         raise usage_error(f"{db}: no such file")
@@ -141,7 +144,8 @@ def stored_examples(
                     try:
                         example = _example(row, role, configs[row.run], arguments)
                     except NotReplayable as exc:
-                        log.warning("sft_skipped", key=row.key, role=role, reason=str(exc))
+                        say = log.info if exc.reason == REMOTE_CLIENT else log.warning
+                        say("sft_skipped", key=row.key, role=role, reason=str(exc))
                         counts[exc.reason] += 1
                         continue
                     if example is not None:
@@ -150,20 +154,33 @@ def stored_examples(
     return examples()
 
 
+def no_match(db: Path, skipped: Counter[str] | None = None) -> Exception:
+    """The usage error of filters that keep no transcript of ``db`` (nothing is written)."""
+    return usage_error(f"{db}: no transcript matches the filters{_skipped_note(skipped)}")
+
+
+def _skipped_note(skipped: Counter[str] | None) -> str:
+    if not skipped:
+        return ""
+    why = ", ".join(f"{reason}: {n}" for reason, n in sorted(skipped.items()))
+    return f"; skipped {skipped.total()} that do not replay ({why})"
+
+
 def run(args: argparse.Namespace) -> int:
-    """Read the store, filter, write one transcript per line."""
+    """Read the store, filter, write one transcript per line (none: a usage error)."""
     skipped = Counter[str]()
     form: ArgumentsForm = "string" if args.json_arguments else "object"
     examples = stored_examples(args.db, args, arguments=form, skipped=skipped)
+    first = next(examples, None)
+    if first is None:
+        raise no_match(args.db, skipped)
     written = 0
     try:
         with args.out.open("w", encoding="utf-8") as out:
-            for example in examples:
+            for example in itertools.chain([first], examples):
                 out.write(json.dumps(example, ensure_ascii=False) + "\n")
                 written += 1
     except OSError as exc:
         raise usage_error(f"{args.out}: {exc.strerror or exc}") from None
-    why = ", ".join(f"{reason}: {n}" for reason, n in sorted(skipped.items()))
-    note = f"; skipped {skipped.total()} that do not replay ({why})" if skipped else ""
-    sys.stderr.write(f"wrote {written} transcripts to {args.out}{note}\n")
+    sys.stderr.write(f"wrote {written} transcripts to {args.out}{_skipped_note(skipped)}\n")
     return 0

@@ -40,8 +40,11 @@ def run(args: argparse.Namespace) -> int:
         raise usage_error(f"set {SEAT_TOKEN_ENV} to the seat token from `dealroom room create`")
     from dealroom.server.mcp_proxy import serve_proxy
 
+    def refused(line: str) -> None:
+        sys.stderr.write(f"dealroom seat: error: {line}\n")
+
     try:
-        anyio.run(serve_proxy, mcp_url(args.server), token)
+        anyio.run(lambda: serve_proxy(mcp_url(args.server), token, on_refused=refused))
     except Exception as exc:  # one line for the host's log, not a traceback
         sys.stderr.write(f"dealroom seat: stopped: {type(exc).__name__}: {exc}\n")
         return 1

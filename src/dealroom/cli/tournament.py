@@ -258,7 +258,8 @@ def summary_line(progress: Progress, seconds: float, out: Path, run: str) -> str
     skipped = f", {progress.skipped:,} already stored" if progress.skipped else ""
     return (
         f"dealroom: {progress.done:,} negotiations in {seconds:.1f} s ({rate:,.0f}/s), "
-        f"{progress.deals:,} deals ({deals}){skipped}{usage_text(progress)}; run {run!r} in "
+        f"{progress.deals:,} deals in {progress.done:,} negotiations ({deals}){skipped}"
+        f"{usage_text(progress)}; run {run!r} in "
         f"{out} (dealroom report {out})"
     )
 

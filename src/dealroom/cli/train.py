@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dealroom.cli._common import positive_int, usage_error
-from dealroom.cli.export_sft import add_filters, stored_examples
+from dealroom.cli.export_sft import add_filters, no_match, stored_examples
 from dealroom.protocol import ROLES, TIERS
 
 
@@ -278,7 +278,7 @@ def _sft(args: argparse.Namespace) -> int:
         else:
             rows = list(stored_examples(args.store, args))
             if not rows:
-                raise usage_error(f"{args.store}: no transcript matches the filters")
+                raise no_match(args.store)
         settings = SFTSettings(
             **_common(args),
             max_length=args.max_length,

@@ -4,10 +4,14 @@
 repeats the definitions of every event, offer and outcome (``$defs``) in each: about 85 KB for
 eight tools, which a client downloads and compiles into validators in every session (the
 TypeScript SDK about 1.3 s, jsonschema about 150 ms a tool). The schema published instead is
-the model's own schema cut to one level: every top-level field with its JSON type (and its
-``enum`` or ``const``), which fields are required, and no other field; a nested object is only
-said to be an object, a list only to hold objects. Titles, descriptions, defaults and
-constraints are left out.
+the model's own schema cut to one level: its title (the class's name) and description, every
+top-level field with its JSON type (and its ``enum`` or ``const``), which fields are required,
+and no other field; a nested object is only said to be an object, a list only to hold objects,
+except the small items a client reads most (``ITEM_MODELS``: an offer and a seat's outcome,
+all scalars), which keep their title and fields, so that a typed client (fastmcp builds classes
+from titles) gets ``LiveOffer`` and ``SeatOutcome`` back rather than one ``Root`` for every
+result, at a few hundred bytes. Field titles, descriptions, defaults and constraints are left
+out.
 
 Cutting only widens: every value the model's full schema accepts, this one accepts, so a client
 that validates ``structuredContent`` (as the MCP SDKs do) keeps validating it and never refuses
@@ -32,7 +36,14 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
+from dealroom.protocol.observation import LiveOffer
+from dealroom.protocol.outcome import SeatOutcome
+
 JsonSchema = dict[str, Any]
+
+ITEM_MODELS: tuple[type[BaseModel], ...] = (LiveOffer, SeatOutcome)
+"""Nested models published with their title and fields (each all scalars), not as bare
+objects."""
 
 _SCALARS: dict[type, JsonSchema] = {
     bool: {"type": "boolean"},
@@ -46,9 +57,16 @@ _LITERAL_TYPES: dict[type, str] = {bool: "boolean", int: "integer", str: "string
 
 
 def compact_schema(model: type[BaseModel]) -> JsonSchema:
-    """``model``'s JSON schema (validation mode) cut to its top level."""
+    """``model``'s JSON schema (validation mode) cut to its top level, with its title."""
+    schema = _fields(model)
+    if "__doc__" in vars(model) and model.__doc__:
+        schema["description"] = inspect.cleandoc(model.__doc__)
+    return schema
+
+
+def _fields(model: type[BaseModel]) -> JsonSchema:
     fields = model.model_fields
-    schema: JsonSchema = {"type": "object"}
+    schema: JsonSchema = {"type": "object", "title": model.__name__}
     if fields:  # a model without fields is only said to be an object, as pydantic's is cut
         schema["properties"] = {name: _cut(field.annotation) for name, field in fields.items()}
         required = [name for name, field in fields.items() if field.is_required()]
@@ -56,8 +74,6 @@ def compact_schema(model: type[BaseModel]) -> JsonSchema:
             schema["required"] = required
         if model.model_config.get("extra") == "forbid":
             schema["additionalProperties"] = False
-    if "__doc__" in vars(model) and model.__doc__:
-        schema["description"] = inspect.cleandoc(model.__doc__)
     return schema
 
 
@@ -77,6 +93,8 @@ def _cut(annotation: Any) -> JsonSchema:
         return {"type": "array", "items": _cut(items[0])} if items else {"type": "array"}
     if origin is dict or annotation is dict:
         return {"type": "object"}
+    if annotation in ITEM_MODELS:
+        return _fields(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return {"type": "object"}
     if annotation in _SCALARS:

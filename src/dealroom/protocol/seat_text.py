@@ -49,6 +49,7 @@ ERROR_HINTS: dict[str, str] = {
     SessionErrorCode.SERIES_UNAVAILABLE: "Call get_state to see your results.",
     SessionErrorCode.SERIES_OVER: "Call get_state to see your results.",
     SessionErrorCode.UPSTREAM_UNAVAILABLE: "Try again in a moment.",
+    SessionErrorCode.SEAT_TOKEN_REFUSED: "Start the seat again with a token the room issued.",
     SessionErrorCode.RESULT_PENDING: "Call get_state to see the outcome; do not repeat the action.",
 }
 """The hint appended to each refusal, by code (argument errors carry their own)."""

@@ -31,6 +31,10 @@ class SessionErrorCode(StrEnum):
     SERIES_UNAVAILABLE = "series_unavailable"
     SERIES_OVER = "series_over"
     UPSTREAM_UNAVAILABLE = "upstream_unavailable"
+    """The seat proxy's room server did not answer (down, unreachable, timed out): for now."""
+    SEAT_TOKEN_REFUSED = "seat_token_refused"
+    """The seat proxy's room server refused its seat token (HTTP 401 or 403): for good, the
+    proxy does not try it again."""
     RESULT_PENDING = "result_pending"
     """The action took effect and ended the negotiation, but its result is not saved yet."""
     INVALID_ARGUMENTS = "invalid_arguments"

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     CallToolResult,
     GetPromptResult,
     InputRequiredResult,
@@ -39,7 +40,14 @@ from mcp.types import (
 from mcp.types import Tool as MCPTool
 
 from dealroom._version import __version__
-from dealroom.protocol import DEFAULT_RULES, ActionResult, SeatState, WaitResult, seat_text
+from dealroom.protocol import (
+    DEFAULT_RULES,
+    ActionResult,
+    SeatState,
+    SessionErrorCode,
+    WaitResult,
+    seat_text,
+)
 from dealroom.protocol.arguments import WaitArgs, action_of
 from dealroom.protocol.compact_schema import compact_schema
 from dealroom.protocol.tools import ArgumentError, ResultKind, SeatTool, validate_arguments
@@ -187,10 +195,11 @@ def _build(seat: SeatProvider, spec: SeatTool) -> _SeatTool:
     )
     assert isinstance(tool, _SeatTool)
     tool.spec = spec
-    # Published: the result's schema cut to its top level (tools/list stays small). Checked
-    # before sending: every result against its full model (mcp validates structured content
-    # against output_model). Set here rather than through the return annotation, which would
-    # have mcp generate the full schema of each tool's model only to replace it.
+    # Published: the result's schema cut to its top level, with its title and its offer and
+    # outcome items (compact_schema; tools/list stays small). Checked before sending: every
+    # result against its full model (mcp validates structured content against output_model).
+    # Set here rather than through the return annotation, which would have mcp generate the
+    # full schema of each tool's model only to replace it.
     tool.fn_metadata.output_model = _RESULT_MODELS[spec.result]
     tool.fn_metadata.output_schema = _output_schemas()[spec.result]
     return tool
@@ -258,13 +267,16 @@ def _described(tools: list[MCPTool], descriptions: Mapping[str, str]) -> list[MC
 
 
 async def _or_mcp_error(read: Awaitable[str]) -> str:
-    """A resource's or prompt's text; a refusal (the seat proxy's upstream_unavailable) becomes
-    an MCP error with its code first, not an internal error with a traceback."""
+    """A resource's or prompt's text; a refusal (the seat proxy's) becomes an MCP error with its
+    line, code first, not a traceback: a refused seat token an invalid request (it will not
+    pass), anything else (``upstream_unavailable``) an internal error (for now)."""
     try:
         return await read
     except CallRefused as error:
-        log.info("read refused", code=error.payload.code)
-        raise MCPError(INTERNAL_ERROR, error.payload.text()) from None
+        code = error.payload.code
+        log.info("read refused", code=code)
+        rpc = INVALID_REQUEST if code == SessionErrorCode.SEAT_TOKEN_REFUSED else INTERNAL_ERROR
+        raise MCPError(rpc, error.payload.text()) from None
 
 
 _BRIEFING = (

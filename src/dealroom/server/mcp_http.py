@@ -1,10 +1,13 @@
 """Streamable HTTP: many rooms on one server, MCP at ``/mcp``, an admin API beside it.
 
 ``/mcp`` requires a seat token (``Authorization: Bearer``), verified by the MCP SDK's auth
-middleware: no token or a wrong one gets 401. The admin routes are not covered by that
-middleware, so they check ``Authorization: Bearer <admin token>`` themselves, in constant time;
-without a configured admin token they answer 403. Every route, admin and health check included,
-refuses a foreign ``Host`` (421) or ``Origin`` (403) header, as ``/mcp`` does (DNS rebinding).
+middleware: a wrong token gets 401 with ``Bearer error="invalid_token"``, a request with no
+bearer token at all 401 with a bare ``Bearer realm="dealroom"`` challenge (RFC 6750, 3.1: no
+error code for a request without credentials; a client then does not go looking for OAuth).
+The admin routes are not covered by that middleware, so they check ``Authorization: Bearer
+<admin token>`` themselves, in constant time; without a configured admin token they answer 403.
+Every route, admin and health check included, refuses a foreign ``Host`` (421) or ``Origin``
+(403) header, as ``/mcp`` does (DNS rebinding).
 Connection, request and session limits: ``dealroom.server.http_limits``.
 
     POST /admin/rooms          RoomRequest JSON -> RoomCreated JSON (201)
@@ -118,7 +121,8 @@ def build_http_app(
         max_sessions=limits.max_sessions,
     )
     cap_sessions_per_seat(app.session_manager, limits.sessions_per_seat)
-    starlette.add_middleware(_HostCheck, security=security)
+    starlette.add_middleware(_BareChallenge)
+    starlette.add_middleware(_HostCheck, security=security)  # the outermost
     return starlette
 
 
@@ -140,6 +144,25 @@ class _HostCheck:
             refused = _malformed(request) or await self.check.validate_request(request)
             if refused is not None:
                 await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class _BareChallenge:
+    """401 with a bare challenge for a request to ``/mcp`` with no bearer token at all (the
+    SDK's auth middleware says ``error="invalid_token"`` for a missing token and a wrong one
+    alike; RFC 6750 gives an error code only to credentials that were sent)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/mcp"):
+            header = Request(scope).headers.get("authorization", "")
+            if header.partition(" ")[0].lower() != "bearer":
+                body = {"error_description": "send Authorization: Bearer <seat token>"}
+                challenge = {"WWW-Authenticate": 'Bearer realm="dealroom"'}
+                await JSONResponse(body, status_code=401, headers=challenge)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

@@ -4,14 +4,18 @@ For stdio-only hosts (Claude Desktop): the host launches ``dealroom seat --serve
 seat token in ``DEALROOM_SEAT_TOKEN``; the proxy offers the same tools, resources and prompt,
 and relays each call with ``Authorization: Bearer <token>``. Refusals keep their codes.
 
-The proxy answers the host at once and connects upstream on the first call (again after a
-failure): a wrong token, an unreachable or a dead room server is an ``upstream_unavailable``
-tool error within seconds (every upstream call is bounded), never a crash before ``initialize``
-or a hang. Upstream failures are one log line each.
+The proxy answers the host at once and connects upstream meanwhile (again on the next call
+after a failure): an unreachable or a dead room server is an ``upstream_unavailable`` tool error
+within seconds (every upstream call is bounded), never a crash before ``initialize`` or a hang.
+A seat token the room server refuses (401 or 403) is refused for good: ``seat_token_refused``,
+said once on stderr (``on_refused``) and, without asking the room server again, to every later
+call (a read of a resource or the prompt gets it as a JSON-RPC error). Upstream failures are one
+log line each.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -57,25 +61,42 @@ class Upstream:
     into the stdio server.
     """
 
-    def __init__(self, server: str, token: str, *, connect_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        server: str,
+        token: str,
+        *,
+        connect_timeout_s: float = 10.0,
+        on_refused: Callable[[str], None] | None = None,
+    ) -> None:
         self.server = server
         self.token = token
         self.connect_timeout_s = connect_timeout_s
+        self.on_refused = on_refused
+        """Called once, with the refusal's line, when the room server refuses the token."""
+        self.refused_status: int | None = None
+        """The HTTP status the room server refused the token with (then every call fails)."""
         self._group: anyio.abc.TaskGroup | None = None
         self._client: Client | None = None
         self._scope: anyio.CancelScope | None = None
         self._failure = "not connected"
         self._lock = anyio.Lock()
 
-    async def run(self) -> None:
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Hold the task group that connections live in (until cancelled)."""
         async with anyio.create_task_group() as group:
             self._group = group
+            task_status.started()
             await anyio.sleep_forever()
 
     async def client(self) -> Client:
-        """The connected client; raises CallRefused (upstream_unavailable) if it cannot be."""
+        """The connected client; raises CallRefused (seat_token_refused, or
+        upstream_unavailable) if it cannot be."""
         async with self._lock:
+            if self.refused_status is not None:
+                raise _token_refused(self.refused_status)
             if self._client is None:
                 assert self._group is not None, "Upstream.run is not running"
                 try:
@@ -84,9 +105,25 @@ class Upstream:
                 except TimeoutError:
                     self.reset()
                     self._failure = f"no answer within {self.connect_timeout_s:g} s"
+                if self.refused_status is not None:
+                    raise _token_refused(self.refused_status)
                 if self._client is None:
                     raise _unavailable(self._failure)
             return self._client
+
+    async def check(self) -> None:
+        """Connect once at start-up, so that a refused token is said at once."""
+        with contextlib.suppress(CallRefused):
+            await self.client()
+
+    def refuse(self, status: int) -> None:
+        """The room server refused the token: every later call is refused without asking."""
+        if self.refused_status is None:
+            self.refused_status = status
+            if self.on_refused is not None:  # said there, not also in the log
+                self.on_refused(_token_refused(status).payload.text())
+            else:
+                log.warning("seat token refused", upstream=self.server, status=status)
 
     def reset(self) -> None:
         """Drop the connection (the next call opens a new one)."""
@@ -116,27 +153,32 @@ class Upstream:
                     task_status.started()
                     await anyio.sleep_forever()
         except Exception as exc:  # any failure inside the client ends this connection alone
-            self._failure = (
-                f"HTTP {refused[0]}: the room server refused the seat token"
-                if refused
-                else describe_failure(exc)
-            )
-            log.warning("upstream connection failed", upstream=self.server, error=self._failure)
+            status = refused[0] if refused else refusal_status(exc)
+            if status is not None:
+                self.refuse(status)
+            else:
+                self._failure = describe_failure(exc)
+                log.warning("upstream connection failed", upstream=self.server, error=self._failure)
         finally:
             self._client = None
             if not started:
                 task_status.started()
 
 
+def refusal_status(exc: BaseException) -> int | None:
+    """401 or 403 if ``exc`` is, or holds, the room server refusing the token; else None."""
+    for leaf in _leaves(exc):
+        if isinstance(leaf, httpx2.HTTPStatusError) and leaf.response.status_code in (401, 403):
+            return leaf.response.status_code
+    return None
+
+
 def describe_failure(exc: BaseException) -> str:
-    """One line saying why the room server could not be used."""
+    """One line saying why the room server could not be used (other than refusing the token)."""
     leaves = list(_leaves(exc))
     for leaf in leaves:
         if isinstance(leaf, httpx2.HTTPStatusError):
-            status = leaf.response.status_code
-            if status in (401, 403):
-                return f"HTTP {status}: the room server refused the seat token"
-            return f"HTTP {status} from the room server"
+            return f"HTTP {leaf.response.status_code} from the room server"
     for leaf in leaves:
         if isinstance(leaf, httpx2.ConnectError | ConnectionError):
             return "cannot connect to the room server"
@@ -223,7 +265,8 @@ class UpstreamBackend:
         )
 
     async def _call(self, run: Callable[[Client], Awaitable[R]], extra_s: float = 0.0) -> R:
-        """One upstream request, bounded; any failure is upstream_unavailable."""
+        """One upstream request, bounded; a refused token is seat_token_refused, any other
+        failure upstream_unavailable."""
         upstream = self.upstream
         client = await upstream.client() if isinstance(upstream, Upstream) else upstream
         try:
@@ -232,6 +275,11 @@ class UpstreamBackend:
         except (*_UPSTREAM_ERRORS, TimeoutError) as exc:
             if isinstance(upstream, Upstream):
                 upstream.reset()
+            status = None if isinstance(exc, TimeoutError) else refusal_status(exc)
+            if status is not None:
+                if isinstance(upstream, Upstream):
+                    upstream.refuse(status)
+                raise _token_refused(status) from None
             reason = describe_failure(exc) if not isinstance(exc, TimeoutError) else "timed out"
             raise _unavailable(reason) from None
 
@@ -262,12 +310,25 @@ def _unavailable(reason: str) -> CallRefused:
     )
 
 
-async def serve_proxy(server: str, token: str) -> None:
-    """Relay stdin/stdout MCP to ``server`` (the room server's /mcp URL) until stdin closes."""
-    upstream = Upstream(server, token)
+def _token_refused(status: int) -> CallRefused:
+    return CallRefused(
+        seat_text.error_payload(
+            SessionErrorCode.SEAT_TOKEN_REFUSED,
+            f"The room server refused the seat token (HTTP {status}).",
+        )
+    )
+
+
+async def serve_proxy(
+    server: str, token: str, *, on_refused: Callable[[str], None] | None = None
+) -> None:
+    """Relay stdin/stdout MCP to ``server`` (the room server's /mcp URL) until stdin closes;
+    ``on_refused`` is told, once, the line of a token the room server refuses."""
+    upstream = Upstream(server, token, on_refused=on_refused)
     seat = UpstreamBackend(upstream, server)
     app = build_app(lambda: seat, name="dealroom-seat")
     async with anyio.create_task_group() as group:
-        group.start_soon(upstream.run)
+        await group.start(upstream.run)
+        group.start_soon(upstream.check)
         await serve_stdio_wire(app)
         group.cancel_scope.cancel()

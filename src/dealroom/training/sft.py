@@ -54,11 +54,17 @@ from dealroom.protocol.model_seat import ArgumentsForm, call_messages, with_argu
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Seed
 from dealroom.protocol.tools import ToolName, function_schemas
+from dealroom.server.room import REMOTE_NAME
 from dealroom.training.trl import call_tool
 
 TOOL_SCHEMAS: list[dict[str, Any]] = function_schemas(DEFAULT_RULES)
 """The seat's tools as OpenAI function schemas under the default rules: exactly what TRL builds
 from BargainToolEnv's methods (``dealroom.protocol.tools.function_schemas``)."""
+
+
+REMOTE_CLIENT = "remote client"
+"""Why a seat whose other side was a server's client seat is not replayed (expected: only a
+scripted pair replays; the client seat exports its stored conversation instead)."""
 
 
 class NotReplayable(DealroomError):
@@ -115,6 +121,8 @@ class RecordingSeat:
 
 
 def _scripted(spec: str, seat: str) -> ScriptedPlayer:
+    if spec == REMOTE_NAME:  # a server's client seat: its moves came from outside
+        raise NotReplayable(REMOTE_CLIENT, f"{seat} {spec!r} was a client of a server's room")
     try:
         player = resolve_player(spec)
     except AgentSpecError as exc:
