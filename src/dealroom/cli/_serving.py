@@ -90,7 +90,10 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
         registry = RoomRegistry(
             writer=writer,
             resolve_house=resolve,
-            limits=RoomLimits(idle_s=args.idle_limit),
+            limits=RoomLimits(
+                idle_s=args.idle_limit,
+                negotiations_per_minute=args.max_negotiations_per_minute or None,
+            ),
             journals=journals,
             resolve_player=lambda spec: room_player(spec, args, players),
             token_prefix=prefix,

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     pass
 
 
+HTTP_NEGOTIATIONS_PER_MINUTE = 120
+"""A person or a model starts a negotiation every few seconds at most; a client that starts
+more is a program writing the server's disk (about 12 KB a negotiation, store and journal)."""
+
+
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the subcommand."""
     parser = commands.add_parser(
@@ -101,6 +106,16 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "client of its room waits for it "
         f"(default: {DEFAULT_LIMITS.idle_s:g})",
     )
+    parser.add_argument(
+        "--max-negotiations-per-minute",
+        type=_per_minute,
+        default=HTTP_NEGOTIATIONS_PER_MINUTE,
+        metavar="N",
+        help="HTTP rooms: a seat starts at most N negotiations of its series a minute, so that "
+        "one token cannot fill the disk; a series has at most "
+        f"{DEFAULT_LIMITS.max_series:,} (0: no rate limit; default: "
+        f"{HTTP_NEGOTIATIONS_PER_MINUTE})",
+    )
     _players.add_llm_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -112,6 +127,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0 < value <= 86_400:
         raise argparse.ArgumentTypeError(f"must be in (0, 86400]: {text!r}")
+    return value
+
+
+def _per_minute(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
     return value
 
 

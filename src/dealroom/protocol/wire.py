@@ -47,6 +47,10 @@ class SessionErrorCode(StrEnum):
     TOO_MANY_CALLS = "too_many_calls"
     """The seat already has as many calls in flight as one seat may (``SEAT_CALLS_IN_FLIGHT``):
     each holds a connection, so one token cannot take the server's connections from others."""
+    TOO_MANY_NEGOTIATIONS = "too_many_negotiations"
+    """The seat started as many negotiations in the last minute as a room allows
+    (``RoomLimits.negotiations_per_minute``): what one token can make the server write is
+    bounded."""
     JOURNAL_UNAVAILABLE = "journal_unavailable"
     """A room was not opened: its journal could not be written (a full disk, no file
     descriptors left), and a room without one would not survive a restart."""
@@ -189,7 +193,7 @@ class RoomRequest(Model):
     """Experiments: a consent line the web seat page shows with the briefing; the seat's page
     acts only once the person has agreed, and each stored negotiation records when they did."""
     negotiations: int | None = Field(default=None, ge=1, le=10_000)
-    """How many negotiations the series has (default: no limit)."""
+    """How many negotiations the series has (default: the server's limit, 10,000)."""
 
     @field_validator("secret")
     @classmethod

@@ -23,6 +23,7 @@ the call that finished it returns.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -59,9 +60,38 @@ class RoomLimits:
     """When every remote seat has been silent this long, the negotiation is run to its end."""
     max_wait_s: float = 60.0
     """Longest a wait_for_opponent call may block."""
+    negotiations_per_minute: int | None = None
+    """At most this many negotiations a seat's ``new_negotiation`` starts in any minute of
+    wall time (None: no limit): what one seat token can make the server write is bounded."""
+    max_series: int = 10_000
+    """The negotiations of a served room's series that gives no length of its own."""
 
 
 DEFAULT_LIMITS = RoomLimits()
+
+
+class Pace:
+    """The starts a seat may make in any minute (``RoomLimits.negotiations_per_minute``)."""
+
+    WINDOW_S = 60.0
+
+    def __init__(self, per_minute: int | None) -> None:
+        self.per_minute = per_minute
+        self._starts: deque[float] = deque()
+
+    def wait_s(self, now: float) -> float:
+        """Seconds until one more start is allowed (0: now)."""
+        starts = self._starts
+        while starts and now - starts[0] >= self.WINDOW_S:
+            starts.popleft()
+        if self.per_minute is None or len(starts) < self.per_minute:
+            return 0.0
+        return self.WINDOW_S - (now - starts[0])
+
+    def started(self, now: float) -> None:
+        """Count a start made at ``now``."""
+        if self.per_minute is not None:
+            self._starts.append(now)
 
 
 class Negotiation:

@@ -25,6 +25,7 @@ which is cancelled when that negotiation ends or the block is left.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -60,7 +61,7 @@ from dealroom.protocol.tools import ToolName, function_schemas
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.conversations import Conversations
 from dealroom.server.journal import Op, RoomJournal
-from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
+from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, Pace, RoomLimits
 from dealroom.store.results import SerializedRecord
 from dealroom.store.spool import PendingRow
 from dealroom.store.writer import ResultWriter
@@ -168,6 +169,7 @@ class Room:
         self.limits = limits
         self._scenarios = scenarios
         self._timer = timer
+        self._pace = Pace(limits.negotiations_per_minute)
         self.finished = 0
         """How many negotiations of the series have finished (and been handed to the writer)."""
         self._recent: dict[Role, deque[SeriesResult]] = {
@@ -206,8 +208,9 @@ class Room:
         """True when new_negotiation would succeed now."""
         return self.series and not self.current.is_open
 
-    def new_negotiation(self) -> Negotiation:
-        """Start the next negotiation of the series."""
+    def new_negotiation(self, *, paced: bool = False) -> Negotiation:
+        """Start the next negotiation of the series; ``paced`` (a seat's call, not a replay):
+        within ``limits.negotiations_per_minute``."""
         if not self.series:
             raise RoomError(
                 SessionErrorCode.SERIES_UNAVAILABLE,
@@ -219,7 +222,14 @@ class Room:
                 SessionErrorCode.NEGOTIATION_RUNNING,
                 "The current negotiation is still running; finish it (or walk_away) first.",
             )
+        if paced and (wait := self._pace.wait_s(self._timer())):
+            raise RoomError(
+                SessionErrorCode.TOO_MANY_NEGOTIATIONS,
+                f"This room starts at most {self._pace.per_minute} negotiations a minute; the "
+                f"next can start in {math.ceil(wait)} s.",
+            )
         self._current = self._start()
+        self._pace.started(self._timer())
         return self._current
 
     def results(self, role: Role) -> tuple[SeriesResult, ...]:

@@ -205,10 +205,10 @@ class RoomRegistry:
             spec = DEFAULT_SPEC.model_copy(update={"deadline": request.deadline})
 
         secret = request.run_secret()
-        count = request.negotiations
+        count = request.negotiations or self.limits.max_series
 
         def scenarios(index: int) -> Scenario | None:
-            if count is not None and index >= count:
+            if index >= count:
                 return None
             return scenario_at(secret, request.index + index, request.tier, spec)
 

@@ -249,7 +249,7 @@ class RoomBackend:
     async def _new_negotiation(self) -> SeatState:
         self._consented()
         try:
-            self.room.new_negotiation()
+            self.room.new_negotiation(paced=True)
         except RoomError as error:
             raise CallRefused(seat_text.error_payload(error.code, error.message)) from None
         try:

@@ -1,0 +1,131 @@
+"""What one seat token can make a server write is bounded (issue 24 #11): a series starts at most
+``negotiations_per_minute`` negotiations a minute, and a served series has at most
+``max_series`` negotiations unless its request says fewer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp_support import house_resolver
+
+from dealroom.cli import main
+from dealroom.protocol import RoomRequest, WalkAway
+from dealroom.server.journal import Journals
+from dealroom.server.negotiation import RoomLimits
+from dealroom.server.room import Room
+from dealroom.server.rooms import RoomRegistry
+from dealroom.server.seat import CallRefused, RoomBackend
+from dealroom.store.results import ResultsStore
+from dealroom.store.writer import ResultWriter
+
+pytestmark = pytest.mark.anyio
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def registry(path: Path, limits: RoomLimits, clock: Clock) -> RoomRegistry:
+    writer = ResultWriter.beside(ResultsStore(path))
+    writer.recover()
+    return RoomRegistry(
+        writer=writer,
+        resolve_house=house_resolver,
+        limits=limits,
+        journals=Journals.beside(path),
+        timer=clock,
+    )
+
+
+def close(registry: RoomRegistry) -> None:
+    registry.close()
+    registry.writer.store.close()  # type: ignore[union-attr]
+
+
+async def next_one(seat: RoomBackend) -> None:
+    await seat.act(WalkAway())
+    await seat.new_negotiation()
+
+
+async def test_a_seat_starts_at_most_n_negotiations_a_minute_and_a_refusal_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    rooms = registry(tmp_path / "r.db", RoomLimits(negotiations_per_minute=2), clock)
+    try:
+        created = rooms.create(RoomRequest(house_seller="hardliner"))
+        room: Room = rooms.rooms[created.room]
+        room._timer = clock  # pyright: ignore[reportPrivateUsage]
+        seat = rooms.seat(created.room, "buyer")
+        await next_one(seat)
+        clock.now += 20
+        await next_one(seat)  # two starts in the minute: the limit
+        clock.now += 10
+        await seat.act(WalkAway())
+        with pytest.raises(CallRefused) as refused:
+            await seat.new_negotiation()
+        assert refused.value.code == "too_many_negotiations"
+        assert str(refused.value) == (
+            "too_many_negotiations: This room starts at most 2 negotiations a minute; the next "
+            "can start in 30 s. Call new_negotiation again then."
+        )
+        assert room.current.number == 3 and not room.current.is_open  # nothing changed
+        clock.now += 30  # the first start is a minute old
+        await seat.new_negotiation()
+        assert room.current.number == 4 and room.current.is_open
+    finally:
+        close(rooms)
+
+
+async def test_a_restored_room_replays_its_series_whatever_the_rate(tmp_path: Path) -> None:
+    clock = Clock()
+    limits = RoomLimits(negotiations_per_minute=1)
+    first = registry(tmp_path / "r.db", limits, clock)
+    created = first.create(RoomRequest(house_seller="hardliner"))
+    first.rooms[created.room]._timer = clock  # pyright: ignore[reportPrivateUsage]
+    await next_one(first.seat(created.room, "buyer"))
+    clock.now += 61
+    await next_one(first.seat(created.room, "buyer"))
+    close(first)
+    second = registry(tmp_path / "r.db", limits, clock)
+    try:
+        assert second.restore() == 1  # two starts replayed within one second of wall time
+        assert second.rooms[created.room].current.number == 3
+    finally:
+        close(second)
+
+
+async def test_a_series_with_no_length_of_its_own_ends_at_the_servers_limit(
+    tmp_path: Path,
+) -> None:
+    rooms = registry(tmp_path / "r.db", RoomLimits(max_series=2), Clock())
+    try:
+        endless = rooms.create(RoomRequest(house_seller="hardliner"))
+        seat = rooms.seat(endless.room, "buyer")
+        await next_one(seat)
+        await seat.act(WalkAway())
+        with pytest.raises(CallRefused, match=r"^series_over: The series is over: all 2 "):
+            await seat.new_negotiation()
+        longer = rooms.create(RoomRequest(house_seller="hardliner", negotiations=3))
+        seat = rooms.seat(longer.room, "buyer")
+        await next_one(seat)
+        await next_one(seat)  # its own length, not the server's
+        assert rooms.rooms[longer.room].current.number == 3
+    finally:
+        close(rooms)
+
+
+@pytest.mark.parametrize("value", ["-1", "x", "1.5"])
+def test_a_bad_rate_flag_is_one_line_and_exit_2(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--transport", "http", "--max-negotiations-per-minute", value]) == 2
+    assert capsys.readouterr().err == (
+        "dealroom: error: argument --max-negotiations-per-minute: expected a whole number >= 0, "
+        f"got {value!r}\n"
+    )
