@@ -168,3 +168,16 @@ def test_protocol_imports_nothing_but_the_standard_library_and_pydantic() -> Non
 
 def test_the_engine_runs_without_an_event_loop_or_mcp() -> None:
     assert not _third_party_loaded_by("dealroom.engine.match")
+
+
+MAX_LINES = 500
+
+
+def test_no_module_is_over_500_lines() -> None:
+    """A module a reader takes in at one sitting: past this, split it by job."""
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in sorted(SRC.rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}

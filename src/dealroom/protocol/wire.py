@@ -7,7 +7,7 @@ carries the other side's private value or the full (two-sided) outcome.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import Field, field_validator
 
@@ -17,7 +17,7 @@ from dealroom.protocol.events import Event
 from dealroom.protocol.observation import LiveOffer, Observation
 from dealroom.protocol.outcome import SeatOutcome
 from dealroom.protocol.rules import Rules
-from dealroom.protocol.scenario import Tier
+from dealroom.protocol.scenario import Scenario, Tier
 from dealroom.protocol.secret import Secret
 
 ClockKind = Literal["virtual", "wall"]
@@ -144,6 +144,18 @@ class SeriesResult(Model):
     private_value: Money
     """Your own reservation value in that negotiation."""
     outcome: SeatOutcome
+
+    @classmethod
+    def of(cls, negotiation: int, scenario: Scenario, role: Role, outcome: SeatOutcome) -> Self:
+        """``role``'s line for negotiation ``negotiation`` of the series."""
+        return cls(
+            negotiation=negotiation,
+            scenario_id=scenario.id,
+            item=scenario.item.name,
+            list_price=scenario.list_price,
+            private_value=scenario.private_value(role),
+            outcome=outcome,
+        )
 
 
 class SeatState(Model):

@@ -22,6 +22,7 @@ the call that finished it returns.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
@@ -79,14 +80,18 @@ class Pace:
         self.per_minute = per_minute
         self._starts: deque[float] = deque()
 
-    def wait_s(self, now: float) -> float:
-        """Seconds until one more start is allowed (0: now)."""
+    def refusal(self, now: float) -> str | None:
+        """Why one more start is not allowed at ``now`` (with the seconds to wait), or None."""
         starts = self._starts
         while starts and now - starts[0] >= self.WINDOW_S:
             starts.popleft()
         if self.per_minute is None or len(starts) < self.per_minute:
-            return 0.0
-        return self.WINDOW_S - (now - starts[0])
+            return None
+        wait = math.ceil(self.WINDOW_S - (now - starts[0]))
+        return (
+            f"This room starts at most {self.per_minute} negotiations a minute; the next can "
+            f"start in {wait} s."
+        )
 
     def started(self, now: float) -> None:
         """Count a start made at ``now``."""

@@ -25,7 +25,6 @@ which is cancelled when that negotiation ends or the block is left.
 
 from __future__ import annotations
 
-import math
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -222,12 +221,8 @@ class Room:
                 SessionErrorCode.NEGOTIATION_RUNNING,
                 "The current negotiation is still running; finish it (or walk_away) first.",
             )
-        if paced and (wait := self._pace.wait_s(self._timer())):
-            raise RoomError(
-                SessionErrorCode.TOO_MANY_NEGOTIATIONS,
-                f"This room starts at most {self._pace.per_minute} negotiations a minute; the "
-                f"next can start in {math.ceil(wait)} s.",
-            )
+        if paced and (too_soon := self._pace.refusal(self._timer())):
+            raise RoomError(SessionErrorCode.TOO_MANY_NEGOTIATIONS, too_soon)
         self._current = self._start()
         self._pace.started(self._timer())
         return self._current
@@ -440,16 +435,7 @@ class Room:
         for role in ROLES:
             mine = seat_outcome(outcome, role)
             self._totals[role] += mine.surplus
-            self._recent[role].append(
-                SeriesResult(
-                    negotiation=negotiation.number,
-                    scenario_id=scenario.id,
-                    item=scenario.item.name,
-                    list_price=scenario.list_price,
-                    private_value=scenario.private_value(role),
-                    outcome=mine,
-                )
-            )
+            self._recent[role].append(SeriesResult.of(negotiation.number, scenario, role, mine))
         log.info(
             "negotiation ended",
             room=self.id,
