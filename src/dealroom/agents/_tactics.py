@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from dealroom.agents._pricing import clamp
-from dealroom.protocol import Accept, Decision, Event, MakeOffer, Observation, OfferMade, Role
+from dealroom.protocol import Accept, Decision, Event, MakeOffer, Observation, Role, offer_of
 from dealroom.protocol._base import trusted_builder
 
 
@@ -30,8 +30,8 @@ class OfferLog:
         """Read the events not seen yet; return how many new offers the other side made."""
         before = len(self.theirs)
         for event in events[self.seen :]:
-            if isinstance(event, OfferMade):
-                (self.mine if event.by == self.role else self.theirs).append(event.price)
+            if (offer := offer_of(event)) is not None:
+                (self.mine if offer.by == self.role else self.theirs).append(offer.price)
         self.seen = len(events)
         return len(self.theirs) - before
 

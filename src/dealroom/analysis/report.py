@@ -28,7 +28,7 @@ from dealroom.analysis.report_models import (
     TierRow,
 )
 from dealroom.analysis.usage import ModelUsage, UsageCollector, UsageReport
-from dealroom.protocol import TIERS, OfferMade
+from dealroom.protocol import TIERS, offer_of
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.store.results import StoredNegotiation
 
@@ -228,9 +228,9 @@ def _trajectory(record: NegotiationRecord) -> Sample:
         seller_cost=float(s.seller_cost),
         deadline=s.deadline,
         offers=tuple(
-            OfferPoint(t=e.t, by=e.by, price=float(e.price))
+            OfferPoint(t=made.t, by=made.by, price=float(made.price))
             for e in record.events
-            if isinstance(e, OfferMade)
+            if (made := offer_of(e)) is not None
         ),
         price=None if o.price is None else float(o.price),
         end_reason=o.end_reason,

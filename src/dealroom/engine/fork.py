@@ -41,6 +41,7 @@ from dealroom.protocol import (
     SendMessage,
     WalkAway,
     WalkedAway,
+    offer_of,
 )
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
@@ -109,7 +110,7 @@ def _check_prefix(events: tuple[Event, ...], at: int) -> None:
         raise ForkError(
             f"event {at} ends the negotiation ({following.reason}): fork at {at - 1} or earlier"
         )
-    if isinstance(following, OfferMade) and at > 0 and isinstance(events[at - 1], OfferWithdrawn):
+    if offer_of(following) is not None and at > 0 and isinstance(events[at - 1], OfferWithdrawn):
         raise ForkError(
             f"event {at} withdraws an offer that event {at + 1} replaces: fork at {at - 1} "
             f"or {at + 1}"

@@ -20,6 +20,7 @@ from dealroom.protocol.events import (
     EVENTS_ADAPTER,
     EndReason,
     Event,
+    MadeOffer,
     MessageSent,
     NegotiationEnded,
     OfferAccepted,
@@ -27,6 +28,7 @@ from dealroom.protocol.events import (
     OfferRejected,
     OfferWithdrawn,
     WalkedAway,
+    offer_of,
 )
 from dealroom.protocol.observation import LiveOffer, Observation
 from dealroom.protocol.outcome import Outcome, PerRole, SeatOutcome, Status, score, seat_outcome
@@ -77,6 +79,7 @@ __all__ = [
     "Event",
     "Item",
     "LiveOffer",
+    "MadeOffer",
     "MakeOffer",
     "MessageSent",
     "Model",
@@ -113,6 +116,7 @@ __all__ = [
     "WakeReason",
     "WalkAway",
     "WalkedAway",
+    "offer_of",
     "other",
     "score",
     "seat_outcome",

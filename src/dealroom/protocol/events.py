@@ -5,7 +5,8 @@ Events are public to both seats, so none of them carries a private value.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from decimal import Decimal
+from typing import Annotated, Literal, Protocol, assert_never
 
 from pydantic import Field, TypeAdapter
 
@@ -89,3 +90,38 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 EVENTS_ADAPTER: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+
+
+class MadeOffer(Protocol):
+    """What an event that creates an offer carries (``offer_of``)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def t(self) -> float: ...
+    @property
+    def by(self) -> Role | None: ...
+    @property
+    def offer_id(self) -> str: ...
+    @property
+    def price(self) -> Decimal: ...
+
+
+def offer_of(event: Event) -> MadeOffer | None:
+    """The offer ``event`` creates, or None: the one answer to "does this event make an offer",
+    read by the strategies' offer logs, the Gym observation, fork, the report's chart and the
+    pages' data. Exhaustive over the events: a new event type fails the type check here."""
+    match event:
+        case OfferMade():
+            return event
+        case (
+            OfferWithdrawn()
+            | OfferAccepted()
+            | OfferRejected()
+            | MessageSent()
+            | WalkedAway()
+            | NegotiationEnded()
+        ):
+            return None
+        case _:
+            assert_never(event)

@@ -38,8 +38,8 @@ from dealroom.protocol import (
     Decision,
     MakeOffer,
     Observation,
-    OfferMade,
     Rules,
+    offer_of,
     to_cents,
 )
 from dealroom.protocol._base import CENT
@@ -82,7 +82,7 @@ def encode(observation: Observation, rules: Rules) -> np.ndarray:
         else:
             theirs = offer
     opening = next(
-        (e.price for e in observation.events if isinstance(e, OfferMade) and e.by != role),
+        (o.price for e in observation.events if (o := offer_of(e)) is not None and o.by != role),
         None,
     )
     vector = [
