@@ -88,6 +88,7 @@ def test_the_python_match_snippet_runs(tmp_path: Path) -> None:
     assert re.search(r"^\d+ model calls$", out, re.MULTILINE)
 
 
+@pytest.mark.slow
 def test_the_agents_sdk_snippet_runs(tmp_path: Path) -> None:
     # The snippet uses the SDK's default provider; the loopback endpoint speaks chat completions.
     code = "import agents\nagents.set_default_openai_api('chat_completions')\n"

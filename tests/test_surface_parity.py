@@ -134,6 +134,7 @@ async def from_the_llm_seat(
 
 
 @pytest.mark.parametrize("opponent", OPPONENTS)
+@pytest.mark.slow
 async def test_trl_mcp_and_the_llm_seat_read_the_same_bytes(opponent: str) -> None:
     for index in SCENARIOS:
         briefing, calls, texts = script(BargainToolEnv(), index, opponent)
@@ -168,6 +169,7 @@ async def test_trl_mcp_and_the_llm_seat_read_the_same_bytes(opponent: str) -> No
 
 
 @pytest.mark.parametrize("opponent", OPPONENTS)
+@pytest.mark.slow
 async def test_over_stdio_too(opponent: str, tmp_path: Path) -> None:
     briefing, calls, texts = script(BargainToolEnv(), 0, opponent)
     dealroom = str(Path(sys.executable).parent / "dealroom")

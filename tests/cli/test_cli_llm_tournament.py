@@ -158,6 +158,7 @@ def count_rows(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_an_llm_round_robin_stores_exact_usage_survives_kill_9_and_a_budget_stop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -248,6 +249,7 @@ def test_an_llm_round_robin_stores_exact_usage_survives_kill_9_and_a_budget_stop
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
+@pytest.mark.slow
 def test_the_ray_backend_plays_an_llm_round_robin_into_one_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

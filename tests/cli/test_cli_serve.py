@@ -32,6 +32,7 @@ def serve(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.slow
 def test_a_port_in_use_is_one_line_and_exit_2(
     tmp_path: Path, taken_port: int, workers: str
 ) -> None:
@@ -41,6 +42,7 @@ def test_a_port_in_use_is_one_line_and_exit_2(
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.slow
 def test_a_server_says_in_one_line_on_stderr_where_it_serves(tmp_path: Path, workers: str) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -157,6 +157,7 @@ def test_the_summary_line_says_what_was_played_and_skipped() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_killed_tournament_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
     out = tmp_path / "t.db"
     argv = ["tournament", "--agents", AGENTS, "--per-pair", "60", "--out", str(out)]

@@ -125,6 +125,7 @@ def test_pool_workers_end_with_a_killed_driver_and_resume_loses_nothing(tmp_path
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray")
+@pytest.mark.slow
 def test_a_local_ray_cluster_ends_with_a_killed_driver(tmp_path: Path) -> None:
     out = tmp_path / "t.db"
     driver = start_tournament(out, "--backend", "ray")

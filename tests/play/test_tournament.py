@@ -198,6 +198,7 @@ def test_the_serial_backend_yields_jobs_in_order() -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
+@pytest.mark.slow
 def test_the_ray_backend_gives_the_same_records_as_the_local_one(
     tmp_path: Path, serial: dict[str, NegotiationRecord]
 ) -> None:

@@ -168,6 +168,7 @@ def test_journals_a_smaller_cluster_would_not_restore_refuse_the_start(
             build_parser(["serve"]).parse_args(["serve", "--workers", bad])
 
 
+@pytest.mark.slow
 async def test_a_cluster_started_on_a_running_clusters_store_refuses_in_one_line(
     tmp_path: Path,
 ) -> None:
@@ -188,6 +189,7 @@ async def test_a_cluster_started_on_a_running_clusters_store_refuses_in_one_line
     assert len(lines) == 1 and "another process still serves these rooms" in lines[0], lines
 
 
+@pytest.mark.slow
 async def test_a_front_killed_with_sigkill_leaves_a_socket_directory_the_next_start_removes(
     tmp_path: Path,
 ) -> None:
@@ -393,6 +395,7 @@ async def test_a_killed_worker_fails_its_own_rooms_only(tmp_path: Path) -> None:
     assert sorted(stored_rows(c.results)) == [f"{mine['room']}/1"]
 
 
+@pytest.mark.slow
 async def test_a_restarted_worker_brings_its_rooms_back(tmp_path: Path) -> None:
     async with cluster(tmp_path, restart_s=0.1) as c:
         first, second = [await create(c.url, house_seller="hardliner") for _ in range(2)]
@@ -426,6 +429,7 @@ def cluster_process(results: Path) -> AbstractAsyncContextManager[ServedProcess]
     return serve_process(results, "--workers", "2", env={"TMPDIR": str(results.parent)})
 
 
+@pytest.mark.slow
 async def test_a_terminated_cluster_stops_its_workers_and_exits_cleanly(tmp_path: Path) -> None:
     async with cluster_process(tmp_path / "results.db") as (url, process):
         async with http() as client:
@@ -434,6 +438,7 @@ async def test_a_terminated_cluster_stops_its_workers_and_exits_cleanly(tmp_path
         assert process.wait(WAIT_S) == 0  # not killed by its own SIGTERM raised again
 
 
+@pytest.mark.slow
 async def test_a_cluster_killed_and_started_again_restores_each_room_once(tmp_path: Path) -> None:
     results = tmp_path / "results.db"
     async with cluster_process(results) as (url, process):
@@ -460,6 +465,7 @@ async def test_a_cluster_killed_and_started_again_restores_each_room_once(tmp_pa
     assert sorted(stored_rows(results)) == sorted(f"{r['room']}/1" for r in rooms)
 
 
+@pytest.mark.slow
 async def test_a_single_servers_open_rooms_go_on_in_worker_0_of_a_cluster(tmp_path: Path) -> None:
     results = tmp_path / "results.db"
     async with serve_process(results) as (url, process):

@@ -173,6 +173,7 @@ def check_call(arena: Arena, tool: str, args: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("tool", sorted(PARAMETERS))
+@pytest.mark.slow
 def test_garbage_arguments_get_a_clear_error_or_a_valid_result(arena: Arena, tool: str) -> None:
     @FUZZ
     @given(args=arguments(tool))

@@ -263,6 +263,7 @@ def test_the_server_keeps_an_idle_connection_longer_than_http_clients_do() -> No
     assert config.timeout_keep_alive > (httpx2.Limits().keepalive_expiry or 0) + 5
 
 
+@pytest.mark.slow
 async def test_an_idle_keep_alive_connection_outlives_the_clients_pool_expiry(
     tmp_path: Path,
 ) -> None:

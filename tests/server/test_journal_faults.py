@@ -206,6 +206,7 @@ SHOW = "import sys; from dealroom.cli import main; sys.exit(main())"
 # -- file descriptors -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_thousand_rooms_under_a_512_open_file_limit_hold_no_descriptor_and_all_journal(
     tmp_path: Path,
 ) -> None:

@@ -183,6 +183,7 @@ async def _play(url: str, token: str, seen: list[Any], rng: random.Random, *, fi
             seen[:] = state["observation"]["events"]
 
 
+@pytest.mark.slow
 async def test_a_server_killed_during_many_live_negotiations_restores_them_all(
     tmp_path: Path,
 ) -> None:

@@ -119,6 +119,7 @@ async def room_server_process(results: Path) -> AsyncIterator[tuple[str, subproc
         process.wait(10)
 
 
+@pytest.mark.slow
 async def test_a_room_server_that_dies_mid_call_is_a_tool_error_and_the_proxy_goes_on(
     tmp_path: Path,
 ) -> None:

@@ -38,6 +38,7 @@ def test_only_positions_whose_next_token_is_trained_are_projected() -> None:
     assert trained_positions(labels).tolist() == [1, 2, 4]
 
 
+@pytest.mark.slow
 def test_the_lean_loss_and_its_gradient_are_the_models_own() -> None:
     model = tiny_model()
     inputs = batch()

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import pytest
 from anyio.from_thread import start_blocking_portal
 from browser_support import WAIT_S, chromium, needs_browser, server_thread, until
 from mcp import Client
@@ -25,7 +26,7 @@ from dealroom.play.backends import SerialBackend
 from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.store.results import ResultsStore
 
-pytestmark = needs_browser()
+pytestmark = [needs_browser(), pytest.mark.slow]  # a real browser: seconds a test
 
 XSS = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
 

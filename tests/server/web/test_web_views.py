@@ -9,6 +9,7 @@ import pytest
 from mcp_support import acts, house_room, scenario, secret_with_gains
 
 from dealroom.protocol import Accept, MakeOffer, SendMessage
+from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
 from dealroom.server.seat import RoomBackend
 from dealroom.server.web.views import seat_page_view, spectator_view
@@ -22,8 +23,14 @@ def mentions(text: str, value: Decimal) -> bool:
 
 
 def two_clients(seed: object = 0) -> Room:
-    """A room of two client seats (no house agent) on the virtual clock."""
-    return Room("room-two", scenarios=lambda i: scenario(seed, index=i), seed=0)  # type: ignore[arg-type]
+    """A room of two client seats (no house agent) on the virtual clock; a silent seat counts
+    as waiting after 0.05 s of wall time (the server's 30 s would make a wait take 30 s)."""
+    return Room(
+        "room-two",
+        scenarios=lambda i: scenario(seed, index=i),  # type: ignore[arg-type]
+        seed=0,
+        limits=RoomLimits(idle_s=0.05),
+    )
 
 
 async def test_the_spectator_view_shows_no_private_value_before_the_end_and_both_after() -> None:
