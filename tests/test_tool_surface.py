@@ -20,8 +20,10 @@ from dealroom.protocol.arguments import action_of, arguments_of
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.rules import ActionCosts
 from dealroom.protocol.tools import (
+    ACTION_TOOLS,
     SEAT_TOOLS,
     ArgumentError,
+    ToolName,
     function_schema,
     function_schemas,
     seat_tools,
@@ -34,6 +36,25 @@ from dealroom.training import remote
 from dealroom.training.sft import TOOL_SCHEMAS as SFT_TOOLS
 from dealroom.training.trl import BargainToolEnv
 from dealroom.training.trl import with_rules as env_with_rules
+
+PINNED_TOOLS = (
+    "make_offer",
+    "accept",
+    "reject",
+    "send_message",
+    "walk_away",
+    "wait_for_opponent",
+    "get_state",
+    "new_negotiation",
+)
+"""The one hand-written tool list of the suite: a tool added or removed changes it on purpose
+(every other test derives its tools from the specs)."""
+
+
+def test_the_seat_tools_are_the_pinned_ones_in_their_order() -> None:
+    assert tuple(spec.name for spec in SEAT_TOOLS) == PINNED_TOOLS
+    assert tuple(typing.get_args(ToolName)) == PINNED_TOOLS
+
 
 ODD_RULES = Rules(
     costs=ActionCosts(make_offer=7.5, send_message=0.5, reject=4, accept=2, walk_away=3),
@@ -83,7 +104,7 @@ async def test_the_mcp_tools_are_the_spec_described_under_the_rooms_rules(rules:
 def test_descriptions_hold_the_rules_values_not_the_defaults() -> None:
     for spec in SEAT_TOOLS:
         text = spec.description(ODD_RULES)
-        if spec.name in ("make_offer", "accept", "reject", "send_message", "walk_away"):
+        if spec.name in ACTION_TOOLS:
             assert f"Takes {ODD_RULES.costs.of(spec.name):g} s of clock time" in text
         assert "by default" not in text
 

@@ -24,12 +24,12 @@ from dealroom.cli import play as cli_play
 from dealroom.engine.match import play
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.secret import Secret
+from dealroom.protocol.tools import seat_tools
 from dealroom.store.results import ResultsStore
 from fake_openai import Garbage, Hang, Status, negotiator, scripted, serve
 from room_server import ADMIN, room_server_thread, share_schema_validators
 
-TOOLS = {"make_offer", "accept", "reject", "send_message", "walk_away"}
-TOOLS |= {"wait_for_opponent", "get_state"}
+TOOLS = {tool.name for tool in seat_tools(series=False)}
 SECRET = "2b43c8a13f14fc14e797e8a128dbe4db"
 FAST = ["--model-timeout", "1", "--model-attempts", "2", "--model-backoff", "0.01"]
 

@@ -32,20 +32,13 @@ from mcp.types import CallToolResult
 from mcp_support import house_room, share_schema_validators, text_of
 
 from dealroom.protocol import ActionResult, ErrorCode, SeatState, SessionErrorCode, WaitResult
+from dealroom.protocol.tools import SEAT_TOOLS
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import Room
 from dealroom.server.seat import RoomBackend
 
-PARAMETERS: dict[str, tuple[str, ...]] = {
-    "make_offer": ("price", "message"),
-    "accept": ("offer_id",),
-    "reject": ("offer_id", "message"),
-    "send_message": ("text",),
-    "walk_away": ("message",),
-    "wait_for_opponent": ("timeout_s",),
-    "get_state": (),
-    "new_negotiation": (),
-}
+PARAMETERS: dict[str, tuple[str, ...]] = {t.name: tuple(t.args.model_fields) for t in SEAT_TOOLS}
+"""Every tool's parameters, from the specs: a new tool is fuzzed with no change here."""
 RESULTS: dict[str, type[Any]] = {
     "wait_for_opponent": WaitResult,
     "get_state": SeatState,
