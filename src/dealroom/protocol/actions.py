@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Annotated, Literal, assert_never, get_args
 
 from pydantic import Field, TypeAdapter
 
@@ -57,3 +57,25 @@ Action = Annotated[
 ]
 ActionType = Literal["make_offer", "accept", "reject", "send_message", "walk_away"]
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
+
+ACTION_TYPES: tuple[ActionType, ...] = get_args(ActionType)
+"""Every action type, in the order of ``ActionType``."""
+
+
+def noun(action_type: ActionType) -> str:
+    """The action as a sentence names it ("your offer", "a walk-away takes 1 s"): every text
+    that lists or names actions renders it from here (exhaustive: a new action type fails the
+    type check here)."""
+    match action_type:
+        case "make_offer":
+            return "offer"
+        case "accept":
+            return "accept"
+        case "reject":
+            return "rejection"
+        case "send_message":
+            return "message"
+        case "walk_away":
+            return "walk-away"
+        case _:
+            assert_never(action_type)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from dealroom.protocol.actions import ACTION_TYPES, noun
 from dealroom.protocol.rules import DEFAULT_RULES, Rules
 from dealroom.protocol.scenario import SeatView
 from dealroom.protocol.text import money
@@ -64,10 +65,7 @@ make_offer again; get_state shows everything so far.
 
 def _timing(rules: Rules, clock: Literal["virtual", "wall"]) -> str:
     c = rules.costs
-    costs = (
-        f"offer {c.make_offer:g} s, message {c.send_message:g} s, reject {c.reject:g} s, accept "
-        f"{c.accept:g} s, walk away {c.walk_away:g} s"
-    )
+    costs = ", ".join(f"{noun(kind)} {c.of(kind):g} s" for kind in ACTION_TYPES)
     if clock == "wall":
         return f"It is real time: it runs while you think, and actions take time too ({costs})."
     return (

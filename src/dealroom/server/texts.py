@@ -8,29 +8,11 @@ Everything here is built from one seat's own view: never the other side's privat
 
 from __future__ import annotations
 
-from typing import assert_never
-
-from dealroom.protocol import Action, ActionType, Observation, Rules, SeatOutcome, SeatView
+from dealroom.protocol import Action, Observation, Rules, SeatOutcome, SeatView
+from dealroom.protocol.actions import noun
 from dealroom.protocol.briefing import briefing as base_briefing
 from dealroom.protocol.text import describe_event, money
 from dealroom.protocol.wire import ClockKind
-
-
-def _noun(action_type: ActionType) -> str:
-    """The action, as the noun a sentence names it by."""
-    match action_type:
-        case "make_offer":
-            return "offer"
-        case "accept":
-            return "accept"
-        case "reject":
-            return "rejection"
-        case "send_message":
-            return "message"
-        case "walk_away":
-            return "walk-away"
-        case _:
-            assert_never(action_type)
 
 
 def result_pending(action: Action, outcome: SeatOutcome, currency: str) -> str:
@@ -41,7 +23,7 @@ def result_pending(action: Action, outcome: SeatOutcome, currency: str) -> str:
     else:
         ended = f"the negotiation ended without a deal ({outcome.end_reason})"
     return (
-        f"Your {_noun(action.type)} took effect and {ended}; the result will be saved "
+        f"Your {noun(action.type)} took effect and {ended}; the result will be saved "
         "when the store is writable again."
     )
 
