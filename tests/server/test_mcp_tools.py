@@ -31,6 +31,7 @@ from dealroom.protocol import (
     SessionErrorCode,
     WalkAway,
 )
+from dealroom.protocol.tools import seat_tools
 from dealroom.server.mcp_app import (
     INSTRUCTIONS,
     OBSERVATION_URI,
@@ -51,16 +52,7 @@ def _shared_validators(monkeypatch: pytest.MonkeyPatch) -> None:
     share_schema_validators(monkeypatch)
 
 
-TOOLS = {
-    "make_offer",
-    "accept",
-    "reject",
-    "send_message",
-    "walk_away",
-    "wait_for_opponent",
-    "get_state",
-    "new_negotiation",
-}
+TOOLS = {tool.name for tool in seat_tools(series=True)}  # a house seat: a series
 
 
 def _price(x: float | Decimal) -> float:

@@ -16,15 +16,7 @@ from dealroom.training import BargainToolEnv, RewardSpec
 from dealroom.training.sft import TOOL_SCHEMAS
 from dealroom.training.trl import with_rules
 
-TOOL_NAMES = {
-    "make_offer",
-    "accept",
-    "reject",
-    "send_message",
-    "walk_away",
-    "wait_for_opponent",
-    "get_state",
-}
+TOOL_NAMES = {tool.name for tool in seat_tools(series=False)}
 
 
 def public_methods(env: BargainToolEnv) -> dict[str, typing.Any]:
