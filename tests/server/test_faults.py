@@ -412,6 +412,7 @@ async def test_simultaneous_accepts_of_crossing_offers_make_exactly_one_deal(
             outcome = stored.record.outcome
             assert (outcome.status, outcome.end_reason) == ("deal", "accepted")
             for role, (result, seat_outcome) in seen.items():
+                assert outcome.price is not None
                 assert (seat_outcome["status"], seat_outcome["price"]) == (
                     "deal",
                     float(outcome.price),

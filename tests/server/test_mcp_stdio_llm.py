@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 FAST = ("--model-timeout", "1", "--model-attempts", "2", "--model-backoff", "0.01")
 
 
-def stored(home: Path) -> list[tuple[str, Any, dict[str, Any]]]:
+def stored(home: Path) -> list[tuple[str, Any, Any]]:
     """(key, record, extra) of every stored negotiation."""
     with ResultsStore(home / ".local/share/dealroom/results.db") as store:
         return [(row.key, row.record, row.extra) for row in store.iter()]

@@ -16,8 +16,10 @@ from dealroom.engine.match import play, seat_rng
 from dealroom.engine.schedule import Scheduler
 from dealroom.engine.virtual import VirtualRoom
 from dealroom.protocol import (
+    ROLES,
     Accept,
     ActionCosts,
+    Agent,
     MakeOffer,
     Referee,
     Role,
@@ -51,9 +53,9 @@ def test_agents_in_place_driven_from_outside_or_mixed_play_the_same_negotiation(
             for seller in names:
                 record = play(sc, resolve(buyer), resolve(seller), seed=2)
                 for driven in (("buyer", "seller"), ("buyer",), ("seller",)):
-                    agents = {
+                    agents: dict[Role, Agent] = {
                         role: resolve(spec)(seat_view(sc, role), seat_rng(2, sc.id, role))
-                        for role, spec in (("buyer", buyer), ("seller", seller))
+                        for role, spec in zip(ROLES, (buyer, seller), strict=True)
                     }
                     room = VirtualRoom(
                         sc, agents={r: a for r, a in agents.items() if r not in driven}
@@ -63,9 +65,9 @@ def test_agents_in_place_driven_from_outside_or_mixed_play_the_same_negotiation(
                         room.decide(wake.role, agents[wake.role].act(wake.observation))
                     assert room.referee.events == record.events, (sc.id, buyer, seller, driven)
                 referee = Referee(sc)
-                agents = {
+                agents: dict[Role, Agent] = {
                     role: resolve(spec)(seat_view(sc, role), seat_rng(2, sc.id, role))
-                    for role, spec in (("buyer", buyer), ("seller", seller))
+                    for role, spec in zip(ROLES, (buyer, seller), strict=True)
                 }
                 Scheduler(referee, agents).advance()  # a room's house seats
                 assert referee.events == record.events, (sc.id, buyer, seller)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.types import TextContent
 from mcp_support import client_for, house_room, ok, scenario, secret_with_gains, text_of
 
 from dealroom.cli import main as cli_main
@@ -68,6 +69,7 @@ async def test_a_client_seat_stores_what_it_read_and_did_and_export_sft_exports_
     room = house_room(opponent="hardliner", seed=secret_with_gains(), store=store)
     async with client_for(room, "buyer") as client:
         briefing = (await client.get_prompt("briefing")).messages[0].content
+        assert isinstance(briefing, TextContent)
         seat = Seen(client)
         await seat.call("get_state")
         await seat.call("accept", offer_id="o-nonexistent")  # refused by the rules: kept

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from dealroom.training.lean import lean_loss, release_freed_memory, trained_positions
@@ -40,8 +42,8 @@ def test_only_positions_whose_next_token_is_trained_are_projected() -> None:
 
 @pytest.mark.slow
 def test_the_lean_loss_and_its_gradient_are_the_models_own() -> None:
-    model = tiny_model()
-    inputs = batch()
+    model: Any = tiny_model()
+    inputs: Any = batch()
     own = model(**inputs).loss
     own.backward()
     expected = {n: p.grad.clone() for n, p in model.named_parameters()}

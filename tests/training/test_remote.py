@@ -21,7 +21,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel
+from pydantic import AnyHttpUrl, BaseModel
 
 from dealroom.protocol.tools import seat_tools
 from dealroom.training.remote import HttpSeatClient, RemoteError
@@ -47,8 +47,8 @@ def stub_server() -> MCPServer:
         "stub",
         token_verifier=Verifier(),
         auth=AuthSettings(
-            issuer_url="http://127.0.0.1",
-            resource_server_url="http://127.0.0.1/mcp",
+            issuer_url=AnyHttpUrl("http://127.0.0.1"),
+            resource_server_url=AnyHttpUrl("http://127.0.0.1/mcp"),
             required_scopes=["seat"],
             validate_token_resource=False,
         ),

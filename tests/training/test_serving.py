@@ -56,7 +56,7 @@ class Held:
 @pytest.fixture
 def held() -> Iterator[tuple[Held, Any]]:
     model = Held()
-    with serve(model, max_queue=1) as endpoint:
+    with serve(model, max_queue=1) as endpoint:  # pyright: ignore[reportArgumentType]
         yield model, endpoint
         model.release.set()
 

@@ -10,7 +10,7 @@ from dealroom.play.registry import resolve
 from dealroom.protocol import TIERS, Decision, Observation, OfferMade, Role, SeatView
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.rules import DEFAULT_RULES
-from dealroom.protocol.secret import Secret
+from dealroom.protocol.secret import Secret, Seed
 from dealroom.protocol.tools import function_schemas
 from dealroom.training.sft import NotReplayable, sft_example
 from dealroom.training.trl import BargainToolEnv
@@ -18,7 +18,7 @@ from dealroom.training.trl import BargainToolEnv
 PAIRINGS = [("conceder", "boulware"), ("zic", "tit_for_tat"), ("linear", "micro")]
 
 
-def record_of(buyer: str, seller: str, index: int = 2, tier: str = "mid", seed=0):
+def record_of(buyer: str, seller: str, index: int = 2, tier: str = "mid", seed: Seed = 0):
     scenario = scenario_at(seed, index, tier)  # type: ignore[arg-type]
     return play(scenario, resolve(buyer), resolve(seller), names=(buyer, seller), seed=seed)
 

@@ -310,8 +310,10 @@ def test_a_grpo_rollout_is_the_sft_row_of_the_same_negotiation(grpo_run: dict[st
     assert written[: len(expected.labels)] == [int(label != -100) for label in expected.labels]
     generation_prompt = tokenizer.decode(ids[len(expected.input_ids) :])
     assert generation_prompt.strip() == "<|im_start|>assistant"
-    env._seat.finish()
-    assert tuple(env._seat.referee.events_since(0)) == record.events
+    seat = env._seat
+    assert seat is not None
+    seat.finish()
+    assert tuple(seat.referee.events_since(0)) == record.events
 
 
 def test_grpo_trains_against_an_llm_opponent(grpo_run: dict[str, Any], work: Path) -> None:
@@ -368,7 +370,7 @@ def test_lengths_too_small_are_one_line_errors_before_training(demo: Path, work:
         for i in range(2)
     ]
     with pytest.raises(TrainingSetupError, match="--max-length 512 is shorter") as caught:
-        build_sft(SFTSettings(model=str(demo), output_dir=work / "x", max_length=512), rows)
+        build_sft(SFTSettings(model=str(demo), output_dir=work / "x", max_length=512), rows)  # pyright: ignore[reportArgumentType]
     assert "\n" not in str(caught.value)
     grpo = GRPOSettings(model=str(demo), output_dir=work / "y", max_completion_length=64)
     with pytest.raises(TrainingSetupError, match="--max-completion-length 64 is too short"):
