@@ -256,7 +256,7 @@ def test_a_grpo_rollout_is_the_sft_row_of_the_same_negotiation(grpo_run: dict[st
     negotiation."""
     import inspect
 
-    from trl.chat_template_utils import parse_response
+    from trl.chat_template_utils import parse_response  # pyright: ignore[reportMissingImports]
 
     trainer, settings = grpo_run["trainer"], grpo_run["settings"]
     tokenizer = trainer.processing_class
