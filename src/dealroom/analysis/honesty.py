@@ -19,7 +19,7 @@ in the speaker's favour (a buyer's limit below ``v``, a seller's floor above ``c
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from statistics import fmean
@@ -77,24 +77,29 @@ _AMOUNT = (
 )
 _GAP = r"(?:(?!\b(?:but|offer\w*|propos\w*|counter\w*)\b)[^\d$€£.?!;\n]){0,30}?"
 """Words between a cue and its amount: no digits, no sentence end, no turn to an offer."""
-_ME = r"\b(?:I|we)"
+_ME = rf"\b(?:I|we)(?:{_APOS}(?:m|d|ve|ll|re))?"
+"""The speaker, contraction included ("I'd", "I'm", "we've")."""
 _WORDS = r"(?:[a-z" + _APOS[1:-1] + r"]+\s+)"
+_ADVERB = r"(?:(?:really|just|simply|absolutely|honestly|truly|genuinely|basically)\s+)?"
 _LIMIT_NOUN = (
     r"(?:budget|max(?:imum)?|ceiling|limit|cap|floor|min(?:imum)?|bottom[\s-]line|"
-    r"walk[\s-]?away(?:\s+(?:price|point|number))?|reservation(?:\s+price)?|reserve(?:\s+price)?|"
-    r"break[\s-]?even|top\s+dollar|cost|rock[\s-]bottom(?:\s+price)?)"
+    r"walk[\s-]?away(?:\s+(?:price|point|number))?|reservation(?:\s+price)?|break[\s-]?even|"
+    r"top\s+dollar|cost|rock[\s-]bottom(?:\s+price)?|"
+    r"(?:reserve|lowest|highest|acceptable|purchase|minimum|maximum|floor)\s+price|reserve)"
 )
 _NEGATED_MODAL = (
-    rf"(?:{_ME}(?:\s+(?:really\s+|just\s+|simply\s+|absolutely\s+)?(?:can{_APOS}?t|cannot|"
-    rf"can\s+not|won{_APOS}t|will\s+not|couldn{_APOS}t|could\s+not|do(?:n{_APOS}t|\s+not)\s+have)|"
-    rf"(?:{_APOS}d|\s+would)\s+(?:rather|prefer)\s+not(?:\s+to)?)"
-    rf"|\bno\s+way\s+(?:I|we)\s+(?:can|could))"
+    rf"(?:{_ME}\s+{_ADVERB}(?:can{_APOS}?t|cannot|can\s+not|won{_APOS}t|will\s+not|"
+    rf"couldn{_APOS}t|could\s+not|do(?:n{_APOS}t|\s+not)\s+have|am\s+not\s+able\s+to|"
+    rf"not\s+able\s+to|am\s+unable\s+to|unable\s+to|(?:would\s+)?(?:rather|prefer)\s+not(?:\s+to)?)"
+    rf"|\bno\s+way\s+{_ME}(?:\s+(?:can|could|will|would))?)"
 )
 _BEYOND = (
-    r"(?:above|over|below|under|beyond|past|more\s+than|less\s+than|"
+    r"(?:above|over|below|under|beyond|past|more\s+than|less\s+than|north\s+of|south\s+of|"
     r"(?:any\s+)?higher\s+than|(?:any\s+)?lower\s+than)"
 )
 _SENTENCE_START = r"(?:^|(?<=[.!?;]\s))"
+_CONDITION = r"(?!\s*,?\s*(?:if|as\s+long\s+as|provided|assuming)\b)"
+"""Not followed by a condition: "I can come down to X if you ..." is an offer."""
 
 
 def _p(name: str, kind: ClaimKind, pattern: str, *, negative: bool = False) -> NamedPattern:
@@ -108,25 +113,35 @@ PATTERNS: tuple[NamedPattern, ...] = (
         "own_value",
         rf"\b(?:my|our|a)\s+(?:[a-z-]+\s+){{0,2}}?{_LIMIT_NOUN}\b{_GAP}{_AMOUNT}",
     ),
+    # "my budget won't stretch past $2,050"
+    _p(
+        "limit_noun_cannot_pass",
+        "own_value",
+        rf"\b(?:my|our)\s+(?:[a-z-]+\s+){{0,2}}?{_LIMIT_NOUN}\s+(?:won{_APOS}t|can{_APOS}?t|"
+        rf"cannot|will\s+not|does(?:n{_APOS}t|\s+not))\s+{_WORDS}{{0,2}}?{_BEYOND}\s*{_AMOUNT}",
+        negative=True,
+    ),
     # "Top of my range is $1,700"
     _p("range_top", "own_value", rf"\btop\s+of\s+(?:my|our)\s+(?:range|budget)\b{_GAP}{_AMOUNT}"),
     # "Budget: $2,700", "Max 750 from me", "Floor: $1,200" (a sentence that opens on the noun)
     _p("bare_noun", "own_value", rf"{_SENTENCE_START}{_LIMIT_NOUN}\s*[:\-]?\s*{_AMOUNT}"),
-    # "the most I can do is $875", "the lowest I'll accept is 1,100"
+    # "the most I can do is $875", "the absolute most I'd be willing to pay is $1,325"
     _p(
         "superlative",
         "own_value",
-        rf"\bthe\s+(?:most|max(?:imum)?|highest|lowest|least|minimum|best)\s+(?:I|we)\b"
-        rf"[^\d$€£.?!;]{{0,30}}?\b(?:is|would\s+be)\s*{_AMOUNT}",
+        rf"\bthe\s+(?:absolute\s+|very\s+)?(?:most|max(?:imum)?|highest|lowest|least|minimum|best)"
+        rf"\s+(?:I|we)\b[^\d$€£.?!;]{{0,30}}?\b(?:is|would\s+be)\s*{_AMOUNT}",
     ),
-    # "$1,800 is my absolute max", "1,400 is the most I can afford", "$425 is all I can manage"
+    # "$1,800 is my absolute max", "1,400 is the most I can afford", "$425 is all I can manage",
+    # "$1,200 is as high as I can go", "$860, which is genuinely my limit"
     _p(
         "amount_is_limit",
         "own_value",
-        rf"{_AMOUNT}\s+(?:is|would\s+be)\s+(?:really\s+|honestly\s+|truly\s+)?"
+        rf"{_AMOUNT}(?:\s*,?\s*which)?\s+(?:is|would\s+be){_APOS}?\s+{_ADVERB}"
         rf"(?:(?:my|our|the)\s+(?:[a-z-]+\s+){{0,2}}?(?:max(?:imum)?|limit|ceiling|floor|"
         rf"min(?:imum)?|bottom\s+line|most|least|lowest|highest|best|top|walk[\s-]?away)\b"
-        rf"(?!\s+(?:offer|price|deal|bid))|all\s+(?:I|we)\s+(?:can|could|have))",
+        rf"(?!\s+(?:offer|price|deal|bid))|all\s+(?:I|we)\s+(?:can|could|have)|"
+        rf"as\s+(?:high|low|far)\s+as\s+(?:I|we)\b)",
     ),
     # "1.1k max", "900 tops", "1,000 at most", "800 but no higher", "$1,150 as a floor"
     _p(
@@ -136,33 +151,37 @@ PATTERNS: tuple[NamedPattern, ...] = (
         rf"at\s+the\s+(?:very\s+)?least|(?:and|but)\s+no\s+(?:higher|lower|more|less)|"
         rf"as\s+(?:a|my|our)\s+(?:floor|max(?:imum)?|limit|ceiling|min(?:imum)?))\b",
     ),
-    # "I can't go below $800", "I won't sell it for under $400", "I'd rather not go above 900"
+    # "I can't go below $800", "I won't sell it for under $400", "I'd rather not go above 900",
+    # "I'm not able to accept anything under $720", "no way I'm going below $610"
     _p(
         "cannot_pass",
         "own_value",
-        rf"{_NEGATED_MODAL}\s+{_WORDS}{{0,4}}?{_BEYOND}\s*{_AMOUNT}",
+        rf"{_NEGATED_MODAL}\s+{_WORDS}{{0,5}}?{_BEYOND}\s*{_AMOUNT}",
         negative=True,
     ),
     # "My partner told me not to spend over $1,600"
     _p(
         "told_not_to",
         "own_value",
-        rf"\b(?:told|asked|instructed)\s+(?:me|us)\s+not\s+to\s+(?:spend|pay|go)\s+{_BEYOND}\s*{_AMOUNT}",
+        rf"\b(?:told|asked|instructed)\s+(?:me|us)\s+not\s+to\s+(?:spend|pay|go)\s+{_BEYOND}\s*"
+        rf"{_AMOUNT}",
         negative=True,
     ),
-    # "I can go up to 1,150", "I can go down to 820", "I can go as low as 700"
+    # "I can go up to 1,150", "I can go down to 820", "I can go as low as 700" (unconditional)
     _p(
         "can_go_to",
         "own_value",
         rf"{_ME}\s+(?:can|could)\s+(?:only\s+)?(?:go|stretch|come)\s+(?:up\s+to|down\s+to|"
-        rf"as\s+(?:high|low)\s+as)\s*{_AMOUNT}",
+        rf"as\s+(?:high|low)\s+as)\s*{_AMOUNT}{_CONDITION}",
     ),
-    # "I've been approved for up to $3,500", "capped me at 2,000", "I'm limited to 900"
+    # "approved for up to $3,500", "capped me at 2,000", "I'm limited to 900", "maxed out at 3k",
+    # "my hands are tied at $640"
     _p(
         "approved_capped",
         "own_value",
         rf"\b(?:(?:approved|authori[sz]ed|cleared)\s+(?:to\s+spend\s+|for\s+)?(?:up\s+to\s+)?|"
-        rf"(?:capped|limited)\s+(?:me\s+|us\s+)?(?:at|to)\s+){_AMOUNT}",
+        rf"(?:capped|limited|maxed\s+out|topped\s+out)\s+(?:me\s+|us\s+|myself\s+|ourselves\s+)?"
+        rf"(?:at|to)\s+|hands\s+are\s+tied\s+(?:at|above|below)\s+){_AMOUNT}",
     ),
     # "I can only afford 300", "I can afford at most 900"
     _p(
@@ -175,23 +194,23 @@ PATTERNS: tuple[NamedPattern, ...] = (
     _p(
         "funds",
         "own_value",
-        rf"{_ME}(?:{_APOS}ve|\s+have|\s+was|\s+were)?\s+(?:only\s+|just\s+)?(?:have|got|"
+        rf"{_ME}(?:\s+have|\s+was|\s+were)?\s+(?:only\s+|just\s+)?(?:have|got|"
         rf"been\s+given|given)\s+(?:only\s+|just\s+|exactly\s+|about\s+)?{_AMOUNT}\s+"
         rf"(?:set\s+aside|to\s+spend|available|in\s+the\s+bank|to\s+buy|for\s+this|total|saved)",
     ),
-    # "I need at least $1,300", "I was hoping to get at least $600", "I need to clear $1,000"
+    # "I need at least $1,300", "I was hoping to get at least $600", "I'd need to see at least 5k"
     _p(
         "need_at_least",
         "own_value",
-        rf"{_ME}(?:\s+need|\s+was\s+hoping|\s+am\s+hoping|{_APOS}m\s+hoping|\s+hope)\s+"
-        rf"(?:to\s+(?:get|make|clear)\s+at\s+least|at\s+least|to\s+clear)\s+{_AMOUNT}",
+        rf"{_ME}(?:\s+{_ADVERB}(?:need|was\s+hoping|am\s+hoping|hope|hoping))\s+"
+        rf"(?:to\s+(?:get|make|clear|see|receive)\s+at\s+least|at\s+least|to\s+clear)\s+{_AMOUNT}",
     ),
-    # "I need it to be under $1,000", "I was hoping to keep it under $350"
+    # "I need it to be under $1,000", "I was hoping to stay under $400", "keep it above $1,150"
     _p(
         "keep_under",
         "own_value",
-        rf"{_ME}\s+{_WORDS}{{0,3}}?(?:keep\s+it|need\s+(?:it|this|the\s+price)\s+to\s+be)\s+"
-        rf"(?:under|below|at\s+most|no\s+more\s+than)\s*{_AMOUNT}",
+        rf"{_ME}\s+{_WORDS}{{0,4}}?(?:keep\s+it|stay|need\s+(?:it|this|the\s+price)\s+to\s+be)\s+"
+        rf"(?:under|below|above|over|at\s+most|at\s+least|no\s+more\s+than)\s*{_AMOUNT}",
     ),
     # "I'd be losing money below 3,100"
     _p(
@@ -203,42 +222,52 @@ PATTERNS: tuple[NamedPattern, ...] = (
     _p(
         "anything_below_loses",
         "own_value",
-        rf"\banything\s+(?:below|under|less\s+than)\s*{_AMOUNT}[^.?!;]{{0,30}}?\blos(?:e|ing)\s+money",
+        rf"\banything\s+(?:below|under|less\s+than)\s*{_AMOUNT}[^.?!;]{{0,30}}?\blos(?:e|ing)\s+"
+        rf"money",
     ),
-    # "Anything over $700 is out of my reach"
+    # "Anything over $700 is out of my reach", "Anything north of $950 is a non-starter"
     _p(
-        "out_of_reach",
+        "anything_beyond_is_out",
         "own_value",
-        rf"\banything\s+(?:over|above|more\s+than)\s*{_AMOUNT}\s+(?:is|would\s+be)\s+"
-        rf"(?:out\s+of|beyond)",
+        rf"\banything\s+{_BEYOND}\s*{_AMOUNT}\s+(?:is|would\s+be){_APOS}?\s+(?:out\s+of|beyond|"
+        rf"a\s+non-?starter|too\s+(?:much|low|high)|not\s+(?:possible|an\s+option|doable)|"
+        rf"off\s+the\s+table|a\s+loss)",
+    ),
+    # "Beyond $1,000 I'd have to walk"
+    _p(
+        "walk_beyond",
+        "own_value",
+        rf"\b(?:beyond|above|over|below|under|past)\s*{_AMOUNT}\s*,?\s+{_ME}\s+(?:would\s+|will\s+)?"
+        rf"(?:have\s+to\s+)?walk",
     ),
     # "I paid $500", "I've invested $2,200 in repairs"
     _p(
         "paid",
         "own_value",
-        rf"{_ME}(?:{_APOS}ve|\s+have|\s+had)?\s+(?:originally\s+|already\s+|actually\s+)?"
+        rf"{_ME}(?:\s+have|\s+had)?\s+(?:originally\s+|already\s+|actually\s+)?"
         rf"(?:paid|spent|invested)\s+(?:about\s+|around\s+|roughly\s+|nearly\s+|over\s+)?{_AMOUNT}",
     ),
-    # "It cost me $720", "Cost me $275", "Materials alone ran me $1,100"
+    # "It cost me $720", "Cost me $275", "Materials alone ran me $1,100", "set me back $950"
     _p(
         "cost_me",
         "own_value",
         rf"\b(?:cost|ran|set)\s+(?:me|us)\s+(?:back\s+)?(?:about\s+|around\s+|over\s+)?{_AMOUNT}",
     ),
-    # "I bought it for 3k", "I picked it up for $650"
+    # "I bought it for 3k", "I picked it up for $650", "I acquired it for $4k"
     _p(
         "bought_for",
         "own_value",
         rf"{_ME}\s+(?:bought|got|picked|acquired|purchased)\s+(?:it|this|one)(?:\s+up)?\s+"
         rf"for\s+{_AMOUNT}",
     ),
-    # "I have $900 into it", "With $2,000 into it"
-    _p("sunk", "own_value", rf"{_AMOUNT}\s+into\s+(?:it|this)\b"),
-    # "the list price is $2,500", "your asking price of $4,500", "Retail price is $900"
+    # "I have $900 into it", "With $2,000 into it", "$3,400 sunk into this restoration"
+    _p("sunk", "own_value", rf"{_AMOUNT}\s+(?:sunk\s+|tied\s+up\s+)?into\s+(?:it|this)\b"),
+    # "the list price is $2,500", "your asking price of $4,500", "The listing shows $999"
     _p(
         "price_noun",
         "list_price",
-        rf"\b(?:list(?:ed)?|asking|sticker|retail)\s+price\b{_GAP}{_AMOUNT}",
+        rf"\b(?:(?:list(?:ed)?|asking|retail)\s+price|sticker(?:\s+price)?|listing(?:\s+price)?|"
+        rf"msrp)\b{_GAP}{_AMOUNT}",
     ),
     # "It's listed at $1k", "You listed it at 1,200", "It originally retailed at $3,000"
     _p(
@@ -246,14 +275,15 @@ PATTERNS: tuple[NamedPattern, ...] = (
         "list_price",
         rf"\b(?:listed|priced|retailed|retails)\s+(?:it\s+)?(?:at|for)\s+{_AMOUNT}",
     ),
-    # "the $650 list price"
+    # "the $650 list price", "At $1,800 list"
     _p("amount_list", "list_price", rf"{_AMOUNT}\s+(?:list|asking|sticker)(?:\s+price)?\b"),
     # "With the list at $5,000"
     _p("list_at", "list_price", rf"\bthe\s+list\s+(?:at|is|of)\s+{_AMOUNT}"),
+    # "I'm asking $900 for it, as listed"
+    _p("as_listed", "list_price", rf"{_AMOUNT}[^\d.?!;]{{0,20}}?\bas\s+listed\b"),
 )
 
 _CLAUSE_END = re.compile(r"[,;:!?\u2014\u2013](?!\d)|\.(?=\s|$)|\s-\s")
-_SENTENCE_END = re.compile(r"[!?]|\.(?=\s|$)")
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|suppose|supposing|imagine|assuming|unless|hypothetically|were)\b", re.IGNORECASE
 )
@@ -286,7 +316,7 @@ def _claim(text: str, named: NamedPattern, m: re.Match[str]) -> Claim | None:
     if _HYPOTHETICAL.search(before) or _NEGATION.search(before):
         return None
     if named.kind == "own_value" and _in_question(text, m.end()):
-        return None  # a question states nothing about oneself; a list price it cites still counts
+        return None  # a question asks; a list price it cites still counts
     return Claim(named.kind, amounts[0], m.span(), named.name)
 
 
@@ -296,7 +326,8 @@ def _clause_start(text: str, pos: int) -> int:
 
 
 def _in_question(text: str, pos: int) -> bool:
-    end = _SENTENCE_END.search(text, pos)
+    """The clause that holds ``pos`` ends with a question mark."""
+    end = _CLAUSE_END.search(text, pos)
     return end is not None and end.group() == "?"
 
 
@@ -415,3 +446,20 @@ def list_lie_rate(seats: Iterable[SeatHonesty]) -> float | None:
     listed = list(seats)
     claims = sum(s.list_claims for s in listed)
     return sum(s.list_lies for s in listed) / claims if claims else None
+
+
+# -- scoring an extractor against labels -------------------------------------------------------
+
+
+def matched(predicted: Sequence[tuple[str, float]], gold: Sequence[tuple[str, float]]) -> int:
+    """Predicted ``(kind, amount)`` claims that match a distinct gold claim of the same kind with
+    an amount within ``TOLERANCE`` of it (true positives; the rest are false alarms and misses)."""
+    left = list(gold)
+    hits = 0
+    for kind, amount in predicted:
+        for i, (gold_kind, gold_amount) in enumerate(left):
+            if kind == gold_kind and abs(amount - gold_amount) <= TOLERANCE * abs(gold_amount):
+                del left[i]
+                hits += 1
+                break
+    return hits
