@@ -9,9 +9,10 @@ server and the size of ``tools/list`` (``stdio_startup.py``), the 15,000-negotia
 tournament (``tournament.py``), MCP tool-call latency in memory and over loopback HTTP with 200
 sessions (``mcp_latency.py``), the same session load on one process and on N workers behind a
 front (``mcp_cluster.py``), memory per idle room (``memory.py``) and orchestration efficiency
-of LLM seats against a fake endpoint (``orchestration.py``). Each script also runs alone, with
-more options, and each runs here in a fresh process of its own, as alone. ``--quick`` shortens
-the timed phases (about half the time; noisier figures).
+of LLM seats against a fake endpoint (``orchestration.py``), and the honesty extractor's
+precision and recall on its labelled corpus and held-out set (``honesty.py``). Each script also
+runs alone, with more options, and each runs here in a fresh process of its own, as alone.
+``--quick`` shortens the timed phases (about half the time; noisier figures).
 
 Wall-clock figures depend on what else the machine runs: the load average is printed at the
 start and the end, and the engine comparison is made on CPU time as well.
@@ -34,6 +35,7 @@ import anyio
 
 import engine
 import gym_steps
+import honesty
 import mcp_cluster
 import mcp_latency
 import memory
@@ -203,6 +205,22 @@ def orchestration_efficiency(quick: bool) -> list[Figure]:
     ]
 
 
+def honesty_extractor(quick: bool) -> list[Figure]:
+    corpus = honesty.evaluate(honesty.load())
+    heldout = honesty.evaluate(honesty.load(honesty.HELDOUT))
+    honesty.report(corpus, "rule-based extractor, corpus")
+    honesty.report(heldout, "held-out (never tuned on)")
+    figures: list[Figure] = []
+    for name, evaluation in (("corpus", corpus), ("held-out", heldout)):
+        s = evaluation.overall
+        note = f"{evaluation.messages} messages, {s.hits + s.misses} claims"
+        for measure, value in (("precision", s.precision), ("recall", s.recall)):
+            target = f">= {honesty.TARGET:g}" if name == "corpus" else "-"
+            met = (value or 0) >= honesty.TARGET if name == "corpus" else None
+            figures.append(Figure(f"honesty {measure} ({name})", value, target, met, "", note))
+    return figures
+
+
 SECTIONS: list[tuple[str, str, Callable[[bool], list[Figure]]]] = [
     ("engine throughput, side by side with NegMAS", "engine vs NegMAS", engine_vs_negmas),
     ("Gymnasium steps, linear policy vs linear", "Gymnasium steps/s", gymnasium_steps),
@@ -216,6 +234,7 @@ SECTIONS: list[tuple[str, str, Callable[[bool], list[Figure]]]] = [
         "orchestration efficiency",
         orchestration_efficiency,
     ),
+    ("honesty extractor on its labelled corpus", "honesty extractor", honesty_extractor),
 ]
 
 
