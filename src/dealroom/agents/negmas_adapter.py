@@ -93,7 +93,7 @@ class PriceGrid:
 
 def issues(points: int) -> list[Any]:
     """NegMAS's issue space: one integer issue ``price`` from 1 to ``points``."""
-    from negmas import make_issue  # pyright: ignore[reportMissingImports]
+    from negmas.outcomes import make_issue  # pyright: ignore[reportMissingImports]
 
     return [make_issue(values=(1, points), name="price")]
 
@@ -220,12 +220,15 @@ class NegmasAgent:
         self.step = params.step
         self.guard = params.guard
         self.random = SeatRandom(rng)
-        self.mechanism = mechanism(
-            view.scenario.deadline, params.points, end_on_no_response=False, name=view.scenario.id
-        )
-        self.other = placeholder_class()(name="buyer" if view.role == "seller" else "seller")
-        own = ufun(self.grid, view.role, view.private_value, self.mechanism.issues)
-        with self.random:
+        with self.random:  # building may draw too (ids, a negotiator's own set-up)
+            self.mechanism = mechanism(
+                view.scenario.deadline,
+                params.points,
+                end_on_no_response=False,
+                name=view.scenario.id,
+            )
+            self.other = placeholder_class()(name="buyer" if view.role == "seller" else "seller")
+            own = ufun(self.grid, view.role, view.private_value, self.mechanism.issues)
             self.negotiator = negotiator_class(name=view.role)
             seats = [(self.negotiator, own), (self.other, None)]
             for seat, preferences in seats if view.role == FIRST else reversed(seats):
