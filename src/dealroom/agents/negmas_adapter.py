@@ -164,8 +164,9 @@ def _placeholder_class() -> type[Any]:
 placeholder_class = cache(_placeholder_class)
 
 
-class SeatRandom:
-    """The global ``random`` state of one seat, swapped in around each NegMAS call."""
+class GlobalStream:
+    """One seat's state of the global ``random`` module, swapped in around each NegMAS call
+    (``with stream: ...``) and out again after it."""
 
     def __init__(self, rng: random.Random) -> None:
         self._state = random.Random(rng.getrandbits(64)).getstate()
@@ -219,7 +220,7 @@ class NegmasAgent:
         self.grid = params.grid(view.scenario.list_price)
         self.step = params.step
         self.guard = params.guard
-        self.random = SeatRandom(rng)
+        self.random = GlobalStream(rng)
         with self.random:  # building may draw too (ids, a negotiator's own set-up)
             self.mechanism = mechanism(
                 view.scenario.deadline,
