@@ -32,6 +32,12 @@ def test_the_readme_gives_the_training_test_command() -> None:
     assert command in README
 
 
+def test_the_readme_gives_the_negmas_test_command_ci_runs() -> None:
+    assert 'pip install -e ".[test,negmas]" && pytest -m negmas -p no:xdist' in README
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'pip install --quiet -e ".[test,negmas]" && pytest -m negmas -p no:xdist' in ci
+
+
 def test_the_mcp_section_lists_every_tool_a_seat_is_offered_in_order() -> None:
     section = README.split("## Put any agent in a seat (MCP)", 1)[1]
     sentence = section.split("a `briefing` prompt", 1)[0]

@@ -197,8 +197,12 @@ def test_agents_lists_one_line_per_agent(capsys: pytest.CaptureFixture[str]) -> 
     assert (code, err) == (0, "")
     lines = out.splitlines()
     scripted = [entry.name for entry in entries()]
-    assert [line.split()[0] for line in lines] == [*scripted, "human", "llm:MODEL"]
+    heads = [line.split()[0] for line in lines if not line.startswith("  ")]
+    assert heads == [*scripted, "human", "llm:MODEL", "negmas:CLASS"]
     assert "boulware" in out and "e=0.2" in out
+    # The family's members (with the negmas extra), or one line on how to install it.
+    members = [line.split()[0] for line in lines if line.startswith("  ")]
+    assert members == ["(none"] or all(name.startswith("negmas:") for name in members)
 
 
 def test_scenarios_writes_valid_jsonl(capsys: pytest.CaptureFixture[str]) -> None:

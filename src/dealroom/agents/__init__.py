@@ -4,10 +4,13 @@ that names them all."""
 from dealroom.agents import builtin as _builtin  # noqa: F401  (registers the built-in agents)
 from dealroom.play.registry import (
     AgentEntry,
+    AgentFamily,
     AgentSpecError,
+    MissingExtraError,
     PlayerOptions,
     SeatEntry,
     entries,
+    families,
     is_scripted,
     parse_spec,
     resolve,
@@ -17,10 +20,13 @@ from dealroom.play.registry import (
 
 __all__ = [
     "AgentEntry",
+    "AgentFamily",
     "AgentSpecError",
+    "MissingExtraError",
     "PlayerOptions",
     "SeatEntry",
     "entries",
+    "families",
     "is_scripted",
     "parse_spec",
     "resolve",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dealroom.agents import negmas_specs as _negmas_specs  # noqa: F401  (registers negmas:CLASS)
 from dealroom.agents import seats as _seats  # noqa: F401  (registers llm:MODEL and human)
 from dealroom.agents.micro import MicroParams, micro
 from dealroom.agents.nice_tft import NiceTftParams, nice_tft

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dealroom.agents import entries, seat_entries
+from dealroom.agents import MissingExtraError, entries, families, seat_entries
 from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import (
     add_scenario_flags,
@@ -72,4 +72,17 @@ def run_agents(args: argparse.Namespace) -> int:
     for seat in seat_entries():
         name = f"{seat.name}:{seat.argument}" if seat.argument else seat.name
         sys.stdout.write(f"{name:<12} {seat.summary} (plays through a seat)\n")
+    for family in families():
+        name = f"{family.name}:{family.argument}"
+        try:
+            members = [family.member(argument) for argument in family.members()]
+        except MissingExtraError as exc:  # the listing works without the extra
+            sys.stdout.write(f"{name:<12} {family.summary}\n  (none here: {exc})\n")
+            continue
+        params = ", ".join(f"{k}={v:g}" for k, v in members[0].defaults.items()) if members else ""
+        sys.stdout.write(
+            f"{name:<12} {family.summary}" + (f"  [{params}]" if params else "") + "\n"
+        )
+        for member in members:
+            sys.stdout.write(f"  {member.name:<44} {member.summary}\n")
     return 0

@@ -7,6 +7,10 @@ Two kinds of entry, one contract (``dealroom.play.players.Player``):
   play-out loop, or to a ``ScriptedPlayer`` (``resolve_player``) that carries that factory, so
   a match or tournament job whose two seats are scripted runs in the engine with no MCP session
   and no event loop.
+- ``AgentFamily``: scripted strategies named by an argument, ``NAME:ARGUMENT`` or
+  ``NAME:ARGUMENT:KEY=VALUE,...`` (``negmas:BoulwareTBNegotiator``: the argument is a class of
+  an optional library). It gives one ``AgentEntry`` per argument, named ``NAME:ARGUMENT``, which
+  then resolves as above.
 - ``SeatEntry``: a player that plays through a seat's tools (an LLM, a person, a remote client,
   a policy being trained). Its spec is ``NAME`` or ``NAME:ARGUMENT`` (``llm:gpt-4.1-mini``: the
   argument is the model); ``resolve_player`` builds it with ``PlayerOptions`` (endpoint, settings).
@@ -45,6 +49,13 @@ class AgentSpecError(DealroomError, ValueError):
     kind = "agent_spec"
 
 
+class MissingExtraError(AgentSpecError):
+    """An agent spec whose agent needs an optional extra that is not installed (one sentence
+    that says what to install)."""
+
+    kind = "missing_extra"
+
+
 @dataclass(frozen=True, slots=True)
 class AgentEntry:
     """One registered agent: its defaults and how to build it from parameters."""
@@ -81,7 +92,25 @@ class SeatEntry:
     """What the argument is, for listings (e.g. ``MODEL``); empty: the entry takes none."""
 
 
-Entry = AgentEntry | SeatEntry
+@dataclass(frozen=True, slots=True)
+class AgentFamily:
+    """Scripted agents named by an argument (``negmas:CLASS``): one ``AgentEntry`` per argument.
+
+    Nothing of the family's library is imported until a member is built or listed, so naming
+    the family costs other runs nothing."""
+
+    name: str
+    summary: str
+    argument: str
+    """What the argument is, for listings (e.g. ``CLASS``)."""
+    member: Callable[[str], AgentEntry]
+    """The entry the argument names (named ``NAME:ARGUMENT``); raises AgentSpecError (or
+    MissingExtraError) for an argument it does not know."""
+    members: Callable[[], list[str]]
+    """The arguments it knows, for listings; raises MissingExtraError without its extra."""
+
+
+Entry = AgentEntry | AgentFamily | SeatEntry
 
 _REGISTRY: dict[str, Entry] = {}
 _plugins_loaded = False
@@ -110,19 +139,32 @@ def entries() -> list[AgentEntry]:
     return [e for name in sorted(_REGISTRY) if isinstance(e := _REGISTRY[name], AgentEntry)]
 
 
+def families() -> list[AgentFamily]:
+    """Every registered family of scripted agents, by name."""
+    _load_plugins()
+    return [e for name in sorted(_REGISTRY) if isinstance(e := _REGISTRY[name], AgentFamily)]
+
+
 def seat_entries() -> list[SeatEntry]:
     """Every registered kind of seat player, by name."""
     _load_plugins()
     return [e for name in sorted(_REGISTRY) if isinstance(e := _REGISTRY[name], SeatEntry)]
 
 
-def _entry(spec: str) -> tuple[Entry, str]:
+def _entry(spec: str) -> tuple[AgentEntry | SeatEntry, str]:
+    """The entry a spec names and the rest of the spec (a family's member for
+    ``NAME:ARGUMENT[:PARAMETERS]``, with the parameters as the rest)."""
     _load_plugins()
     name, _, rest = spec.strip().partition(":")
     entry = _REGISTRY.get(name)
     if entry is None:
         known = ", ".join(sorted(_REGISTRY))
         raise AgentSpecError(f"unknown agent {name!r}; known agents: {known}")
+    if isinstance(entry, AgentFamily):
+        argument, _, rest = rest.partition(":")
+        if not argument.strip():
+            raise AgentSpecError(f"agent {name!r} needs {entry.argument}: {name}:...")
+        return entry.member(argument.strip()), rest
     return entry, rest
 
 

@@ -21,6 +21,7 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     ├── UnsupportedMCP                 unsupported_mcp server   an mcp without a part dealroom uses
     ├── SeatClosedError                seat_closed    client    a seat used outside ``async with``
     ├── AgentSpecError (ValueError)    agent_spec     play      a spec that names no agent
+    │   └── MissingExtraError          missing_extra  play      an agent whose extra is absent
     ├── PlayerFailed                   player_failed  play      a player that could not go on
     ├── RemoteMatchError               remote_match   play      a remote room that failed
     ├── TournamentError                tournament     play      a tournament that cannot start
