@@ -25,17 +25,8 @@ from decimal import Decimal
 from statistics import fmean
 from typing import Literal, assert_never
 
-from dealroom.analysis.metrics import numbers_in
-from dealroom.protocol import (
-    MessageSent,
-    NegotiationEnded,
-    OfferAccepted,
-    OfferMade,
-    OfferRejected,
-    OfferWithdrawn,
-    Role,
-    WalkedAway,
-)
+from dealroom.analysis.metrics import numbers_in, texts_of
+from dealroom.protocol import Role
 from dealroom.protocol.record import NegotiationRecord
 
 ClaimKind = Literal["own_value", "list_price"]
@@ -370,26 +361,6 @@ class SeatHonesty:
     """``|claimed - value| / L`` of each bluff."""
     list_claims: int
     list_lies: int
-
-
-def texts_of(record: NegotiationRecord, role: Role) -> list[str]:
-    """What the seat wrote: offer and rejection messages, walk-away notes, cheap talk."""
-    texts: list[str] = []
-    for event in record.events:
-        if event.by != role:
-            continue
-        match event:
-            case OfferMade() | OfferRejected() | WalkedAway():
-                text = event.message
-            case MessageSent():
-                text = event.text
-            case OfferAccepted() | OfferWithdrawn() | NegotiationEnded():
-                continue
-            case _:
-                assert_never(event)
-        if text:
-            texts.append(text)
-    return texts
 
 
 def claims_of(record: NegotiationRecord, role: Role) -> list[JudgedClaim]:

@@ -37,6 +37,7 @@ from typing import Any, TypeVar, assert_never
 import numpy as np
 
 from dealroom.protocol import (
+    Event,
     MessageSent,
     NegotiationEnded,
     OfferAccepted,
@@ -46,6 +47,7 @@ from dealroom.protocol import (
     Role,
     Tier,
     WalkedAway,
+    offer_of,
     other,
 )
 from dealroom.protocol.record import NegotiationRecord
@@ -100,33 +102,41 @@ def seats_of(record: NegotiationRecord) -> tuple[SeatStats, SeatStats]:
     return _seat(record, "buyer"), _seat(record, "seller")
 
 
-def _seat(record: NegotiationRecord, role: Role) -> SeatStats:
-    s, o = record.scenario, record.outcome
-    own = s.private_value(role)
-    surplus = o.buyer_surplus if role == "buyer" else o.seller_surplus
-    offers: list[float] = []
-    texts: list[str] = []
-    actions = 0
+def actions_of(record: NegotiationRecord, role: Role) -> list[tuple[Event, str | None]]:
+    """The seat's own actions in order, each with the text it carries (an offer's or a
+    rejection's message, a walk-away note, cheap talk; None for an accept). Consequences
+    (withdrawals, the end) are not actions."""
+    actions: list[tuple[Event, str | None]] = []
     for event in record.events:
         if event.by != role:
             continue
         match event:
-            case OfferMade():
-                offers.append(float(event.price))
+            case OfferMade() | OfferRejected() | WalkedAway():
                 text = event.message
             case OfferAccepted():
                 text = None
-            case OfferRejected() | WalkedAway():
-                text = event.message
             case MessageSent():
                 text = event.text
             case OfferWithdrawn() | NegotiationEnded():
                 continue  # consequences, not the seat's actions
             case _:
                 assert_never(event)
-        actions += 1
-        if text:
-            texts.append(text)
+        actions.append((event, text))
+    return actions
+
+
+def texts_of(record: NegotiationRecord, role: Role) -> list[str]:
+    """What the seat wrote, in order: messages of its actions and its cheap talk."""
+    return [text for _, text in actions_of(record, role) if text]
+
+
+def _seat(record: NegotiationRecord, role: Role) -> SeatStats:
+    s, o = record.scenario, record.outcome
+    own = s.private_value(role)
+    surplus = o.buyer_surplus if role == "buyer" else o.seller_surplus
+    actions = actions_of(record, role)
+    offers = [float(made.price) for event, _ in actions if (made := offer_of(event)) is not None]
+    texts = [text for _, text in actions if text]
     names = {"buyer": record.buyer, "seller": record.seller}
     return SeatStats(
         agent=names[role],
@@ -144,7 +154,7 @@ def _seat(record: NegotiationRecord, role: Role) -> SeatStats:
         offers=tuple(offers),
         time_fraction=o.time / s.deadline,
         messages=getattr(o.messages, role),
-        actions=actions,
+        actions=len(actions),
         invalid=getattr(o.invalid_actions, role),
         leaked=any(leaks(text, own) for text in texts),
     )
