@@ -57,6 +57,7 @@ def test_the_report_is_one_strict_json_object(report: dict[str, Any]) -> None:
         "head_to_head",
         "per_tier",
         "features",
+        "diagnostics",
         "samples",
         "usage",
     }

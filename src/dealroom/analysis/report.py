@@ -13,9 +13,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from dealroom.analysis import diagnostics as d
 from dealroom.analysis import metrics as m
 from dealroom.analysis.report_models import (
     Bootstrap,
+    DiagnosticRow,
     FeatureRow,
     HeadToHead,
     LeaderRow,
@@ -45,17 +47,22 @@ def build_report(
     seed: int = 0,
     samples: int = 6,
     paid: Iterable[Mapping[str, Any]] = (),
+    oracle: d.OracleFn | None = None,
 ) -> Report:
     """The whole report (``Report.model_dump(mode="json")`` is its JSON). Stored negotiations
-    (not bare records) also give the per-model usage of LLM seats (``dealroom.analysis.usage``)."""
+    (not bare records) also give the per-model usage of LLM seats (``dealroom.analysis.usage``)
+    and their beliefs; ``oracle`` gives each seat's oracle surplus (``dealroom.play.oracle``)."""
     rows: list[m.SeatStats] = []
+    diagnoses: list[d.SeatDiagnosis] = []
     picked: list[NegotiationRecord] = []
     usage = UsageCollector()
     for item in records:
         record = item.record if isinstance(item, StoredNegotiation) else item
-        if isinstance(item, StoredNegotiation):
-            usage.add(record, item.extra)
+        extra = item.extra if isinstance(item, StoredNegotiation) else None
+        if extra is not None:
+            usage.add(record, extra)
         rows.extend(m.seats_of(record))
+        diagnoses.extend(d.diagnose(record, extra, oracle))
         _maybe_sample(picked, record, samples)
     est = _Estimator(resamples=resamples, seed=seed)
     agents = _ranked_agents(rows)
@@ -78,6 +85,9 @@ def build_report(
         head_to_head=tuple(_head_to_head(rows, agents)),
         per_tier=tuple(_per_tier(rows, agents, tiers, est)),
         features=tuple(_features(rows, agents)),
+        diagnostics=tuple(
+            d.diagnostic_rows(diagnoses, agents, tiers, resamples=resamples, seed=seed)
+        ),
         samples=tuple(_trajectory(r) for r in _diverse(picked, samples)),
         usage=usage.report(paid),
     )
@@ -303,6 +313,7 @@ def format_report(report: Report) -> str:
     lines += _tier_lines(report)
     lines += ["", "Strategy features (means per seat; see dealroom.analysis.metrics)"]
     lines += _feature_lines(report)
+    lines += _diagnostic_lines(report)
     if report.usage is not None:
         lines += ["", *usage_lines(report.usage)]
     return "\n".join(lines)
@@ -421,3 +432,56 @@ def _feature_lines(report: Report) -> list[str]:
         for row in report.features
     ]
     return _table(["agent", "role", *FEATURE_LABELS.values(), "share"], body)
+
+
+DIAGNOSTIC_SECTIONS: dict[str, dict[str, str]] = {  # title: {diagnostic: column head}
+    "Honesty in cheap talk: claims about its own value (rate per negotiation), bluffs among "
+    "them and their size / L, false claims about the list price": {
+        "claim_rate": "claims",
+        "bluff_rate": "bluffs",
+        "bluff_size": "bluff size",
+        "list_lie_rate": "list lies",
+    },
+    "Cue use: own concession / L after the other side conceded and after a firm offer, and "
+    "seconds to respond to an offer": {
+        "concession_after_concession": "after concession",
+        "concession_after_firm": "after firm",
+        "response_time": "response s",
+    },
+    "Oracle gap: surplus / the best surplus any policy of the seat reached against the same "
+    "counterpart": {"oracle_share": "oracle share"},
+    "Beliefs about the other side's value, asked after the end: error and bias / L, and the "
+    "share of 90% intervals that hold the truth": {
+        "belief_error": "error",
+        "belief_bias": "bias",
+        "belief_coverage": "coverage",
+    },
+}
+
+
+def diagnostic_sections(report: Report) -> list[tuple[str, dict[str, str], list[DiagnosticRow]]]:
+    """The ``DIAGNOSTIC_SECTIONS`` that have a figure: title, columns and the rows with one."""
+    sections: list[tuple[str, dict[str, str], list[DiagnosticRow]]] = []
+    for title, columns in DIAGNOSTIC_SECTIONS.items():
+        rows = [r for r in report.diagnostics if any(r.diagnostic(c).n for c in columns)]
+        if rows:
+            sections.append((title, columns, rows))
+    return sections
+
+
+def _diagnostic_lines(report: Report) -> list[str]:
+    """One table per diagnostic section that has a figure (95% intervals; the oracle's also
+    by tier, and how many seats' oracle is exact rather than a lower bound)."""
+    lines: list[str] = []
+    for title, columns, rows in diagnostic_sections(report):
+        oracle = "oracle_share" in columns
+        header = ["agent", "role", *columns.values(), *(report.tiers if oracle else ())]
+        body: list[list[str]] = []
+        for r in rows:
+            cells = [r.agent, r.role, *(_ci(r.diagnostic(c)) for c in columns)]
+            if oracle:
+                cells += [_num(r.oracle_by_tier[t].value) for t in report.tiers]
+                cells.append(f"{r.oracle_exact:,} of {r.oracle_share.n:,}")
+            body.append(cells)
+        lines += ["", title, *_table([*header, "exact"] if oracle else header, body)]
+    return lines

@@ -19,6 +19,7 @@ from dealroom.analysis.report import (
     FEATURE_LABELS,
     ROLE_VIEWS,
     USAGE_COLUMNS,
+    diagnostic_sections,
     usage_cells,
     usage_totals,
 )
@@ -320,6 +321,36 @@ def _feature_table(report: Report) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
+def _diagnostic_section(report: Report) -> str:
+    parts: list[str] = []
+    for title, columns, rows in diagnostic_sections(report):
+        oracle = "oracle_share" in columns
+        heads = [
+            *columns.values(),
+            *(report.tiers if oracle else ()),
+            *(["exact"] if oracle else []),
+        ]
+        head = "<tr><th>agent</th><th>role</th>" + "".join(f"<th>{h}</th>" for h in heads)
+        body = [
+            f"<tr><td>{escape(r.agent)}</td><td class=role>{r.role}</td>"
+            + "".join(_cell(r.diagnostic(c)) for c in columns)
+            + (
+                "".join(_cell(r.oracle_by_tier[t]) for t in report.tiers)
+                + f"<td>{r.oracle_exact:,} of {r.oracle_share.n:,}</td>"
+                if oracle
+                else ""
+            )
+            + "</tr>"
+            for r in rows
+        ]
+        title_text, _, rest = title.partition(": ")
+        parts.append(
+            f"<h3>{escape(title_text)}</h3><p>{escape(rest)}.</p>"
+            f"<table>{head}</tr>{''.join(body)}</table>"
+        )
+    return "<h2>Diagnostics</h2>" + "".join(parts) if parts else ""
+
+
 def _legend(agents: Sequence[str]) -> str:
     colors = agent_colors(agents)
     spans = "".join(
@@ -384,6 +415,7 @@ without a deal; on deals: deals only. Brackets: 95% bootstrap intervals.</p>
 <h2>Offer trajectories</h2><p>{sample_note}</p><div class="plots">{plots_traj}</div>
 <h2>Strategy features against surplus share</h2>{_legend(report.agents)}
 <div class="plots">{plots_feat}</div>{_feature_table(report)}
+{_diagnostic_section(report)}
 {_usage_section(report)}
 </body></html>
 """

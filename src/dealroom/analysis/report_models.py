@@ -97,6 +97,34 @@ class FeatureRow(_Frozen):
         return value
 
 
+class DiagnosticRow(_Frozen):
+    """The diagnostics of one agent in one seat (``diagnostics.DIAGNOSTICS``, a test keeps
+    these fields equal to them), each with its interval; ``oracle_by_tier``: the oracle share
+    per tier."""
+
+    agent: str
+    role: Role
+    claim_rate: Estimate
+    bluff_rate: Estimate
+    bluff_size: Estimate
+    list_lie_rate: Estimate
+    concession_after_concession: Estimate
+    concession_after_firm: Estimate
+    response_time: Estimate
+    oracle_share: Estimate
+    belief_error: Estimate
+    belief_bias: Estimate
+    belief_coverage: Estimate
+    oracle_by_tier: dict[str, Estimate]
+    oracle_exact: int
+    """Seats whose oracle surplus is exact (the rest are lower bounds)."""
+
+    def diagnostic(self, name: str) -> Estimate:
+        """One diagnostic by its ``diagnostics.DIAGNOSTICS`` name."""
+        value: Estimate = getattr(self, name)
+        return value
+
+
 class OfferPoint(_Frozen):
     t: float
     by: Role | None
@@ -134,12 +162,14 @@ class Report(_Frozen):
     head_to_head: tuple[HeadToHead, ...]
     per_tier: tuple[TierRow, ...]
     features: tuple[FeatureRow, ...]
+    diagnostics: tuple[DiagnosticRow, ...]
     samples: tuple[Sample, ...]
     usage: UsageReport | None
 
 
 __all__ = [
     "Bootstrap",
+    "DiagnosticRow",
     "FeatureRow",
     "HeadToHead",
     "LeaderRow",
