@@ -115,6 +115,9 @@ class LLMSettings:
     """Prices of the model's tokens (None: its cost is not known, stored as null)."""
     tracing: bool = False
     """Send traces to the Agents SDK's trace processors (off: nothing leaves the machine)."""
+    elicit_beliefs: bool = False
+    """After the negotiation has ended, ask the model once for its estimate of the other
+    side's private number (``model_seat.belief_question``), stored as the seat's ``belief``."""
 
 
 class LLMPlayer:
@@ -199,6 +202,8 @@ class _Game:
         self.over = False
         self.tools = SeatTools(seat, context.rules, self.stats, self._on_result)
         self.chat: Conversation | None = None
+        self.belief: dict[str, Any] | None = None
+        """The answer to the belief question (``--elicit-beliefs``), once asked."""
 
     def extra(self, error: str | None = None) -> dict[str, Any]:
         """What is stored beside the negotiation for this seat: usage, counts, cost, and the
@@ -218,6 +223,8 @@ class _Game:
             **self.stats.as_dict(),
             "conversation": self.conversation(),
         }
+        if self.belief is not None:
+            data["belief"] = self.belief
         if error is not None:
             data["error"] = error
         return data
@@ -242,6 +249,8 @@ class _Game:
         else:
             await self._play(self.chat)
         await self._sit_out()
+        if self.settings.elicit_beliefs:
+            await self._elicit_belief(self.chat)
 
     async def _play(self, chat: Conversation) -> None:
         """Model calls until a reply without tool calls, the round limit or the end."""
@@ -268,6 +277,24 @@ class _Game:
             if result.is_error or result.structured_content is None:
                 raise LLMError(f"wait_for_opponent failed: {render_result(result)}")
             self.over = WaitResult.model_validate(result.structured_content).outcome is not None
+
+    async def _elicit_belief(self, chat: Conversation) -> None:
+        """The negotiation is over: ask once what the model believes the other side's number
+        was. A failed call is stored as the belief's error, not the seat's: play was done."""
+        chat.add_user(model_seat.belief_question(self.context.role))
+        try:
+            await self.meter.respond(chat)
+        except LLMError as exc:
+            self.belief = {"error": str(exc)}
+            return
+        content: Any = chat.messages()[-1].get("content") or ""
+        if isinstance(content, list):  # content parts, as the Agents SDK's converter writes
+            content = "".join(str(part.get("text", "")) for part in content)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType, reportUnknownArgumentType]
+        reply = str(content)
+        parsed = model_seat.parse_belief(reply)
+        self.belief = (
+            {**parsed, "reply": reply} if parsed else {"error": "unparsed", "reply": reply}
+        )
 
     # -- hooks ------------------------------------------------------------------------------
 

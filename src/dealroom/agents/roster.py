@@ -28,7 +28,7 @@ import tomllib
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
@@ -93,17 +93,14 @@ class RosterPlayer:
     endpoint: Endpoint
 
     def __call__(self) -> LLMPlayer:
-        from dealroom.agents.llm import LLMPlayer, LLMSettings, Prices
+        from dealroom.agents.llm import LLMPlayer, Prices
 
         entry = self.entry
-        settings = LLMSettings(
-            max_tool_rounds=self.settings.max_tool_rounds,
-            wait_timeout_s=self.settings.wait_timeout_s,
-            retry=self.settings.retry,
+        settings = replace(
+            self.settings,
             temperature=entry.temperature,
             max_tokens=entry.max_tokens,
             reasoning_effort=entry.reasoning_effort,
-            tracing=self.settings.tracing,
             prices=None
             if entry.input_price is None or entry.output_price is None
             else Prices(

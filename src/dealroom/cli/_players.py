@@ -91,6 +91,13 @@ def add_llm_flags(parser: argparse.ArgumentParser) -> None:
         f"{MODEL_MAX_BACKOFF_S:g} s (default: %(default)g)",
     )
     group.add_argument(
+        "--elicit-beliefs",
+        action="store_true",
+        help="after each negotiation has ended, ask every LLM seat once for its estimate of the "
+        "other side's private number (stored as its belief, reported by dealroom report; play "
+        "is unchanged); default: off",
+    )
+    group.add_argument(
         "--trace",
         action="store_true",
         help="turn on Agents SDK tracing (its default processor uploads traces to OpenAI); "
@@ -142,7 +149,12 @@ def llm_settings(args: argparse.Namespace) -> LLMSettings:
         max_s=max(args.model_backoff, MODEL_MAX_BACKOFF_S),
         timeout_s=args.model_timeout,
     )
-    return LLMSettings(max_tool_rounds=args.max_tool_rounds, retry=retry, tracing=args.trace)
+    return LLMSettings(
+        max_tool_rounds=args.max_tool_rounds,
+        retry=retry,
+        tracing=args.trace,
+        elicit_beliefs=args.elicit_beliefs,
+    )
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -21,7 +21,10 @@ them (docs/design.md, "What a model reads"):
 - **Clock**: thinking costs ``rules.thinking.per_wake`` on the seat's first action after each
   wait, charged by the schedule (never per model call or token).
 - **The end**: once the negotiation is over, the seat makes no more model calls (in a GRPO
-  rollout the completion after the end changes nothing, and is not scored).
+  rollout the completion after the end changes nothing, and is not scored). The one exception is
+  opt-in (``--elicit-beliefs``): after the end, ``belief_question`` asks for the seat's estimate
+  of the other side's private number, answered in text and read by ``parse_belief``; nothing in
+  the negotiation can change by then.
 
 ``canonical`` is the conversation as the model reads it, free of wire details (call ids,
 arguments as JSON strings), so that requests from different surfaces can be compared.
@@ -30,9 +33,11 @@ arguments as JSON strings), so that requests from different surfaces can be comp
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from dealroom.protocol import seat_text
 from dealroom.protocol._base import Role
@@ -220,18 +225,60 @@ def _canonical_call(call: Mapping[str, Any], names: dict[str, str]) -> dict[str,
     return {"type": "function", "function": {"name": function["name"], "arguments": arguments}}
 
 
+def belief_question(role: Role) -> str:
+    """The user message that asks a seat, after its negotiation has ended, what it believes the
+    other side's private number was."""
+    number = (
+        "private cost (the least it could accept)"
+        if role == "buyer"
+        else ("private value (the most it would pay)")
+    )
+    other_side = "seller" if role == "buyer" else "buyer"
+    return (
+        "The negotiation is over; nothing you write now changes it. What do you believe the "
+        f"{other_side}'s {number} was? Reply with one JSON object and no tool call: "
+        '{"estimate": X, "low": L, "high": H}, where X is your best estimate and [L, H] an '
+        "interval you are 90% sure holds it."
+    )
+
+
+_BELIEF_KEYS = ("estimate", "low", "high")
+_JSON_OBJECT = re.compile(r"\{[^{}]*\}")
+
+
+def parse_belief(text: str) -> dict[str, float] | None:
+    """The ``{"estimate", "low", "high"}`` object in a reply to ``belief_question`` (the first
+    JSON object in the text that has the three as finite numbers), or None."""
+    for match in _JSON_OBJECT.finditer(text):
+        try:
+            data = json.loads(match.group())
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        values = [cast("dict[str, object]", data).get(key) for key in _BELIEF_KEYS]
+        numbers = [
+            float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)
+        ]
+        if len(numbers) == len(_BELIEF_KEYS) and all(math.isfinite(n) for n in numbers):
+            return dict(zip(_BELIEF_KEYS, numbers, strict=True))
+    return None
+
+
 __all__ = [
     "MAX_TOOL_ROUNDS",
     "TOOL_NAMES",
     "ArgumentsForm",
     "Bound",
     "ToolMethods",
+    "belief_question",
     "bind",
     "call_messages",
     "canonical",
     "failed_call_text",
     "opening",
     "parse_arguments",
+    "parse_belief",
     "result_text",
     "tools",
     "with_arguments",
