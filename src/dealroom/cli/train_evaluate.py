@@ -133,5 +133,6 @@ def run(args: argparse.Namespace) -> int:
         "model_attempts": MODEL_ATTEMPTS,
         "model_backoff": MODEL_BACKOFF_S,
         "trace": False,
+        "elicit_beliefs": False,
     }
     return tournament.run(argparse.Namespace(**settings))
