@@ -51,6 +51,7 @@ from dealroom.protocol import (
 from dealroom.protocol.record import NegotiationRecord
 
 K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,9 +287,9 @@ def features(rows: Iterable[SeatStats]) -> dict[str, float | None]:
 # -- grouping, tiers, intervals ----------------------------------------------------------------
 
 
-def group(rows: Iterable[SeatStats], key: Callable[[SeatStats], K]) -> dict[K, list[SeatStats]]:
-    """Seats grouped by ``key``, groups in first-seen order."""
-    groups: dict[K, list[SeatStats]] = defaultdict(list)
+def group(rows: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """Seats (or any rows) grouped by ``key``, groups in first-seen order."""
+    groups: dict[K, list[T]] = defaultdict(list)
     for seat in rows:
         groups[key(seat)].append(seat)
     return dict(groups)
@@ -380,12 +381,26 @@ def estimate(
 ) -> Estimate:
     """One headline figure (see ``HEADLINES``) with its bootstrap interval."""
     pairs = [p for s in rows if (p := _HEADLINES[name](s)) is not None]
+    return ratio_estimate(
+        pairs, label=f"{name}:{label}", resamples=resamples, seed=seed, level=level
+    )
+
+
+def ratio_estimate(
+    pairs: Sequence[tuple[float, float]],
+    *,
+    label: str,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Estimate:
+    """sum(numerators) / sum(denominators) of (numerator, denominator) pairs (a mean when every
+    denominator is 1) with its bootstrap interval, seeded from ``label``: ``estimate`` for
+    figures that are not headlines (e.g. ``analysis.oracle``'s)."""
     if not pairs:
         return Estimate(None, None, None, 0)
     num, den = [p[0] for p in pairs], [p[1] for p in pairs]
     value = math.fsum(num) / math.fsum(den) if math.fsum(den) else None
-    ci = bootstrap_ci(
-        num, den, resamples=resamples, level=level, seed=label_seed(seed, f"{name}:{label}")
-    )
+    ci = bootstrap_ci(num, den, resamples=resamples, level=level, seed=label_seed(seed, label))
     low, high = ci if ci is not None else (None, None)
     return Estimate(value, low, high, len(pairs))
