@@ -123,7 +123,8 @@ class OracleLine:
     n: int
     """Seats with an oracle value."""
     simulations: int
-    """Negotiations simulated for their oracles."""
+    """Negotiations simulated for their oracles (each oracle once, however many seats share
+    it)."""
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready."""
@@ -180,5 +181,5 @@ def _line(
         },
         exact=sum(r.oracle.exact for r in part),
         n=len(part),
-        simulations=sum(r.oracle.simulations for r in part),
+        simulations=sum({oracle_key(r.seat): r.oracle.simulations for r in part}.values()),
     )
