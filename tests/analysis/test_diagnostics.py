@@ -9,6 +9,7 @@ import pytest
 from test_metrics import R1, negotiate, scenario
 
 from dealroom.analysis import diagnostics as d
+from dealroom.analysis.oracle import OracleResult, oracle_key
 from dealroom.analysis.report import build_report, format_report
 from dealroom.analysis.report_models import DiagnosticRow
 from dealroom.protocol import MakeOffer, Role, SendMessage
@@ -71,35 +72,21 @@ def test_a_stored_belief_is_scored_against_the_other_sides_value() -> None:
         assert d.diagnose(R1, with_belief(R1, "buyer", junk))[0].belief is None
 
 
-def test_the_oracle_share_uses_the_oracle_function() -> None:
-    calls: list[Role] = []
-
-    def oracle(record: NegotiationRecord, role: Role) -> tuple[float, bool] | None:
-        calls.append(role)
-        return (50.0, True) if role == "buyer" else None
-
-    buyer, seller = d.diagnose(R1, None, oracle)
-    assert calls == ["buyer", "seller"]
-    assert (buyer.oracle, buyer.oracle_exact, seller.oracle) == (50.0, True, None)
-    # The buyer got 25 of the 50 the oracle reached.
-    assert d.diagnostic("oracle_share", [buyer]).value == pytest.approx(0.5)
-    assert d.diagnostic("oracle_share", [seller]).n == 0
-
-
 def test_the_report_row_fields_are_the_diagnostics() -> None:
-    fields = set(DiagnosticRow.model_fields) - {"agent", "role", "oracle_by_tier", "oracle_exact"}
+    extra = {"agent", "role", "oracle_gap_by_tier", "oracle_exact"}
+    fields = set(DiagnosticRow.model_fields) - extra
     assert fields == set(d.DIAGNOSTICS)
 
 
 def test_the_report_shows_each_section_that_has_figures() -> None:
-    def oracle(record: NegotiationRecord, role: Role) -> tuple[float, bool] | None:
-        return (40.0, False)
-
-    report = build_report([R1], resamples=50, oracle=oracle)
+    best = OracleResult(Decimal(40), False, 9, Decimal(40), "anchor")
+    report = build_report([R1], resamples=50, oracles={oracle_key(R1, "buyer"): best})
     rows = {(r.agent, r.role): r for r in report.diagnostics}
     assert rows["A", "buyer"].oracle_share.value == pytest.approx(25 / 40)
-    assert rows["A", "buyer"].oracle_by_tier["mid"].value == pytest.approx(25 / 40)
+    # R1: gains 40, the buyer got 25 of the 40 reachable: a gap of 15 / 40.
+    assert rows["A", "buyer"].oracle_gap_by_tier["mid"].value == pytest.approx(15 / 40)
     assert rows["A", "buyer"].oracle_exact == 0
+    assert rows["B", "seller"].oracle_gap.n == 0
     text = format_report(report)
     assert "Cue use" in text and "Oracle gap" in text and "Honesty" in text
     assert "Beliefs" not in text  # no seat stated one

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 from dealroom.agents._pricing import clamp
 from dealroom.protocol import Accept, Decision, Event, MakeOffer, Observation, Role, offer_of
-from dealroom.protocol._base import trusted_builder
+from dealroom.protocol._base import CENT, trusted_builder
 
 
 @dataclass(slots=True)
@@ -91,6 +91,15 @@ class AcNext:
         return cls(
             role, role == "seller", reservation, wait, list_price * SLACK, list_price * min_move
         )
+
+    def worst(self, mine: Decimal) -> Decimal:
+        """The least favourable price (in cents) that ``reply`` accepts against the own price
+        ``mine``: ``mine`` less the slack, never past the reservation value."""
+        if self.seller:
+            bound = (mine - self.slack).quantize(CENT, rounding=ROUND_CEILING)
+            return bound if bound > self.reservation else self.reservation
+        bound = (mine + self.slack).quantize(CENT, rounding=ROUND_FLOOR)
+        return bound if bound < self.reservation else self.reservation
 
     def reply(self, observation: Observation, mine: Decimal) -> Decision:
         """Accept the other side's live offer, sleep on the own one, or offer ``mine``."""

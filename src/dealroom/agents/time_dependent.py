@@ -76,6 +76,13 @@ class TimeDependent:
         price = money_of(fraction, self.list_price, self._list_cents)
         return safe_price(self.role, price, self.reservation)
 
+    def worst_accepted(self, now: float) -> Decimal:
+        """The least favourable price this agent accepts when woken at clock time ``now``,
+        whatever happened before (it reads nothing but the clock). Its own offers are never
+        better for the other side, so an oracle can bound a best response with it
+        (``dealroom.play.oracle``)."""
+        return self.ac_next.worst(self.price_at(clamp(now / self._deadline, 0.0, 1.0)))
+
     def act(self, observation: Observation) -> Decision:
         """Accept by AC_next, else offer the price for now (if it moved)."""
         # Normalised time t in [0, 1], the deadline read once per negotiation.

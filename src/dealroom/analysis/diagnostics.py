@@ -15,9 +15,12 @@ What the environment knows and the agents do not makes these exact (docs/design.
   estimate of the other side's value with a 90% interval. Error ``|estimate - truth| / L``, bias
   ``(estimate - truth) / L``, coverage: the share of intervals that hold the truth (0.9 when
   calibrated).
-- **oracle** (computed by ``dealroom.play.oracle``, passed in as a function): the best surplus
-  a policy of this seat could have reached against the same scripted counterpart on the same
-  scenario; the share is ``surplus / oracle surplus``.
+- **oracle** (``dealroom.analysis.oracle``, searched by ``dealroom.play.oracle``): the best
+  surplus a policy of this seat could have reached against the same scripted counterpart on the
+  same scenario. The *share of the oracle* is ``surplus / oracle surplus`` (seats whose oracle
+  surplus is positive), the *oracle gap* ``(oracle surplus - surplus) / (v - c)`` (seats with
+  gains): what the seat left on the table, scale-free, so it compares across tiers. An oracle
+  that is a lower bound makes the share an upper bound and the gap a lower bound.
 
 Every figure comes with a seeded bootstrap interval that resamples seats (``metrics``).
 """
@@ -32,6 +35,7 @@ from typing import Any, cast
 
 from dealroom.analysis import honesty as h
 from dealroom.analysis import metrics as m
+from dealroom.analysis.oracle import OracleKey, OracleResult, oracle_key
 from dealroom.analysis.report_models import DiagnosticRow
 from dealroom.protocol import Role, Tier, offer_of, other
 from dealroom.protocol.record import NegotiationRecord
@@ -134,11 +138,6 @@ def belief_of(record: NegotiationRecord, role: Role, stored: object) -> Belief |
     return Belief(estimate, min(low, high), max(low, high), truth, float(s.list_price))
 
 
-OracleFn = Callable[[NegotiationRecord, Role], "tuple[float, bool] | None"]
-"""The oracle surplus of a seat in a negotiation and whether it is exact (else a lower bound);
-None where there is none (the counterpart is not a scripted agent the oracle can replay)."""
-
-
 @dataclass(frozen=True, slots=True)
 class SeatDiagnosis:
     """One seat of one negotiation: what every diagnostic needs."""
@@ -150,18 +149,20 @@ class SeatDiagnosis:
     honesty: h.SeatHonesty
     belief: Belief | None
     surplus: float
-    oracle: float | None
-    """The oracle surplus (None: not computed for this seat)."""
-    oracle_exact: bool
+    gains: float
+    """v - c of the scenario."""
+    oracle: OracleResult | None
+    """The seat's oracle (None: not computed for it, or it has none)."""
 
 
 def diagnose(
     record: NegotiationRecord,
     extra: Mapping[str, Any] | None = None,
-    oracle: OracleFn | None = None,
+    oracles: Mapping[OracleKey, OracleResult] | None = None,
 ) -> tuple[SeatDiagnosis, SeatDiagnosis]:
     """The buyer's and the seller's diagnosis; ``extra`` is what is stored beside the record
-    (the players' reports hold beliefs), ``oracle`` the oracle surplus function."""
+    (the players' reports hold beliefs), ``oracles`` the run's oracle values
+    (``dealroom.play.oracle.oracles``)."""
     players: Mapping[str, Any] = (extra or {}).get("players", {})
 
     def seat(role: Role) -> SeatDiagnosis:
@@ -170,7 +171,6 @@ def diagnose(
         stored = (
             cast("dict[str, object]", report).get("belief") if isinstance(report, dict) else None
         )
-        best = oracle(record, role) if oracle is not None else None
         return SeatDiagnosis(
             agent=record.buyer if role == "buyer" else record.seller,
             role=role,
@@ -179,8 +179,8 @@ def diagnose(
             honesty=h.honesty_of(record, role),
             belief=belief_of(record, role, stored),
             surplus=float(o.buyer_surplus if role == "buyer" else o.seller_surplus),
-            oracle=best[0] if best is not None else None,
-            oracle_exact=best is not None and best[1],
+            gains=float(record.scenario.gains),
+            oracle=(oracles or {}).get(oracle_key(record, role)),
         )
 
     return seat("buyer"), seat("seller")
@@ -197,9 +197,15 @@ def _sum(values: Sequence[float]) -> Pair | None:
 
 
 def _share(d: SeatDiagnosis) -> Pair | None:
-    if d.oracle is None or d.oracle <= 0:
+    if d.oracle is None or d.oracle.surplus <= 0:
         return None
-    return d.surplus / d.oracle, 1.0
+    return d.surplus / float(d.oracle.surplus), 1.0
+
+
+def _gap(d: SeatDiagnosis) -> Pair | None:
+    if d.oracle is None or d.gains <= 0:
+        return None
+    return (float(d.oracle.surplus) - d.surplus) / d.gains, 1.0
 
 
 DIAGNOSTICS: dict[str, Callable[[SeatDiagnosis], Pair | None]] = {
@@ -214,6 +220,7 @@ DIAGNOSTICS: dict[str, Callable[[SeatDiagnosis], Pair | None]] = {
     "concession_after_firm": lambda d: _sum(d.cues.after_firm),
     "response_time": lambda d: _sum(d.cues.response_times),
     "oracle_share": _share,
+    "oracle_gap": _gap,
     "belief_error": lambda d: (d.belief.error, 1.0) if d.belief else None,
     "belief_bias": lambda d: (d.belief.bias, 1.0) if d.belief else None,
     "belief_coverage": lambda d: (float(d.belief.covered), 1.0) if d.belief else None,
@@ -261,10 +268,10 @@ def diagnostic_rows(
                     agent=agent,
                     role=role,
                     **{name: est(name, seats) for name in DIAGNOSTICS},
-                    oracle_by_tier={
-                        t: est("oracle_share", by_tier.get(t, []), f"{label}:{t}") for t in tiers
+                    oracle_gap_by_tier={
+                        t: est("oracle_gap", by_tier.get(t, []), f"{label}:{t}") for t in tiers
                     },
-                    oracle_exact=sum(d.oracle_exact for d in seats),
+                    oracle_exact=sum(d.oracle is not None and d.oracle.exact for d in seats),
                 )
             )
     return table

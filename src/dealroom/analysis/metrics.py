@@ -298,7 +298,7 @@ def features(rows: Iterable[SeatStats]) -> dict[str, float | None]:
 
 
 def group(rows: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
-    """Rows (seats) grouped by ``key``, groups in first-seen order."""
+    """Seats (or any rows) grouped by ``key``, groups in first-seen order."""
     groups: dict[K, list[T]] = defaultdict(list)
     for seat in rows:
         groups[key(seat)].append(seat)
@@ -404,8 +404,9 @@ def ratio_estimate(
     seed: int = 0,
     level: float = 0.95,
 ) -> Estimate:
-    """sum(numerators) / sum(denominators) of per-observation pairs, with the bootstrap
-    interval seeded by ``label_seed(seed, label)``."""
+    """sum(numerators) / sum(denominators) of (numerator, denominator) pairs (a mean when every
+    denominator is 1) with its bootstrap interval, seeded by ``label_seed(seed, label)``: the
+    figures that are not headlines (``analysis.diagnostics``) use it as ``estimate`` does."""
     if not pairs:
         return Estimate(None, None, None, 0)
     num, den = [p[0] for p in pairs], [p[1] for p in pairs]

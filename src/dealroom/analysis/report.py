@@ -15,6 +15,7 @@ from typing import Any
 
 from dealroom.analysis import diagnostics as d
 from dealroom.analysis import metrics as m
+from dealroom.analysis.oracle import OracleKey, OracleResult
 from dealroom.analysis.report_models import (
     Bootstrap,
     DiagnosticRow,
@@ -47,11 +48,11 @@ def build_report(
     seed: int = 0,
     samples: int = 6,
     paid: Iterable[Mapping[str, Any]] = (),
-    oracle: d.OracleFn | None = None,
+    oracles: Mapping[OracleKey, OracleResult] | None = None,
 ) -> Report:
     """The whole report (``Report.model_dump(mode="json")`` is its JSON). Stored negotiations
     (not bare records) also give the per-model usage of LLM seats (``dealroom.analysis.usage``)
-    and their beliefs; ``oracle`` gives each seat's oracle surplus (``dealroom.play.oracle``)."""
+    and their beliefs; ``oracles``: the run's oracle values (``dealroom.play.oracle.oracles``)."""
     rows: list[m.SeatStats] = []
     diagnoses: list[d.SeatDiagnosis] = []
     picked: list[NegotiationRecord] = []
@@ -62,7 +63,7 @@ def build_report(
         if extra is not None:
             usage.add(record, extra)
         rows.extend(m.seats_of(record))
-        diagnoses.extend(d.diagnose(record, extra, oracle))
+        diagnoses.extend(d.diagnose(record, extra, oracles))
         _maybe_sample(picked, record, samples)
     est = _Estimator(resamples=resamples, seed=seed)
     agents = _ranked_agents(rows)
@@ -449,7 +450,10 @@ DIAGNOSTIC_SECTIONS: dict[str, dict[str, str]] = {  # title: {diagnostic: column
         "response_time": "response s",
     },
     "Oracle gap: surplus / the best surplus any policy of the seat reached against the same "
-    "counterpart": {"oracle_share": "oracle share"},
+    "scripted counterpart (share), and what it left on the table / (v - c) (gap), by tier": {
+        "oracle_share": "share",
+        "oracle_gap": "gap",
+    },
     "Beliefs about the other side's value, asked after the end: error and bias / L, and the "
     "share of 90% intervals that hold the truth": {
         "belief_error": "error",
@@ -475,13 +479,14 @@ def _diagnostic_lines(report: Report) -> list[str]:
     lines: list[str] = []
     for title, columns, rows in diagnostic_sections(report):
         oracle = "oracle_share" in columns
-        header = ["agent", "role", *columns.values(), *(report.tiers if oracle else ())]
+        tiers = [f"gap {t}" for t in report.tiers] if oracle else []
+        header = ["agent", "role", *columns.values(), *tiers]
         body: list[list[str]] = []
         for r in rows:
             cells = [r.agent, r.role, *(_ci(r.diagnostic(c)) for c in columns)]
             if oracle:
-                cells += [_num(r.oracle_by_tier[t].value) for t in report.tiers]
-                cells.append(f"{r.oracle_exact:,} of {r.oracle_share.n:,}")
+                cells += [_num(r.oracle_gap_by_tier[t].value) for t in report.tiers]
+                cells.append(f"{r.oracle_exact:,} of {r.oracle_gap.n:,}")
             body.append(cells)
         lines += ["", title, *_table([*header, "exact"] if oracle else header, body)]
     return lines

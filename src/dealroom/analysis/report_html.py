@@ -335,8 +335,8 @@ def _diagnostic_section(report: Report) -> str:
             f"<tr><td>{escape(r.agent)}</td><td class=role>{r.role}</td>"
             + "".join(_cell(r.diagnostic(c)) for c in columns)
             + (
-                "".join(_cell(r.oracle_by_tier[t]) for t in report.tiers)
-                + f"<td>{r.oracle_exact:,} of {r.oracle_share.n:,}</td>"
+                "".join(_cell(r.oracle_gap_by_tier[t]) for t in report.tiers)
+                + f"<td>{r.oracle_exact:,} of {r.oracle_gap.n:,}</td>"
                 if oracle
                 else ""
             )

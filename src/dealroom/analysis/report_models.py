@@ -99,7 +99,7 @@ class FeatureRow(_Frozen):
 
 class DiagnosticRow(_Frozen):
     """The diagnostics of one agent in one seat (``diagnostics.DIAGNOSTICS``, a test keeps
-    these fields equal to them), each with its interval; ``oracle_by_tier``: the oracle share
+    these fields equal to them), each with its interval; ``oracle_gap_by_tier``: the oracle gap
     per tier."""
 
     agent: str
@@ -112,12 +112,14 @@ class DiagnosticRow(_Frozen):
     concession_after_firm: Estimate
     response_time: Estimate
     oracle_share: Estimate
+    oracle_gap: Estimate
     belief_error: Estimate
     belief_bias: Estimate
     belief_coverage: Estimate
-    oracle_by_tier: dict[str, Estimate]
+    oracle_gap_by_tier: dict[str, Estimate]
     oracle_exact: int
-    """Seats whose oracle surplus is exact (the rest are lower bounds)."""
+    """Seats whose oracle surplus is exact (of ``oracle_gap.n`` with one; the rest are lower
+    bounds)."""
 
     def diagnostic(self, name: str) -> Estimate:
         """One diagnostic by its ``diagnostics.DIAGNOSTICS`` name."""

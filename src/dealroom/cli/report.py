@@ -5,11 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from dealroom.analysis.oracle import OracleKey, OracleResult
 from dealroom.analysis.report import build_report, format_report
 from dealroom.analysis.report_html import render_html
 from dealroom.cli._common import positive_int, usage_error
+from dealroom.play.oracle import DEFAULT_BUDGET
+from dealroom.protocol import Rules
 from dealroom.store import paid as paid_calls
 from dealroom.store.results import ResultsStore, StoreError
 
@@ -25,6 +31,18 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--resamples", type=positive_int, default=1000, help="bootstrap resamples (default: 1000)"
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    parser.add_argument(
+        "--oracle",
+        action="store_true",
+        help="also search each seat's oracle against its scripted counterpart (the best surplus "
+        "any policy of the seat reached; docs/design.md section 9) and report the gap to it",
+    )
+    parser.add_argument(
+        "--oracle-budget",
+        type=positive_int,
+        default=DEFAULT_BUDGET,
+        help="most negotiations simulated per oracle (default: %(default)s)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -54,10 +72,42 @@ def choose_run(store: ResultsStore, run: str | None) -> str:
     return next(iter(runs))
 
 
+def _oracles(store: ResultsStore, run: str, budget: int) -> dict[OracleKey, OracleResult]:
+    """The run's oracle values, searched under its own secret and rules (one pass over it)."""
+    from dealroom.play.oracle import oracles
+    from dealroom.play.tournament import stored_seed
+
+    seed = stored_seed(store, run)
+    if seed is None:
+        raise usage_error(
+            f"{store.path}: run {run!r} records no secret, so no oracle can replay it"
+        )
+    config = store.run_config(run) or {}
+    try:
+        rules = Rules.model_validate(config.get("rules", {}))
+    except ValidationError as exc:
+        raise usage_error(f"{store.path}: run {run!r} records unreadable rules ({exc})") from None
+    started = time.perf_counter()
+    records = (row.record for row in store.iter(run))
+    table = oracles(records, seed=seed, rules=rules, budget=budget)
+    values = table.values.values()
+    line = (
+        f"dealroom: {len(table.values):,} oracles searched ({sum(o.exact for o in values):,} "
+        f"exact, the rest lower bounds; {sum(o.simulations for o in values):,} negotiations "
+        f"simulated) in {time.perf_counter() - started:.1f} s"
+    )
+    if table.skipped:
+        first = sorted(table.skipped.values())[0]
+        line += f"; {len(table.skipped):,} seats have none (for one: {first})"
+    sys.stderr.write(line + "\n")
+    return table.values
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the report and print it (text or JSON); write the HTML page if asked."""
     with open_existing_store(args.store) as store:
         name = choose_run(store, args.run)
+        oracles = _oracles(store, name, args.oracle_budget) if args.oracle else None
         report = build_report(
             store.iter(name),
             run=name,
@@ -65,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             resamples=args.resamples,
             seed=args.seed,
             paid=list(paid_calls.read(paid_calls.paid_path(store.path), name)),
+            oracles=oracles,
         )
     if args.html is not None:
         try:

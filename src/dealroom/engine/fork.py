@@ -76,17 +76,19 @@ def action_of_event(event: Event) -> Action | None:
 
 
 @dataclass(slots=True)
-class _Batch:
+class Batch:
+    """One decision of a seat, read back from the events it caused."""
+
     start_at: float
     """When the seat's thinking must end for its first action to land at its original time."""
     actions: list[Action] = field(default_factory=list[Action])
     last_t: float = 0.0
 
 
-def _batches(prefix: tuple[Event, ...], rules: Rules) -> dict[Role, deque[_Batch]]:
+def batches(prefix: tuple[Event, ...], rules: Rules) -> dict[Role, deque[Batch]]:
     """Each seat's actions, grouped into decisions: an action that lands exactly one action cost
     after the seat's previous one was queued with it (a seat is never woken in between)."""
-    plan: dict[Role, deque[_Batch]] = {"buyer": deque(), "seller": deque()}
+    plan: dict[Role, deque[Batch]] = {"buyer": deque(), "seller": deque()}
     for event in prefix:
         action = action_of_event(event)
         if action is None or event.by is None:
@@ -97,7 +99,7 @@ def _batches(prefix: tuple[Event, ...], rules: Rules) -> dict[Role, deque[_Batch
         if last is not None and abs(round(last.last_t + cost, 3) - event.t) < _EPS:
             last.actions.append(action)
         else:
-            seat.append(_Batch(start_at=round(event.t - cost, 3), actions=[action]))
+            seat.append(Batch(start_at=round(event.t - cost, 3), actions=[action]))
         seat[-1].last_t = event.t
     return plan
 
@@ -123,19 +125,19 @@ def rebuild(
     """A room holding exactly the first ``at`` events of ``events`` (0: none), no seat awake."""
     _check_prefix(events, at)
     prefix = events[:at]
-    plan = _batches(prefix, rules)
+    plan = batches(prefix, rules)
     room = VirtualRoom(scenario, rules)
     while room.referee.event_count < at:
         wake = room.next_wake()
         if wake is None:
             break
         role, now = wake.role, wake.observation.now
-        batches = plan[role]
-        if not batches:
+        queue = plan[role]
+        if not queue:
             room.decide(role, Decision(), thinking=0.0)  # sleep until the other side acts
             continue
         # Queue the next batch now, thinking until it is due; wake again as soon as it is done.
-        batch = batches.popleft()
+        batch = queue.popleft()
         thinking = round(batch.start_at - now, 3)
         if thinking < 0:
             raise ForkError(f"the {role}'s actions at {batch.start_at:g} s cannot be rebuilt")
