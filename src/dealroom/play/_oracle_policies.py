@@ -195,7 +195,7 @@ class Replay:
 
 
 @dataclass(frozen=True, slots=True)
-class Played:
+class Simulated:
     """One simulated negotiation's result for the searched seat."""
 
     outcome: Outcome
@@ -221,7 +221,7 @@ class Simulator:
         scenario = self.scenario
         return self.counterpart(seat_view(scenario, them), seat_rng(self.seed, scenario.id, them))
 
-    def play(self, policy: Policy) -> Played:
+    def play(self, policy: Policy) -> Simulated:
         """One negotiation of ``policy`` against a fresh counterpart."""
         self.count += 1
         room = VirtualRoom(
@@ -233,4 +233,4 @@ class Simulator:
         outcome = room.referee.outcome
         assert outcome is not None
         own = outcome.buyer_surplus if self.role == "buyer" else outcome.seller_surplus
-        return Played(outcome, room.referee.events, own if outcome.status == "deal" else None)
+        return Simulated(outcome, room.referee.events, own if outcome.status == "deal" else None)

@@ -43,11 +43,11 @@ from dealroom.engine.seats import MIN_STEP
 from dealroom.play._oracle_policies import (
     Anchor,
     Clock,
-    Played,
     Policy,
     Probe,
     Replay,
     Silent,
+    Simulated,
     Simulator,
     Take,
 )
@@ -56,10 +56,10 @@ from dealroom.protocol import (
     DEFAULT_RULES,
     ROLES,
     AgentFactory,
-    OfferMade,
     Role,
     Rules,
     Scenario,
+    offer_of,
     other,
 )
 from dealroom.protocol._base import CENT, round_ms, to_cents
@@ -141,7 +141,7 @@ class _Search:
     def surplus_at(self, price: Decimal) -> Decimal:
         return self.value - price if self.sim.role == "buyer" else price - self.value
 
-    def run(self, policy: Policy, name: str) -> Played | None:
+    def run(self, policy: Policy, name: str) -> Simulated | None:
         """Play ``policy`` (None once the budget is spent); keep it if it is the best."""
         if self.left <= 0:
             return None
@@ -234,8 +234,8 @@ def _take(s: _Search, clock: Clock) -> None:
     if silent is None:
         return
     them = other(s.sim.role)
-    offers = [e for e in silent.events if isinstance(e, OfferMade) and e.by == them]
-    offers.sort(key=lambda e: (s.surplus_at(e.price), -e.t), reverse=True)
+    offers = [o for e in silent.events if (o := offer_of(e)) is not None and o.by == them]
+    offers.sort(key=lambda o: (s.surplus_at(o.price), -o.t), reverse=True)
     for offer in offers:
         if s.done or s.surplus_at(offer.price) <= s.best:
             return
@@ -246,7 +246,7 @@ def _take(s: _Search, clock: Clock) -> None:
 
 def replay(
     record: NegotiationRecord, role: Role, counterpart: AgentFactory, *, seed: Seed, rules: Rules
-) -> Played | None:
+) -> Simulated | None:
     """The record's own play of ``role`` against a fresh counterpart; None unless it
     reproduces the record's events exactly."""
     plan = batches(record.events, rules)[role]
@@ -284,7 +284,7 @@ def oracle_surplus(
     return _with_own(found, own, spec=record.buyer if role == "buyer" else record.seller)
 
 
-def _with_own(found: OracleResult, own: Played, *, spec: str) -> OracleResult:
+def _with_own(found: OracleResult, own: Simulated, *, spec: str) -> OracleResult:
     """``found`` with the record's own play counted as one more policy."""
     mine = own.surplus if own.surplus is not None else Decimal(0)
     better = mine > found.surplus
