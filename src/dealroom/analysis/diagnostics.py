@@ -202,6 +202,11 @@ def _share(d: SeatDiagnosis) -> Pair | None:
     return d.surplus / float(d.oracle.surplus), 1.0
 
 
+def _exact(d: SeatDiagnosis) -> bool:
+    """The seat counts in the oracle gap and its oracle is exact."""
+    return d.oracle is not None and d.oracle.exact and d.gains > 0
+
+
 def _gap(d: SeatDiagnosis) -> Pair | None:
     if d.oracle is None or d.gains <= 0:
         return None
@@ -271,7 +276,7 @@ def diagnostic_rows(
                     oracle_gap_by_tier={
                         t: est("oracle_gap", by_tier.get(t, []), f"{label}:{t}") for t in tiers
                     },
-                    oracle_exact=sum(d.oracle is not None and d.oracle.exact for d in seats),
+                    oracle_exact=sum(_exact(d) for d in seats),
                 )
             )
     return table

@@ -118,7 +118,7 @@ class DiagnosticRow(_Frozen):
     belief_coverage: Estimate
     oracle_gap_by_tier: dict[str, Estimate]
     oracle_exact: int
-    """Seats whose oracle surplus is exact (of ``oracle_gap.n`` with one; the rest are lower
+    """Of the ``oracle_gap.n`` seats in the gap, those whose oracle is exact (the rest are lower
     bounds)."""
 
     def diagnostic(self, name: str) -> Estimate:
