@@ -11,6 +11,7 @@ from test_metrics import R1, negotiate, scenario
 from dealroom.analysis import diagnostics as d
 from dealroom.analysis.oracle import OracleResult, oracle_key
 from dealroom.analysis.report import build_report, format_report
+from dealroom.analysis.report_html import render_html
 from dealroom.analysis.report_models import DiagnosticRow
 from dealroom.protocol import MakeOffer, Role, SendMessage
 from dealroom.protocol.record import NegotiationRecord
@@ -91,3 +92,13 @@ def test_the_report_shows_each_section_that_has_figures() -> None:
     assert "Cue use" in text and "Oracle gap" in text and "Honesty" in text
     assert "Beliefs" not in text  # no seat stated one
     assert "Oracle gap" not in format_report(build_report([R1], resamples=50))
+
+
+def test_the_html_page_has_a_table_per_section_with_figures() -> None:
+    best = OracleResult(Decimal(40), True, 3, Decimal(40), "anchor")
+    page = render_html(build_report([R1], resamples=50, oracles={oracle_key(R1, "buyer"): best}))
+    diagnostics = page.split("<h2>Diagnostics</h2>")[1].split("<h2>")[0]
+    assert diagnostics.count("<table>") == 3  # honesty, cue use, oracle gap; no beliefs
+    assert "<h3>Oracle gap</h3>" in diagnostics and "gap mid" in diagnostics
+    assert "<td>1 of 1</td>" in diagnostics  # the buyer's one exact oracle
+    assert "Beliefs" not in diagnostics

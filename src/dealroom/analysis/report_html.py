@@ -325,11 +325,9 @@ def _diagnostic_section(report: Report) -> str:
     parts: list[str] = []
     for title, columns, rows in diagnostic_sections(report):
         oracle = "oracle_share" in columns
-        heads = [
-            *columns.values(),
-            *(report.tiers if oracle else ()),
-            *(["exact"] if oracle else []),
-        ]
+        heads = [*columns.values()]
+        if oracle:
+            heads += [*(f"gap {t}" for t in report.tiers), "exact"]
         head = "<tr><th>agent</th><th>role</th>" + "".join(f"<th>{h}</th>" for h in heads)
         body = [
             f"<tr><td>{escape(r.agent)}</td><td class=role>{r.role}</td>"
