@@ -1,7 +1,8 @@
 """Agents: scripted strategies, the seat players (``llm:MODEL``, ``human``) and the registry
 that names them all."""
 
-from dealroom.agents import builtin as _builtin  # noqa: F401  (registers the built-in agents)
+# Imported for its side effect: it registers the built-in agents.
+from dealroom.agents import builtin as _builtin  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from dealroom.play.registry import (
     AgentEntry,
     AgentFamily,

@@ -25,7 +25,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
 from dealroom._version import __version__
@@ -228,8 +228,8 @@ class ChatCompletions:
             raise ModelCallError(message, transient=True) from exc
         if status >= 300:
             raise _status_error(status, _error_message(raw))
-        data = json.loads(raw)
-        if not isinstance(data, dict):
+        data = _object(json.loads(raw))
+        if data is None:
             raise _malformed(f"the reply is JSON but not an object: {raw[:200]!r}")
         return data
 
@@ -323,11 +323,11 @@ def parse_reply(data: dict[str, Any], model: str) -> ParsedReply:
     round trip: the same messages, in the same cases). Raises ``ModelCallError``: not
     transient for a completion without choices or cut short before any output, transient for
     one whose fields have the wrong types."""
-    usage = data.get("usage")
+    usage = _object(data.get("usage"))
     input_tokens = output_tokens = None
     cached: object = 0
     reasoning: object = 0
-    if isinstance(usage, dict):
+    if usage is not None:
         input_tokens, output_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
         cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
         reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens")
@@ -338,18 +338,19 @@ def parse_reply(data: dict[str, Any], model: str) -> ParsedReply:
         raise _unusable(
             f"ChatCompletion response has no choices (possible provider error payload){details}"
         )
-    if not isinstance(choices, list) or not isinstance(choices[0], dict):
+    choice = _object(cast("list[object]", choices)[0]) if isinstance(choices, list) else None
+    if choice is None:
         raise _malformed("'choices' is not a list of objects")
-    choice: dict[str, Any] = choices[0]
     finish = choice.get("finish_reason")
-    message = choice.get("message")
-    if message is None:
+    raw_message = choice.get("message")
+    if raw_message is None:
         return ParsedReply(
             None,
             None,
             ModelReply((), input_tokens or 0, output_tokens or 0, finish, cached, reasoning),
         )
-    if not isinstance(message, dict):
+    message = _object(raw_message)
+    if message is None:
         raise _malformed("'message' is not an object")
     text = _string(message, "content")
     refusal = _string(message, "refusal")
@@ -388,10 +389,15 @@ def parse_reply(data: dict[str, Any], model: str) -> ParsedReply:
     return ParsedReply(stored, wire, completion)
 
 
+def _object(value: object) -> dict[str, Any] | None:
+    """``value`` as a JSON object (its values not yet checked), None if it is not one."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
 def _detail(usage: dict[str, Any], group: str, key: str) -> object:
     """A count inside a usage breakdown (``prompt_tokens_details.cached_tokens``), 0 if absent."""
-    details = usage.get(group)
-    return details.get(key, 0) if isinstance(details, dict) else 0
+    details = _object(usage.get(group))
+    return details.get(key, 0) if details is not None else 0
 
 
 def _string(message: dict[str, Any], key: str) -> str:
@@ -409,13 +415,14 @@ def _tool_calls(raw: object) -> list[dict[str, Any]]:
     if not isinstance(raw, list):
         raise _malformed("'tool_calls' is not a list")
     calls: list[dict[str, Any]] = []
-    for call in raw:
-        if not isinstance(call, dict):
+    for item in cast("list[object]", raw):
+        call = _object(item)
+        if call is None:
             raise _malformed("a tool call is not an object")
         if call.get("type", "function") != "function":
             continue
-        function = call.get("function")
-        if not isinstance(function, dict):
+        function = _object(call.get("function"))
+        if function is None:
             raise _malformed("a tool call has no function")
         name, arguments, call_id = function.get("name"), function.get("arguments"), call.get("id")
         if not isinstance(name, str) or not isinstance(call_id, str):
@@ -435,9 +442,9 @@ def _wire_call(call: dict[str, Any], model: str | None = None) -> dict[str, Any]
         "function": {"name": call["name"], "arguments": call["arguments"] or "{}"},
     }
     if model is not None and "gemini" in model.lower():
-        extra = call["raw"].get("extra_content")
-        google = extra.get("google") if isinstance(extra, dict) else None
-        signature = google.get("thought_signature") if isinstance(google, dict) else None
+        extra = _object(call["raw"].get("extra_content"))
+        google = _object(extra.get("google")) if extra is not None else None
+        signature = google.get("thought_signature") if google is not None else None
         if signature:
             out["extra_content"] = {"google": {"thought_signature": signature}}
     return out
@@ -449,7 +456,9 @@ def _replayed_reasoning(message: dict[str, Any], model: str) -> dict[str, Any]:
     content = message.get("reasoning_content")
     content = content if isinstance(content, str) else ""
     blocks = message.get("thinking_blocks")
-    has_blocks = isinstance(blocks, list) and any(isinstance(b, dict) for b in blocks)
+    has_blocks = isinstance(blocks, list) and any(
+        isinstance(b, dict) for b in cast("list[object]", blocks)
+    )
     reasoning = message.get("reasoning")
     out: dict[str, Any] = {}
     if content and "deepseek" in model.lower():
@@ -466,10 +475,12 @@ def _error_message(raw: bytes) -> str:
         data = json.loads(raw)
     except ValueError:
         data = None
-    if isinstance(data, dict):
-        error = data.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
+    body = _object(data)
+    if body is not None:
+        error = body.get("error")
+        fields = _object(error)
+        if fields is not None and isinstance(message := fields.get("message"), str):
+            return message
         if isinstance(error, str):
             return error
     text = raw[:200].decode("utf-8", errors="replace").strip()

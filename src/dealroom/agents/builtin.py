@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dealroom.agents import negmas_specs as _negmas_specs  # noqa: F401  (registers negmas:CLASS)
-from dealroom.agents import seats as _seats  # noqa: F401  (registers llm:MODEL and human)
+# Imported for their side effects: they register negmas:CLASS, and llm:MODEL and human.
+from dealroom.agents import negmas_specs as _negmas_specs  # noqa: F401  # pyright: ignore[reportUnusedImport]
+from dealroom.agents import seats as _seats  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from dealroom.agents.micro import MicroParams, micro
 from dealroom.agents.nice_tft import NiceTftParams, nice_tft
 from dealroom.agents.time_dependent import TimeDependentParams, time_dependent

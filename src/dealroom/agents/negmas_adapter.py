@@ -34,6 +34,7 @@ private value. The mapping (docs/agents.md, "Published opponents"):
 
 from __future__ import annotations
 
+import importlib
 import random
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
@@ -91,24 +92,27 @@ class PriceGrid:
         return self.utility(role, float(self.position(private_value)))
 
 
+def _negmas(module: str) -> Any:
+    """A NegMAS module, imported when first used (the negmas extra is optional); Any because
+    NegMAS ships no type information."""
+    return importlib.import_module(module)
+
+
 def issues(points: int) -> list[Any]:
     """NegMAS's issue space: one integer issue ``price`` from 1 to ``points``."""
-    from negmas.outcomes import make_issue  # pyright: ignore[reportMissingImports]
-
-    return [make_issue(values=(1, points), name="price")]
+    outcomes = _negmas("negmas.outcomes")
+    return [outcomes.make_issue(values=(1, points), name="price")]
 
 
 def ufun(grid: PriceGrid, role: Role, private_value: Decimal, space: list[Any]) -> Any:
     """``role``'s NegMAS utility function on ``space`` (``issues(grid.points)``)."""
-    from negmas.preferences import (  # pyright: ignore[reportMissingImports]
-        LinearAdditiveUtilityFunction,
-    )
-    from negmas.preferences.value_fun import AffineFun  # pyright: ignore[reportMissingImports]
+    preferences = _negmas("negmas.preferences")
+    value_fun = _negmas("negmas.preferences.value_fun")
 
     span = grid.points - 1
     slope, bias = (-1 / span, grid.points / span) if role == "buyer" else (1 / span, -1 / span)
-    return LinearAdditiveUtilityFunction(
-        values=[AffineFun(slope, bias=bias)],
+    return preferences.LinearAdditiveUtilityFunction(
+        values=[value_fun.AffineFun(slope, bias=bias)],
         issues=space,
         reserved_value=grid.reserved(role, private_value),
     )
@@ -119,9 +123,9 @@ def clocked_mechanism() -> type[Any]:
     """``SAOMechanism`` whose clock is set from outside (``clock``, in seconds) instead of
     read from the wall: NegMAS's own protocol, on the negotiation clock. Calls are made in the
     caller's thread (no timeouts: the negotiation clock, not the wall, limits a turn)."""
-    from negmas.sao import SAOMechanism  # pyright: ignore[reportMissingImports]
+    sao = _negmas("negmas.sao")
 
-    class ClockedSAOMechanism(SAOMechanism):  # pyright: ignore[reportUntypedBaseClass]
+    class ClockedSAOMechanism(sao.SAOMechanism):
         clock: float = 0.0
 
         @property
@@ -149,9 +153,9 @@ def mechanism(deadline: float, points: int, **kwargs: Any) -> Any:
 
 
 def _placeholder_class() -> type[Any]:
-    from negmas.sao import SAONegotiator  # pyright: ignore[reportMissingImports]
+    sao = _negmas("negmas.sao")
 
-    class OtherSeat(SAONegotiator):  # pyright: ignore[reportUntypedBaseClass]
+    class OtherSeat(sao.SAONegotiator):
         """The other seat in the private mechanism: its moves are injected as actions."""
 
         def propose(self, state: Any, dest: str | None = None) -> Any:
@@ -255,14 +259,14 @@ class NegmasAgent:
         first = self.role == FIRST
         if not first and not self.turns and theirs is None and observation.now < self.step:
             return Decision(wait=self.step - observation.now)  # the opener's turn comes first
-        from negmas.sao import ResponseType, SAOResponse  # pyright: ignore[reportMissingImports]
+        sao = _negmas("negmas.sao")
 
         mech = self.mechanism
         mech.clock = observation.now
         with self.random:
             if not (first and not self.turns) and not self.waiting:
                 offer = None if theirs is None else (self.grid.point(self.role, theirs.price),)
-                mech.step({self.other.id: SAOResponse(ResponseType.REJECT_OFFER, offer)})
+                mech.step({self.other.id: sao.SAOResponse(sao.ResponseType.REJECT_OFFER, offer)})
             state = mech.step()
         self.turns += 1
         self.waiting = bool(state.waiting)

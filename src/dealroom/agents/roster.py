@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -132,7 +132,8 @@ def load(path: Path) -> list[RosterEntry]:
     tables = data.get("models")
     if not isinstance(tables, dict) or not tables:
         raise RosterError(f"{path}: no [models.NAME] table")
-    return [_entry(path, name, table) for name, table in tables.items()]
+    named = cast("dict[str, object]", tables)  # TOML keys are strings
+    return [_entry(path, name, table) for name, table in named.items()]
 
 
 def _entry(path: Path, name: str, table: object) -> RosterEntry:

@@ -142,7 +142,7 @@ def worker_specs(args: argparse.Namespace, sockets: Path) -> list[WorkerSpec]:
     """How to start each of ``args.workers`` workers, their sockets in ``sockets``."""
     from dealroom.server.cluster_workers import WorkerSpec
 
-    specs = []
+    specs: list[WorkerSpec] = []
     for index in range(args.workers):
         socket = str(sockets / f"w{index}.sock")
         job = pickle.dumps(WorkerJob(args, index, socket))

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from dealroom.agents import AgentSpecError, resolve
 from dealroom.protocol import TIERS, AgentFactory, Scenario, Tier
@@ -18,6 +18,13 @@ ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 
 
 E = TypeVar("E", bound=BaseException)
+
+
+class Commands(Protocol):
+    """Where a command module adds its parser: what ``add_subparsers`` returns (argparse names
+    that type only privately, ``_SubParsersAction``)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
 def usage_error(message: str) -> Exception:
@@ -32,8 +39,9 @@ def found_in(exc: BaseException, kinds: tuple[type[E], ...]) -> E | None:
     if isinstance(exc, kinds):
         return exc
     if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:  # pyright: ignore[reportUnknownVariableType]
-            found = found_in(inner, kinds)  # pyright: ignore[reportUnknownArgumentType]
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        for inner in group.exceptions:
+            found = found_in(inner, kinds)
             if found is not None:
                 return found
     return None

@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from dealroom.cli._common import usage_error
+from dealroom.cli._common import Commands, usage_error
 from dealroom.protocol import DEFAULT_RULES, ROLES, Role, Rules
 from dealroom.protocol.model_seat import ArgumentsForm
 from dealroom.protocol.secret import seed_from_json
@@ -29,7 +29,7 @@ from dealroom.training.sft import (
 log = structlog.stdlib.get_logger(__name__)
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register the subcommand."""
     parser = commands.add_parser(
         "export-sft",

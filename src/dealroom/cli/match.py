@@ -8,6 +8,7 @@ import sys
 from dealroom.agents import MissingExtraError, entries, families, seat_entries
 from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import (
+    Commands,
     add_scenario_flags,
     agent,
     report_fresh_secret,
@@ -20,7 +21,7 @@ from dealroom.engine.match import play
 from dealroom.protocol.secret import seed_json
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register the subcommands."""
     match = commands.add_parser("match", help="play one negotiation between two agents")
     match.add_argument(

@@ -5,11 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dealroom.cli._common import add_scenario_flags, report_fresh_secret, run_secret, scenario
+from dealroom.cli._common import (
+    Commands,
+    add_scenario_flags,
+    report_fresh_secret,
+    run_secret,
+    scenario,
+)
 from dealroom.cli._players import add_llm_flags, player
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register the subcommand."""
     parser = commands.add_parser(
         "play",

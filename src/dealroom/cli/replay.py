@@ -9,7 +9,7 @@ from typing import Any
 
 from dealroom.agents import AgentSpecError, is_scripted, resolve
 from dealroom.analysis.transcript import format_record
-from dealroom.cli._common import agent, usage_error
+from dealroom.cli._common import Commands, agent, usage_error
 from dealroom.cli.report import open_existing_store
 from dealroom.engine.fork import ForkError, fork
 from dealroom.engine.match import play
@@ -19,7 +19,7 @@ from dealroom.protocol.secret import Seed, seed_from_json
 from dealroom.store.results import StoredNegotiation
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register the subcommand."""
     parser = commands.add_parser(
         "replay", help="re-run a stored negotiation, or fork it with a new agent in one seat"

@@ -13,14 +13,14 @@ from pydantic import ValidationError
 from dealroom.analysis.oracle import OracleKey, OracleResult
 from dealroom.analysis.report import build_report, format_report
 from dealroom.analysis.report_html import render_html
-from dealroom.cli._common import positive_int, usage_error
+from dealroom.cli._common import Commands, positive_int, usage_error
 from dealroom.play.oracle import DEFAULT_BUDGET
 from dealroom.protocol import Rules
 from dealroom.store import paid as paid_calls
 from dealroom.store.results import ResultsStore, StoreError
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register the subcommand."""
     parser = commands.add_parser("report", help="tournament report: leaderboard, tiers, features")
     parser.add_argument("store", type=Path, help="results store written by dealroom tournament")

@@ -14,11 +14,11 @@ from typing import Any
 
 import httpx2
 
-from dealroom.cli._common import ADMIN_TOKEN_ENV, add_secret_flag, run_secret, usage_error
+from dealroom.cli._common import ADMIN_TOKEN_ENV, Commands, add_secret_flag, run_secret, usage_error
 from dealroom.protocol import TIERS, RoomCreated, RoomRequest
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register the subcommands."""
     room = commands.add_parser("room", help="create and inspect rooms on an HTTP server")
     actions = room.add_subparsers(dest="room_command", required=True, parser_class=type(room))

@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from dealroom.cli._common import positive_int, usage_error
+from dealroom.cli._common import Commands, positive_int, usage_error
 from dealroom.protocol import TIERS
 from dealroom.protocol.generator import dumps_jsonl, generate
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register the subcommand."""
     parser = commands.add_parser("scenarios", help="generate scenarios as JSONL")
     parser.add_argument("--n", type=positive_int, required=True, help="scenarios per tier")

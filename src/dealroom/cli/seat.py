@@ -8,12 +8,12 @@ import sys
 
 import anyio
 
-from dealroom.cli._common import usage_error
+from dealroom.cli._common import Commands, usage_error
 
 SEAT_TOKEN_ENV = "DEALROOM_SEAT_TOKEN"
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register the subcommand."""
     parser = commands.add_parser(
         "seat",

@@ -12,6 +12,7 @@ import anyio
 
 from dealroom.cli import _players
 from dealroom.cli._common import (
+    Commands,
     add_scenario_flags,
     agent,
     read_scenarios,
@@ -34,7 +35,7 @@ HTTP_NEGOTIATIONS_PER_MINUTE = 120
 more is a program writing the server's disk (about 12 KB a negotiation, store and journal)."""
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register the subcommand."""
     parser = commands.add_parser(
         "serve",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from dealroom.cli._common import (
+    Commands,
     add_secret_flag,
     positive_int,
     run_secret,
@@ -34,7 +36,7 @@ from dealroom.protocol.secret import Seed
 from dealroom.store.results import ResultsStore, StoreError
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register the subcommand."""
     parser = commands.add_parser(
         "tournament",
@@ -140,7 +142,7 @@ def agent_list(text: str) -> list[str]:
 def _backend(args: argparse.Namespace) -> Backend:
     if args.backend == "ray":
         try:
-            import ray  # noqa: F401
+            importlib.import_module("ray")
         except ImportError:
             raise usage_error("the ray backend needs Ray: pip install 'dealroom[ray]'") from None
         cpus = None if args.ray_address else args.concurrency

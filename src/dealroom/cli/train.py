@@ -27,12 +27,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dealroom.cli._common import positive_int, usage_error
+from dealroom.cli._common import Commands, positive_int, usage_error
 from dealroom.cli.export_sft import add_filters, no_match, stored_examples
 from dealroom.protocol import ROLES, TIERS
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Register ``train`` and its subcommands."""
     parser = commands.add_parser(
         "train",
@@ -231,7 +231,8 @@ def _resumed_at(args: argparse.Namespace) -> int:
 def _report(stage: str, result: Any, resumed_at: int = 0) -> int:
     from dealroom.training.runlog import METRICS_FILE
 
-    last = next((h for h in reversed(result.log_history) if "loss" in h), {})
+    history: list[dict[str, Any]] = result.log_history
+    last = next((h for h in reversed(history) if "loss" in h), None) or {}
     ran = result.steps - resumed_at
     per_step = result.seconds / max(ran, 1)
     summary = {

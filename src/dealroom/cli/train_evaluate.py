@@ -15,14 +15,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dealroom.cli._common import positive_int, tier_list, usage_error
+from dealroom.cli._common import Commands, positive_int, tier_list, usage_error
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
 KEY_ENV = "DEALROOM_EVALUATE_API_KEY"
 """Where ``--api-key`` is handed to the roster entry (entries read keys from variables)."""
 
 
-def add(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add(stages: Commands) -> None:
     """Register ``train evaluate``."""
     evaluate = stages.add_parser(
         "evaluate",

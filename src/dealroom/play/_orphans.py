@@ -37,7 +37,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 
 POLL_S = 0.5
@@ -110,7 +110,7 @@ def _end() -> None:
 
 
 @contextlib.contextmanager
-def reaper() -> Iterator[subprocess.Popen[bytes]]:
+def reaper() -> Generator[subprocess.Popen[bytes]]:
     """Start a reaper for this process's cluster; hand it pids with ``reap``. On leaving (or
     when this process dies) it ends every handed process and its descendants still running."""
     process = subprocess.Popen(
@@ -137,7 +137,7 @@ def reap(process: subprocess.Popen[bytes], pids: Iterable[int]) -> None:
 
 
 @contextlib.contextmanager
-def fate_shared(start: Callable[[], object], stop: Callable[[], object]) -> Iterator[None]:
+def fate_shared(start: Callable[[], object], stop: Callable[[], object]) -> Generator[None]:
     """Call ``start`` (which starts processes, e.g. a local Ray cluster), ``stop`` on leaving;
     whatever ``start`` started ends with this process, however it ends.
 

@@ -140,7 +140,7 @@ class ProcessBackend:
                 chunks,
                 lambda chunk: pool.submit(player, chunk),
                 lambda futures: wait(futures, return_when=FIRST_COMPLETED)[0],
-                Future.result,
+                lambda future: future.result(),
                 limit=3 * self.workers,
                 stop=stop,
                 running=running,
@@ -171,7 +171,9 @@ class RayBackend:
         self, jobs: Sequence[Job], player: ChunkPlayer, stop: Stop = never
     ) -> Iterator[tuple[Job, Played]]:
         """Play every job; results arrive a chunk at a time."""
-        import ray  # optional dependency: imported only when this backend runs
+        import ray as ray_module  # optional dependency: imported only when this backend runs
+
+        ray: Any = ray_module  # Ray's annotations leave much of its API Unknown: used as Any
 
         cluster = contextlib.ExitStack()
         if not ray.is_initialized():  # a Ray started here ends here, or with this process

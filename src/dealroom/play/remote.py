@@ -80,7 +80,7 @@ class AdminClient:
     async def outcome(self, room: str) -> Outcome | None:
         """The full outcome of the room's first negotiation, once it has ended."""
         data = await self._request("GET", f"/admin/rooms/{room}")
-        negotiations = data.get("negotiations") or []
+        negotiations: list[dict[str, Any]] = data.get("negotiations") or []
         if not negotiations or negotiations[0].get("outcome") is None:
             return None
         return Outcome.model_validate(negotiations[0]["outcome"])

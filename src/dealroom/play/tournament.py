@@ -31,6 +31,7 @@ is played.
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -324,7 +325,7 @@ class Tournament:
 def _run_loop(main: Callable[[], Awaitable[None]]) -> None:
     """Run ``main`` in a new event loop (uvloop where installed: less CPU per model call)."""
     try:
-        import uvloop  # noqa: F401
+        importlib.import_module("uvloop")
     except ImportError:
         anyio.run(main)
     else:

@@ -9,7 +9,7 @@ import fcntl
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import structlog
@@ -47,7 +47,7 @@ def stray_journals(store: Path, workers: int) -> list[int]:
     root = Path(f"{store}.rooms")
     if not root.is_dir():
         return []
-    found = []
+    found: list[int] = []
     for path in root.glob("w*"):
         index = path.name[1:]
         if index.isdigit() and int(index) >= workers and any(path.glob("*.jsonl")):
@@ -56,7 +56,7 @@ def stray_journals(store: Path, workers: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def owning(directory: Path, *, wait_s: float = 30.0) -> Iterator[None]:
+def owning(directory: Path, *, wait_s: float = 30.0) -> Generator[None]:
     """Hold ``directory``'s owner lock (a server or a cluster's worker owns its journals: no two
     processes replay the same rooms, e.g. a server started twice on one store, or restarted
     while the one before it still stops). Waits up to

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import structlog
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import BaseModel, ConfigDict, Field
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from dealroom.server._sdk import check_internals
 
@@ -111,7 +111,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     @property
     def serving(self) -> bool:
         """A request has been received and its response is not finished (never shed)."""
-        cycle = self.cycle
+        # uvicorn annotates `cycle` as always set, but it is None until the first request.
+        cycle = cast("RequestResponseCycle | None", self.cycle)
         return not self._reading and cycle is not None and not cycle.response_complete
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]

@@ -27,7 +27,7 @@ import hmac
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -245,7 +245,7 @@ class StoppingServer(uvicorn.Server):
         self.on_ready = on_ready
 
     @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
+    def capture_signals(self) -> Generator[None]:
         with super().capture_signals():
             yield
             self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -188,7 +188,8 @@ def describe_failure(exc: BaseException) -> str:
 
 def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        return [leaf for inner in group.exceptions for leaf in _leaves(inner)]
     found = [exc]
     if exc.__cause__ is not None:
         found += _leaves(exc.__cause__)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from collections.abc import AsyncGenerator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -256,7 +256,7 @@ class Negotiation:
     # -- internals ------------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def _call(self, role: Role) -> AsyncIterator[None]:
+    async def _call(self, role: Role) -> AsyncGenerator[None]:
         async with self._seat_locks[role]:
             now = self._timer()
             if self._started is None:
@@ -382,5 +382,5 @@ class Negotiation:
 
 
 @asynccontextmanager
-async def _nothing() -> AsyncIterator[None]:
+async def _nothing() -> AsyncGenerator[None]:
     yield

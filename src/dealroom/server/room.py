@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -257,7 +257,7 @@ class Room:
         return house.spec if house is not None else REMOTE_NAME
 
     @asynccontextmanager
-    async def playing(self) -> AsyncIterator[None]:
+    async def playing(self) -> AsyncGenerator[None]:
         """Run the room's players: inside this block each negotiation starts them as tasks.
 
         Leaving the block cancels them; so does the end of their negotiation.

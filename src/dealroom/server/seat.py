@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -180,7 +180,7 @@ class RoomBackend:
             await self.room.save()
 
     @contextlib.contextmanager
-    def _counted(self) -> Iterator[None]:
+    def _counted(self) -> Generator[None]:
         """Count a call of this seat while it is served; refuse one past
         ``SEAT_CALLS_IN_FLIGHT`` at once (``too_many_calls``), before it queues for the seat.
         Each call in flight holds a connection: a token flooding calls (a thousand long polls

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import structlog
@@ -212,13 +212,16 @@ class WebApi:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             return error(400, "the body must be JSON")
-        if not isinstance(data, dict) or not isinstance(data.get("tool"), str):
+        fields = cast("dict[str, object]", data) if isinstance(data, dict) else {}
+        tool = fields.get("tool")
+        if not isinstance(tool, str):
             return error(400, 'the body must be {"tool": name, "arguments": {...}}')
-        arguments: Any = data.get("arguments", {})
+        arguments = fields.get("arguments", {})
         if not isinstance(arguments, dict):
             return error(400, "arguments must be a JSON object")
-        with structlog.contextvars.bound_contextvars(**seat.log_context, tool=data["tool"]):
-            return JSONResponse(await _call(seat, data["tool"], arguments), headers=NO_STORE)
+        with structlog.contextvars.bound_contextvars(**seat.log_context, tool=tool):
+            call = await _call(seat, tool, cast("dict[str, Any]", arguments))
+            return JSONResponse(call, headers=NO_STORE)
 
 
 async def _body_within(request: Request, limit: int) -> bytes | None:
