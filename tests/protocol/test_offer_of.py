@@ -49,3 +49,26 @@ def test_no_module_tells_offers_from_events_by_their_class(path: Path) -> None:
     if path.relative_to(SRC).as_posix() == "protocol/events.py":
         return
     assert not re.search(r"isinstance\([^)]*OfferMade", path.read_text(encoding="utf-8")), path
+
+
+# -- the web pages' JavaScript, which pyright cannot check ------------------------------------
+
+STATIC = SRC / "server" / "web" / "static"
+EVENT_TYPES = {str(member.model_fields["type"].default) for member in get_args(get_args(Event)[0])}
+OFFER_TYPES = {e.type for e in [MADE, *OTHERS] if offer_of(e) is not None}
+
+
+def test_the_pages_describe_every_event_type() -> None:
+    """``DR.describe`` (common.js) has a case per event type: a new one would otherwise show
+    as its bare type name."""
+    source = (STATIC / "common.js").read_text(encoding="utf-8")
+    body = source.split("function describe(", 1)[1].split("\n  }\n", 1)[0]
+    assert set(re.findall(r'case "(\w+)":', body)) == EVENT_TYPES
+
+
+def test_the_pages_chart_the_events_that_make_offers() -> None:
+    """The offers chart (chart.js) picks the events ``offer_of`` calls offers, no more, no
+    fewer."""
+    source = (STATIC / "chart.js").read_text(encoding="utf-8")
+    line = next(x for x in source.splitlines() if x.strip().startswith("const offers ="))
+    assert set(re.findall(r'e\.type === "(\w+)"', line)) == OFFER_TYPES
