@@ -18,15 +18,11 @@ PER_MODULE = {"add", "run", "log"}
 SAME_IDEA = {
     # the one briefing, and the server's form of it taking an Observation
     "briefing": {"protocol/briefing.py", "server/texts.py"},
-    # the specs, and the same tools as MCP tools (the LLM seat's are SeatTools)
-    "seat_tools": {"protocol/tools.py", "server/mcp_app.py"},
     # the mean over rows, and one outcome's share
     "surplus_share": {"analysis/metrics.py", "training/rewards.py"},
     # the CLI's copies keep `dealroom room` and the parser free of httpx and mcp imports
     "base_url": {"cli/room.py", "play/remote.py"},
     "SEAT_TOKEN_ENV": {"cli/seat.py", "client/seat.py"},
-    # an agent entry in the registry, and a seat's tools on an app
-    "register": {"play/registry.py", "server/mcp_app.py"},
 }
 
 

@@ -50,8 +50,13 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.arguments import WaitArgs, action_of
 from dealroom.protocol.compact_schema import compact_schema
-from dealroom.protocol.tools import ArgumentError, ResultKind, SeatTool, validate_arguments
-from dealroom.protocol.tools import seat_tools as tool_specs
+from dealroom.protocol.tools import (
+    ArgumentError,
+    ResultKind,
+    SeatTool,
+    seat_tools,
+    validate_arguments,
+)
 from dealroom.server.seat import CallRefused, SeatBackend
 
 log = structlog.stdlib.get_logger(__name__)
@@ -213,15 +218,15 @@ def _tool_templates(series: bool) -> dict[str, _SeatTool]:
     def unbound() -> SeatBackend:
         raise RuntimeError("a template tool is never called")
 
-    return {spec.name: _build(unbound, spec) for spec in tool_specs(series=series)}
+    return {spec.name: _build(unbound, spec) for spec in seat_tools(series=series)}
 
 
-def seat_tools(seat: SeatProvider, *, series: bool = True) -> list[Tool]:
+def mcp_tools(seat: SeatProvider, *, series: bool = True) -> list[Tool]:
     """The seat's tools, acting for ``seat()``: the shared templates bound to its functions."""
     templates = _tool_templates(series)
     return [
         templates[spec.name].model_copy(update={"fn": _function(seat, spec)})
-        for spec in tool_specs(series=series)
+        for spec in seat_tools(series=series)
     ]
 
 
@@ -285,8 +290,8 @@ _BRIEFING = (
 )
 
 
-def register(app: MCPServer, seat: SeatProvider) -> None:
-    """Add the seat's resources and briefing prompt to ``app`` (its tools: ``seat_tools``)."""
+def add_resources_and_prompt(app: MCPServer, seat: SeatProvider) -> None:
+    """Add the seat's resources and briefing prompt to ``app`` (its tools: ``mcp_tools``)."""
 
     @app.resource(
         OBSERVATION_URI,
@@ -315,7 +320,7 @@ def build_app(
     seat: SeatProvider, *, name: str = "dealroom", series: bool = True, **kwargs: Any
 ) -> MCPServer:
     """An MCP server for one kind of seat (``kwargs`` go to ``MCPServer``)."""
-    tools = seat_tools(seat, series=series)
+    tools = mcp_tools(seat, series=series)
     app = SeatServer(
         seat,
         name,
@@ -325,7 +330,7 @@ def build_app(
         tools=tools,
         **kwargs,
     )
-    register(app, seat)
+    add_resources_and_prompt(app, seat)
     return app
 
 
@@ -344,7 +349,7 @@ class DirectSession:
     def __init__(self, seat: SeatBackend, *, series: bool = True) -> None:
         self._seat = seat
         self._series = series
-        self._specs = {spec.name: spec for spec in tool_specs(series=series)}
+        self._specs = {spec.name: spec for spec in seat_tools(series=series)}
 
     async def list_tools(self) -> ListToolsResult:
         """The tools, as ``tools/list`` lists them."""
