@@ -15,10 +15,11 @@ from typing import Any
 
 from dealroom.analysis import diagnostics as d
 from dealroom.analysis import metrics as m
+from dealroom.analysis._text import ci, num, pct, table
 from dealroom.analysis.oracle import OracleKey, OracleResult
+from dealroom.analysis.report_diagnostics import diagnostic_lines
 from dealroom.analysis.report_models import (
     Bootstrap,
-    DiagnosticRow,
     FeatureRow,
     HeadToHead,
     LeaderRow,
@@ -252,33 +253,6 @@ def _trajectory(record: NegotiationRecord) -> Sample:
 # -- terminal ------------------------------------------------------------------------------------
 
 
-def _num(x: float | None, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def _ci(e: m.Estimate, pct: bool = False) -> str:
-    fmt = _pct if pct else _num
-    if e.value is None:
-        return "-"
-    if e.low is None:
-        return fmt(e.value)
-    return f"{fmt(e.value)} [{fmt(e.low)}, {fmt(e.high)}]"
-
-
-def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-
-    def line(row: Sequence[str]) -> str:
-        cells = enumerate(zip(row, widths, strict=True))
-        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in cells)
-
-    return [line(header), line(["-" * w for w in widths]), *map(line, body)]
-
-
 def format_report(report: Report) -> str:
     """The report as terminal text: leaderboard, head to head, per tier, features."""
     overall = report.overall
@@ -286,9 +260,9 @@ def format_report(report: Report) -> str:
     lines = [
         f"{title}{report.negotiations:,} negotiations, {len(report.agents)} agents, "
         f"tiers {'/'.join(report.tiers)}",
-        f"Overall: deal rate {_ci(overall.deal_rate, pct=True)} over the "
+        f"Overall: deal rate {ci(overall.deal_rate, percent=True)} over the "
         f"{overall.with_gains:,} of {report.negotiations:,} negotiations with gains, efficiency "
-        f"{_ci(overall.efficiency, pct=True)}, IR violations {overall.ir_violations}",
+        f"{ci(overall.efficiency, percent=True)}, IR violations {overall.ir_violations}",
         "",
         "Leaderboard: surplus share (0 without a deal), on deals only, and deal rate, over "
         "negotiations with gains; 95% bootstrap intervals",
@@ -300,21 +274,21 @@ def format_report(report: Report) -> str:
             [
                 row.agent if first else "",
                 row.role,
-                _ci(row.surplus_share),
-                _ci(row.surplus_share_on_deals),
-                _ci(row.deal_rate, pct=True),
+                ci(row.surplus_share),
+                ci(row.surplus_share_on_deals),
+                ci(row.deal_rate, percent=True),
                 str(row.ir_violations),
                 f"{row.negotiations:,}",
             ]
         )
-    lines += _table(["agent", "role", "share", "share on deals", "deal rate", "IR", "n"], body)
+    lines += table(["agent", "role", "share", "share on deals", "deal rate", "IR", "n"], body)
     lines += ["", "Head to head: the row agent's surplus share against the column agent"]
     lines += _matrix(report)
     lines += ["", "Per tier: surplus share (both seats) and its spread across tiers"]
     lines += _tier_lines(report)
     lines += ["", "Strategy features (means per seat; see dealroom.analysis.metrics)"]
     lines += _feature_lines(report)
-    lines += _diagnostic_lines(report)
+    lines += diagnostic_lines(report)
     if report.usage is not None:
         lines += ["", *usage_lines(report.usage)]
     return "\n".join(lines)
@@ -346,12 +320,12 @@ def usage_cells(row: ModelUsage) -> list[str]:
         f"{row.tokens_per_negotiation:,.0f}",
         "-" if cost is None else f"${cost:.{6 if cost < 0.01 else 4}f}",
         "-" if latency is None else f"{latency:.2f} s",
-        _pct(row.invalid_rate),
-        _pct(row.refused_rate),
+        pct(row.invalid_rate),
+        pct(row.refused_rate),
         f"{row.turn_limit_hits:,}",
         f"{row.failures:,}",
-        _num(row.messages_per_negotiation, 2),
-        _pct(row.leakage),
+        num(row.messages_per_negotiation, 2),
+        pct(row.leakage),
         f"{row.seats:,}",
     ]
 
@@ -380,7 +354,7 @@ def usage_lines(usage: UsageReport) -> list[str]:
     body = [[row.agent, "", *usage_cells(row)] for row in usage.models]
     return [
         "Models: usage per negotiation seat, latency per model call, tool-call rates",
-        *_table(["agent", "", *USAGE_COLUMNS], body),
+        *table(["agent", "", *USAGE_COLUMNS], body),
         "Run: " + usage_totals(usage),
     ]
 
@@ -389,8 +363,8 @@ def _matrix(report: Report) -> list[str]:
     agents = report.agents
     cell = {(c.agent, c.opponent): c.surplus_share for c in report.head_to_head}
     header = ["agent", "", *agents]
-    body = [[a, "", *(_num(cell.get((a, b)), 2) for b in agents)] for a in agents]
-    return _table(header, body)
+    body = [[a, "", *(num(cell.get((a, b)), 2) for b in agents)] for a in agents]
+    return table(header, body)
 
 
 def _tier_lines(report: Report) -> list[str]:
@@ -399,15 +373,15 @@ def _tier_lines(report: Report) -> list[str]:
         [
             row.agent,
             row.role,
-            *(_num(row.tiers[t].surplus_share.value) for t in tiers),
-            _num(row.share_spread),
-            *(_pct(row.tiers[t].deal_rate) for t in tiers),
+            *(num(row.tiers[t].surplus_share.value) for t in tiers),
+            num(row.share_spread),
+            *(pct(row.tiers[t].deal_rate) for t in tiers),
         ]
         for row in report.per_tier
         if row.role == "both"
     ]
     header = ["agent", "", *tiers, "spread", *(f"deals {t}" for t in tiers)]
-    return _table(header, body)
+    return table(header, body)
 
 
 FEATURE_LABELS = {  # short column heads of the features, in report order
@@ -427,66 +401,9 @@ def _feature_lines(report: Report) -> list[str]:
         [
             row.agent if row.role == "buyer" else "",
             row.role,
-            *(_num(row.feature(name)) for name in FEATURE_LABELS),
-            _num(row.surplus_share),
+            *(num(row.feature(name)) for name in FEATURE_LABELS),
+            num(row.surplus_share),
         ]
         for row in report.features
     ]
-    return _table(["agent", "role", *FEATURE_LABELS.values(), "share"], body)
-
-
-DIAGNOSTIC_SECTIONS: dict[str, dict[str, str]] = {  # title: {diagnostic: column head}
-    "Honesty in cheap talk: claims about its own value (rate per negotiation), bluffs among "
-    "them and their size / L, false claims about the list price": {
-        "claim_rate": "claims",
-        "bluff_rate": "bluffs",
-        "bluff_size": "bluff size",
-        "list_lie_rate": "list lies",
-    },
-    "Cue use: own concession / L after the other side conceded and after a firm offer, and "
-    "seconds to respond to an offer": {
-        "concession_after_concession": "after concession",
-        "concession_after_firm": "after firm",
-        "response_time": "response s",
-    },
-    "Oracle gap: surplus / the best surplus any policy of the seat reached against the same "
-    "scripted counterpart (share), and what it left on the table / (v - c) (gap), by tier": {
-        "oracle_share": "share",
-        "oracle_gap": "gap",
-    },
-    "Beliefs about the other side's value, asked after the end: error and bias / L, and the "
-    "share of 90% intervals that hold the truth": {
-        "belief_error": "error",
-        "belief_bias": "bias",
-        "belief_coverage": "coverage",
-    },
-}
-
-
-def diagnostic_sections(report: Report) -> list[tuple[str, dict[str, str], list[DiagnosticRow]]]:
-    """The ``DIAGNOSTIC_SECTIONS`` that have a figure: title, columns and the rows with one."""
-    sections: list[tuple[str, dict[str, str], list[DiagnosticRow]]] = []
-    for title, columns in DIAGNOSTIC_SECTIONS.items():
-        rows = [r for r in report.diagnostics if any(r.diagnostic(c).n for c in columns)]
-        if rows:
-            sections.append((title, columns, rows))
-    return sections
-
-
-def _diagnostic_lines(report: Report) -> list[str]:
-    """One table per diagnostic section that has a figure (95% intervals; the oracle's also
-    by tier, and how many seats' oracle is exact rather than a lower bound)."""
-    lines: list[str] = []
-    for title, columns, rows in diagnostic_sections(report):
-        oracle = "oracle_share" in columns
-        tiers = [f"gap {t}" for t in report.tiers] if oracle else []
-        header = ["agent", "role", *columns.values(), *tiers]
-        body: list[list[str]] = []
-        for r in rows:
-            cells = [r.agent, r.role, *(_ci(r.diagnostic(c)) for c in columns)]
-            if oracle:
-                cells += [_num(r.oracle_gap_by_tier[t].value) for t in report.tiers]
-                cells.append(f"{r.oracle_exact:,} of {r.oracle_gap.n:,}")
-            body.append(cells)
-        lines += ["", title, *_table([*header, "exact"] if oracle else header, body)]
-    return lines
+    return table(["agent", "role", *FEATURE_LABELS.values(), "share"], body)

@@ -14,15 +14,16 @@ import math
 from collections.abc import Sequence
 from html import escape
 
+from dealroom.analysis._text import pct
 from dealroom.analysis.metrics import Estimate
 from dealroom.analysis.report import (
     FEATURE_LABELS,
     ROLE_VIEWS,
     USAGE_COLUMNS,
-    diagnostic_sections,
     usage_cells,
     usage_totals,
 )
+from dealroom.analysis.report_diagnostics import diagnostic_sections
 from dealroom.analysis.report_models import Report, Sample
 
 PALETTE = (
@@ -383,8 +384,8 @@ def render_html(report: Report) -> str:
     deal, eff = overall.deal_rate, overall.efficiency
     summary = (
         f"{report.negotiations:,} negotiations, {len(report.agents)} agents, tiers "
-        f"{', '.join(report.tiers)}. Deal rate {_pct(deal.value)}, efficiency "
-        f"{_pct(eff.value)}, IR violations {overall.ir_violations}."
+        f"{', '.join(report.tiers)}. Deal rate {pct(deal.value)}, efficiency "
+        f"{pct(eff.value)}, IR violations {overall.ir_violations}."
     )
     plots = report_plots(report)
     plots_tier = "".join(plots["surplus-by-tier"])
@@ -417,7 +418,3 @@ without a deal; on deals: deals only. Brackets: 95% bootstrap intervals.</p>
 {_usage_section(report)}
 </body></html>
 """
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
