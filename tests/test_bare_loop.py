@@ -3,31 +3,19 @@ status, price and number of events on every scenario (else its rate would be no 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from benchmark_support import load_benchmark
 from dealroom.agents import resolve
 from dealroom.engine.match import play
 from dealroom.protocol.generator import generate
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
 
 @pytest.fixture(scope="module")
 def bare_loop() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bare_loop", BENCHMARKS / "bare_loop.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bare_loop"] = module  # dataclasses look their module up
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["bare_loop"]
-    return module
+    return load_benchmark("bare_loop", "bare_loop")
 
 
 @pytest.mark.parametrize("seed", [7, 11])  # 7: the benchmark's own scenarios

@@ -3,9 +3,7 @@ entry (a loopback fake model here), scored against the same corpus."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import zlib
 from pathlib import Path
 from types import ModuleType
@@ -13,23 +11,14 @@ from typing import Any
 
 import pytest
 
+from benchmark_support import load_benchmark
 from dealroom.analysis import honesty as h
 from fake_openai import Reply, Status, Text, serve
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("honesty_bench", BENCHMARKS / "honesty.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["honesty_bench"] = module  # dataclasses look their module up
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["honesty_bench"]
-    return module
+    return load_benchmark("honesty", "honesty_bench")
 
 
 def rules_as_a_model(request: dict[str, Any]) -> Reply:
