@@ -51,6 +51,8 @@ class SessionErrorCode(StrEnum):
     """The seat started as many negotiations in the last minute as a room allows
     (``RoomLimits.negotiations_per_minute``): what one token can make the server write is
     bounded."""
+    STUDY_EXISTS = "study_exists"
+    """A study was not created: the server already has one of that id."""
     JOURNAL_UNAVAILABLE = "journal_unavailable"
     """A room was not opened: its journal could not be written (a full disk, no file
     descriptors left), and a room without one would not survive a restart."""
@@ -180,6 +182,13 @@ class SeatState(Model):
     """What you can usefully do next."""
 
 
+class StudySeats(Model):
+    """A study's room: the study and who of its participants sits where."""
+
+    id: str
+    participants: dict[Role, str]
+
+
 class RoomRequest(Model):
     """Admin request: open a room on an HTTP server."""
 
@@ -206,6 +215,9 @@ class RoomRequest(Model):
     acts only once the person has agreed, and each stored negotiation records when they did."""
     negotiations: int | None = Field(default=None, ge=1, le=10_000)
     """How many negotiations the series has (default: the server's limit, 10,000)."""
+    study: StudySeats | None = None
+    """A study's room (``dealroom.server.study`` opens them): its negotiations are stored as the
+    study's run, with who sat where (``extra.study``)."""
 
     @field_validator("secret")
     @classmethod

@@ -212,6 +212,13 @@ class Negotiation:
             self._advance(role if deliver else None)
             return self.calls.observe(role, deliver=deliver)
 
+    def begin(self) -> None:
+        """Start the clock now, if no call has yet (a person's page shows the negotiation: on
+        the wall clock its time runs from then; the virtual clock moves only as seats act)."""
+        if self._started is None:
+            self._started = self._timer()
+            self.sched.note(["start", time.time()])
+
     def sight(self, role: Role) -> Sight:
         """What ``role`` may see now (see ``SeatCalls.sight``)."""
         return self.calls.sight(role)

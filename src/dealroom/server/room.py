@@ -57,7 +57,7 @@ from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret, Seed, negotiation_seed, seed_json
 from dealroom.protocol.tools import ToolName, function_schemas
-from dealroom.protocol.wire import ClockKind
+from dealroom.protocol.wire import ClockKind, StudySeats
 from dealroom.server.conversations import Conversations
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, Pace, RoomLimits
@@ -136,12 +136,17 @@ class Room:
         timer: Callable[[], float] = time.monotonic,
         participant: str | None = None,
         consent: str | None = None,
+        study: StudySeats | None = None,
+        on_record: Callable[[Room, Negotiation], None] | None = None,
     ) -> None:
         self.id = room_id
         self.participant = participant
         """Experiments: the experimenter's id for the person in the client seat."""
-        self.run = participant or room_id
-        """The results store's run of the room's negotiations: the participant, else the room."""
+        self.study = study
+        self.on_record = on_record
+        """Told of each negotiation as it is recorded (a study's results), replays included."""
+        self.run = study.id if study is not None else participant or room_id
+        """The results store's run: the study, else the participant, else the room."""
         self.consent = consent
         """Experiments: the consent line the web seat page asks the person to agree to."""
         self.in_flight: dict[Role, int] = dict.fromkeys(ROLES, 0)
@@ -204,8 +209,9 @@ class Room:
         return len(self.client_roles) == 1
 
     def can_start_next(self) -> bool:
-        """True when new_negotiation would succeed now."""
-        return self.series and not self.current.is_open
+        """True when new_negotiation would succeed now (pacing aside)."""
+        current = self.current
+        return self.series and not current.is_open and self._scenarios(current.number) is not None
 
     def new_negotiation(self, *, paced: bool = False) -> Negotiation:
         """Start the next negotiation of the series; ``paced`` (a seat's call, not a replay):
@@ -443,6 +449,8 @@ class Room:
             reason=outcome.end_reason,
             status=outcome.status,
         )
+        if self.on_record is not None:
+            self.on_record(self, negotiation)
         scopes = self._playing.pop(negotiation.number, {})
         for role, scope in scopes.items():
             if role == negotiation.ended_during:
@@ -468,6 +476,7 @@ class Room:
             **({"errors": dict(negotiation.errors)} if negotiation.errors else {}),
             **({"participant": self.participant} if self.participant is not None else {}),
             **({"consent": self._consent_json()} if self.consent is not None else {}),
+            **({"study": self.study.model_dump(mode="json")} if self.study is not None else {}),
             **self._players(negotiation),
         }
         row = PendingRow(self.key(negotiation), self.run, SerializedRecord.of(record), extra)
@@ -481,11 +490,11 @@ class Room:
         """True while the room asks for consent and the seat's person has not agreed yet."""
         return self.consent is not None and role not in self.agreed
 
-    def agree(self, role: Role) -> None:
-        """The seat's person agreed to the consent line (the first time counts; journaled, so
-        that a restarted server does not ask again)."""
+    def agree(self, role: Role, when: str | None = None) -> None:
+        """The seat's person agreed to the consent line, now or ``when`` (the first time counts;
+        journaled, so that a restarted server does not ask again)."""
         if role not in self.agreed:
-            self.agreed[role] = datetime.now(UTC).isoformat(timespec="seconds")
+            self.agreed[role] = when or datetime.now(UTC).isoformat(timespec="seconds")
             self._log(self.current.number, ["consent", role, self.agreed[role]])
 
     def _consent_json(self) -> dict[str, object]:

@@ -27,6 +27,7 @@ from dealroom.server.journal import JournalFile, Journals, RoomJournal, reason_o
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room, RoomError, SeatPlayer
 from dealroom.server.seat import RoomBackend
+from dealroom.server.studies import Studies
 from dealroom.server.tokens import Grant, TokenTable, digest, new_token
 from dealroom.store.writer import ResultWriter
 
@@ -73,6 +74,13 @@ class RoomRegistry:
         """Rooms whose journal ``restore`` found but could not restore, by id: why not."""
         self.tokens = TokenTable()
         self._ended_at: dict[str, float] = {}
+        self.studies = Studies(
+            create_room=self.create,
+            room=self.rooms.get,
+            journals=journals,
+            token_prefix=token_prefix,
+        )
+        """The server's studies (``dealroom.server.study``): they open rooms here."""
 
     def create(self, request: RoomRequest) -> RoomCreated:
         """Open a room; raises ValueError for a bad house agent spec, and RoomError
@@ -116,6 +124,7 @@ class RoomRegistry:
         cannot be read or replayed, whatever the failure, is logged and left in place; one
         behind the results store (it holds a negotiation the replay did not finish) is logged
         and set aside. Either way the room is not restored and ``unrestored`` says why."""
+        self.studies.restore()  # first: a study's rooms report their results to it as they replay
         if self.journals is None:
             return 0
         restored = 0
@@ -225,6 +234,8 @@ class RoomRegistry:
             timer=self._timer,
             participant=request.participant,
             consent=request.consent,
+            study=request.study,
+            on_record=None if request.study is None else self.studies.recorded,
         )
 
     def seat_for_token(self, token: str) -> tuple[str, Role] | None:
@@ -293,6 +304,8 @@ class RoomRegistry:
                 continue
             if room.current.is_open or room.has_pending():
                 continue  # a room whose results are not all stored is never forgotten
+            if room.study is not None and room.can_start_next():
+                continue  # a study's participant may come back to it at any time
             ended = self._ended_at.setdefault(room_id, now)
             if now - ended >= self.retain_s:
                 self._forget(room_id)
@@ -302,6 +315,7 @@ class RoomRegistry:
         for room in self.rooms.values():
             if room.journal is not None:
                 room.journal.close()
+        self.studies.close()
 
     def _forget(self, room_id: str) -> None:
         playing = self._playing.pop(room_id, None)

@@ -10,6 +10,7 @@ tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in
     GET  /web/api/seat[/events]         seat view (JSON, or live)           seat token
     POST /web/api/seat/call             one tool call                       seat token
     POST /web/api/seat/consent          agree to the experiment's consent   seat token
+    POST /web/api/seat/page             a page event (open, hidden, close)  seat token
     GET  /web/api/runs[/RUN]            runs, or one run's progress+board   admin token
 
 Pages carry no data and no token: the script reads the token from the link's fragment (which a
@@ -93,5 +94,6 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     app.custom_route("/web/api/seat/events", methods=["GET"])(api.seat_events)
     app.custom_route("/web/api/seat/call", methods=["POST"])(api.call)
     app.custom_route("/web/api/seat/consent", methods=["POST"])(api.consent)
+    app.custom_route("/web/api/seat/page", methods=["POST"])(api.page)
     app.custom_route("/web/api/runs", methods=["GET"])(tournaments.runs)
     app.custom_route("/web/api/runs/{run}", methods=["GET"])(tournaments.run)

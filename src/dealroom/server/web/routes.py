@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import anyio
 import structlog
@@ -25,14 +25,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from dealroom.protocol import seat_text
+from dealroom.protocol import SessionErrorCode, seat_text
 from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.mcp_app import dispatch, render
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import CallRefused, RoomBackend
-from dealroom.server.web.views import SeatPageView, SpectatorView, seat_page_view, spectator_view
+from dealroom.server.studies import Ticket
+from dealroom.server.study import PAGE_EVENTS
+from dealroom.server.web.views import (
+    LobbyView,
+    SeatPageView,
+    SpectatorView,
+    lobby_view,
+    seat_page_view,
+    spectator_view,
+)
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -64,13 +73,13 @@ def bearer(request: Request) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
-def _json(view: SpectatorView | SeatPageView) -> str:
+def _json(view: SpectatorView | SeatPageView | LobbyView) -> str:
     return view.model_dump_json()
 
 
 def _stream(
     read: Callable[[], Awaitable[str]],
-    room: Room,
+    changed: Callable[[float], Awaitable[None]],
     *,
     done: Callable[[], None] = lambda: None,
     limit_s: float = STREAM_S,
@@ -88,7 +97,7 @@ def _stream(
                     yield f"data: {body}\n\n"
                 else:
                     yield ": idle\n\n"
-                await room.current.changed(STREAM_POLL_S)
+                await changed(STREAM_POLL_S)
 
     headers = {**NO_STORE, "X-Accel-Buffering": "no"}
     return _Stream(events(), done, media_type="text/event-stream", headers=headers)
@@ -117,12 +126,18 @@ class WebApi:
         self._streams: Counter[tuple[str, str]] = Counter()
         """Live streams by token: (room, seat), or (room, "spectator") for its shared token."""
 
-    def _streaming(self, read: Callable[[], Awaitable[str]], room: Room, holder: str) -> Response:
-        """A live stream for one token, or 429 once it holds ``STREAMS_PER_TOKEN``: each holds
-        a connection, and a spectator token can be shared with anyone."""
-        key = (room.id, holder)
+    def _streaming(
+        self,
+        read: Callable[[], Awaitable[str]],
+        changed: Callable[[float], Awaitable[None]],
+        key: tuple[str, str],
+    ) -> Response:
+        """A live stream for one token (``key``: its room or study, and its holder), or 429
+        once it holds ``STREAMS_PER_TOKEN``: each holds a connection, and a spectator token can
+        be shared with anyone."""
+        room, holder = key
         if self._streams[key] >= STREAMS_PER_TOKEN:
-            log.info("stream refused", room=room.id, holder=holder)
+            log.info("stream refused", room=room, holder=holder)
             return error(429, f"this token already has {STREAMS_PER_TOKEN} live streams")
         self._streams[key] += 1
 
@@ -131,7 +146,7 @@ class WebApi:
             if not self._streams[key]:
                 del self._streams[key]
 
-        return _stream(read, room, done=done)
+        return _stream(read, changed, done=done)
 
     # -- the room page (spectators) ------------------------------------------------------------
 
@@ -156,55 +171,111 @@ class WebApi:
         async def read() -> str:
             return _json(spectator_view(room))
 
-        return self._streaming(read, room, "spectator")
+        return self._streaming(read, room.current.changed, (room.id, "spectator"))
 
     # -- the seat page ---------------------------------------------------------------------------
 
-    def _seat(self, request: Request) -> RoomBackend | Response:
+    def _seat(self, request: Request) -> Person | Response:
+        """The seat page's token: a room's seat, or a study participant (who arrives: see
+        ``Study.arrive``) with the seat they play now, if any."""
         token = bearer(request)
         found = None if token is None else self.registry.seat_for_token(token)
-        if found is None:
+        if found is not None:
+            return Person(self.registry.seat(*found), None)
+        ticket = None if token is None else self.registry.studies.lookup(token)
+        if ticket is None or ticket.who is None:
             return error(401, "missing or wrong seat token")
-        return self.registry.seat(*found)
+        ticket.study.arrive(ticket.who)
+        return _person(ticket)
 
-    async def _seat_json(self, seat: RoomBackend) -> str:
-        observation = await seat.room.current.observe(seat.role, deliver=False)
-        return _json(seat_page_view(seat.room, seat.role, observation))
+    async def _seat_json(self, person: Person) -> str:
+        seat, ticket = person
+        if seat is None:
+            assert ticket is not None and ticket.who is not None
+            return _json(lobby_view(ticket.study, ticket.who))
+        negotiation = seat.room.current
+        if not seat.room.needs_consent(seat.role):
+            negotiation.begin()  # the page shows the negotiation: its clock runs from now
+        observation = await negotiation.observe(seat.role, deliver=False)
+        return _json(seat_page_view(seat.room, seat.role, observation, ticket))
 
     async def seat(self, request: Request) -> Response:
         """GET /web/api/seat: the seat page's view now."""
-        seat = self._seat(request)
-        if isinstance(seat, Response):
-            return seat
-        return Response(await self._seat_json(seat), media_type="application/json")
+        person = self._seat(request)
+        if isinstance(person, Response):
+            return person
+        return Response(await self._seat_json(person), media_type="application/json")
 
     async def seat_events(self, request: Request) -> Response:
-        """GET /web/api/seat/events: the seat page's view, live."""
-        seat = self._seat(request)
-        if isinstance(seat, Response):
-            return seat
+        """GET /web/api/seat/events: the seat page's view, live (a study participant's follows
+        them from the queue into each room they are seated in)."""
+        person = self._seat(request)
+        if isinstance(person, Response):
+            return person
+        first = person
+
+        def now() -> Person:
+            ticket = first.ticket
+            return first if ticket is None else _person(ticket)
 
         async def read() -> str:
-            return await self._seat_json(seat)
+            return await self._seat_json(now())
 
-        return self._streaming(read, seat.room, seat.role)
+        async def changed(timeout_s: float) -> None:
+            seat = now().seat
+            if seat is None:
+                await anyio.sleep(timeout_s)
+            else:
+                await seat.room.current.changed(timeout_s)
+
+        return self._streaming(read, changed, _holder(person))
 
     async def consent(self, request: Request) -> Response:
         """POST /web/api/seat/consent: the person agreed to the experiment's consent line."""
-        seat = self._seat(request)
-        if isinstance(seat, Response):
-            return seat
+        person = self._seat(request)
+        if isinstance(person, Response):
+            return person
+        seat, ticket = person
+        if ticket is not None and ticket.who is not None:
+            if ticket.study.request.consent is None:
+                return error(400, "this study asks for no consent")
+            ticket.study.agree(ticket.who)
+            log.info("consent given", study=ticket.study.id, participant=ticket.who.label)
+            return JSONResponse({"agreed": ticket.who.agreed}, headers=NO_STORE)
+        assert seat is not None
         if seat.room.consent is None:
             return error(400, "this room asks for no consent")
         seat.room.agree(seat.role)
         log.info("consent given", room=seat.room.id, seat=seat.role)
         return JSONResponse({"agreed": seat.room.agreed[seat.role]}, headers=NO_STORE)
 
+    async def page(self, request: Request) -> Response:
+        """POST /web/api/seat/page ``{"event": "open"|"hidden"|"visible"|"close"}``: what the
+        person's page did; a study journals it (its CSV counts them), a room only logs it."""
+        person = self._seat(request)
+        if isinstance(person, Response):
+            return person
+        body = await _body_within(request, 256)
+        try:
+            event = json.loads(body or b"{}").get("event")
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            event = None
+        if event not in PAGE_EVENTS:
+            return error(400, f"event must be one of {', '.join(PAGE_EVENTS)}")
+        seat, ticket = person
+        if ticket is not None and ticket.who is not None:
+            ticket.study.page(ticket.who, event)
+        log.info("page event", page=event, **({} if seat is None else seat.log_context))
+        return Response(status_code=204, headers=NO_STORE)
+
     async def call(self, request: Request) -> Response:
         """POST /web/api/seat/call ``{"tool": name, "arguments": {...}}``: one tool call."""
-        seat = self._seat(request)
-        if isinstance(seat, Response):
-            return seat
+        person = self._seat(request)
+        if isinstance(person, Response):
+            return person
+        seat, ticket = person
+        if seat is None:
+            return error(409, "you have no negotiation yet: wait for it to start")
         body = await _body_within(request, MAX_CALL_BYTES)
         if body is None:
             return error(413, f"a call is at most {MAX_CALL_BYTES} bytes")
@@ -220,8 +291,51 @@ class WebApi:
         if not isinstance(arguments, dict):
             return error(400, "arguments must be a JSON object")
         with structlog.contextvars.bound_contextvars(**seat.log_context, tool=tool):
+            if tool == "new_negotiation" and ticket is not None and _pairs(ticket):
+                return JSONResponse(_next_partner(ticket), headers=NO_STORE)
             call = await _call(seat, tool, cast("dict[str, Any]", arguments))
+            if tool == "new_negotiation" and "error" not in call:
+                seat.room.current.begin()  # the page shows it at once
             return JSONResponse(call, headers=NO_STORE)
+
+
+class Person(NamedTuple):
+    """Who holds a seat page's token: the seat they play now (None: none yet) and, for a
+    study participant, their ticket."""
+
+    seat: RoomBackend | None
+    ticket: Ticket | None
+
+
+def _person(ticket: Ticket) -> Person:
+    assert ticket.who is not None
+    current = ticket.study.current(ticket.who)
+    return Person(None if current is None else RoomBackend(*current), ticket)
+
+
+def _holder(person: Person) -> tuple[str, str]:
+    if person.ticket is not None and person.ticket.who is not None:
+        return f"study:{person.ticket.study.id}", person.ticket.who.label
+    assert person.seat is not None
+    return person.seat.room.id, person.seat.role
+
+
+def _pairs(ticket: Ticket) -> bool:
+    return ticket.study.request.matching == "pairs"
+
+
+def _next_partner(ticket: Ticket) -> dict[str, Any]:
+    """*Next negotiation* in a pair study: back to the queue for a new partner."""
+    assert ticket.who is not None
+    if not ticket.study.next(ticket.who):
+        payload = ToolErrorPayload(
+            code=SessionErrorCode.NEGOTIATION_RUNNING
+            if not ticket.study.done(ticket.who)
+            else SessionErrorCode.SERIES_OVER,
+            message="There is no next negotiation to start now.",
+        )
+        return _refused(payload)
+    return {"text": "Waiting for your next partner.", "result": None}
 
 
 async def _body_within(request: Request, limit: int) -> bytes | None:

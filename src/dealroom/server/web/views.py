@@ -16,6 +16,7 @@ ever receive without a browser.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -33,10 +34,13 @@ from dealroom.protocol import (
     Status,
 )
 from dealroom.protocol.events import EndReason
-from dealroom.protocol.tools import seat_tools
+from dealroom.protocol.study import Completion
 from dealroom.protocol.wire import ClockKind
 from dealroom.server import texts
+from dealroom.server.instructions import Block
 from dealroom.server.room import Room
+from dealroom.server.studies import Ticket
+from dealroom.server.study import Participant, Study
 
 
 class View(BaseModel):
@@ -85,6 +89,7 @@ class SpectatorView(View):
 class SeatPageView(View):
     """The seat page: the seat's briefing, its view of the negotiation, its controls."""
 
+    kind: Literal["seat"] = "seat"
     room: str
     role: Role
     negotiation: int
@@ -93,9 +98,10 @@ class SeatPageView(View):
     """What the seat's MCP tools would show now (its own value; never the other side's)."""
     briefing: str
     hint: str
-    tools: tuple[str, ...]
-    """The tools the page may call (``new_negotiation`` only in a series)."""
     can_start_next: bool
+    """The page may offer *Next negotiation* now."""
+    series_over: bool
+    """The last negotiation of the series (a participant's in a study) has ended."""
     finished: int
     results: tuple[SeriesResult, ...]
     total_surplus: Decimal
@@ -103,6 +109,24 @@ class SeatPageView(View):
     """The experiment's consent line, if the room has one."""
     needs_consent: bool
     """True until the person has agreed to ``consent``: until then the page acts on nothing."""
+    participant: str | None
+    instructions: tuple[Block, ...]
+    """A study's instructions (its researcher's Markdown, in blocks); none outside a study."""
+    completion: Completion | None
+    """A study participant's result, payment and completion code, once they are done."""
+
+
+class LobbyView(View):
+    """A participant's page before they have a seat: the consent, then (pairs) waiting for a
+    partner."""
+
+    kind: Literal["lobby"] = "lobby"
+    study: str
+    participant: str
+    consent: str | None
+    needs_consent: bool
+    instructions: tuple[Block, ...]
+    message: str
 
 
 def spectator_view(room: Room) -> SpectatorView:
@@ -152,9 +176,21 @@ def spectator_result(scenario: Scenario, outcome: Outcome) -> SpectatorResult:
     )
 
 
-def seat_page_view(room: Room, role: Role, observation: Observation) -> SeatPageView:
-    """The seat page's view, from the seat's own observation of the current negotiation."""
+def seat_page_view(
+    room: Room, role: Role, observation: Observation, ticket: Ticket | None = None
+) -> SeatPageView:
+    """The seat page's view, from the seat's own observation of the current negotiation; a
+    study participant's (``ticket``) with the study's instructions, *Next* and completion."""
     negotiation = room.current
+    study, who = (None, None) if ticket is None else (ticket.study, ticket.who)
+    if study is None or who is None:
+        can_next = room.can_start_next()
+        over = not negotiation.is_open and not can_next
+        completion = None
+    else:
+        over = study.done(who)
+        can_next = not negotiation.is_open and not over
+        completion = study.completion(who)
     return SeatPageView(
         room=room.id,
         role=role,
@@ -163,11 +199,36 @@ def seat_page_view(room: Room, role: Role, observation: Observation) -> SeatPage
         observation=observation,
         briefing=texts.briefing(observation, room.rules, clock=room.clock),
         hint=negotiation.hint(role),
-        tools=tuple(t.name for t in seat_tools(series=room.series)),
-        can_start_next=room.can_start_next(),
+        can_start_next=can_next,
+        series_over=over,
         finished=room.finished,
         results=room.results(role),
         total_surplus=room.total_surplus(role),
         consent=room.consent,
         needs_consent=room.needs_consent(role),
+        participant=None if who is None else who.label,
+        instructions=() if study is None else study.instructions,
+        completion=completion,
+    )
+
+
+def lobby_view(study: Study, who: Participant) -> LobbyView:
+    """A participant's page while they have no seat (see ``LobbyView``)."""
+    needs = study.needs_consent(who)
+    if needs:
+        message = "Read the instructions and agree to take part to begin."
+    elif study.done(who):
+        message = "You have played all your negotiations. Thank you for taking part."
+    else:
+        message = (
+            "Waiting for another participant to join; your negotiation starts as soon as "
+            "one does. Keep this page open."
+        )
+    return LobbyView(
+        study=study.id,
+        participant=who.label,
+        consent=study.request.consent,
+        needs_consent=needs,
+        instructions=study.instructions,
+        message=message,
     )

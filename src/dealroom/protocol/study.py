@@ -1,0 +1,201 @@
+"""A study with people: its request, what it creates, and its payoff rule (pure, no I/O).
+
+A study is N participants, each with a label the researcher chose, who play a series of
+negotiations through the web seat page, either **solo** (each against a house agent or an LLM,
+in a room of their own) or in **pairs** matched as they arrive (a new partner for each
+negotiation: whoever else is waiting). After their last negotiation the page shows their result,
+their payment by the study's ``PayoffRule`` and the completion code or link
+(``dealroom.server.study``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator, model_validator
+
+from dealroom.protocol._base import CENT, Model, Role
+from dealroom.protocol.rules import Rules
+from dealroom.protocol.scenario import Tier
+from dealroom.protocol.secret import Secret
+from dealroom.protocol.wire import ClockKind, SeriesResult
+
+LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+"""A study's id and each participant's label: letters, digits, ``_.-``, at most 64."""
+
+Matching = Literal["solo", "pairs"]
+"""``solo``: each participant in a room of their own against the house agent; ``pairs``: two
+participants per negotiation, matched as they arrive."""
+
+Pays = Literal["all", "one_random"]
+"""Which negotiations pay: every one (their surplus summed), or one drawn at random per
+participant (drawn from the study's secret and the label: the same draw on every reading)."""
+
+
+class PayoffRule(Model):
+    """How a participant's negotiations turn into money: ``show_up_fee`` plus
+    ``exchange_rate`` times the surplus of the negotiations that pay, never below the fee."""
+
+    currency: str = Field(default="USD", pattern=r"^[A-Za-z]{1,8}$")
+    """The payment's currency (or unit, such as ``points``)."""
+    exchange_rate: Decimal = Field(ge=0, le=1000, decimal_places=4)
+    """Payment per unit of surplus (the scenario's currency)."""
+    show_up_fee: Decimal = Field(default=Decimal("0"), ge=0, le=10_000, decimal_places=2)
+    pays: Pays = "all"
+
+    def text(self, negotiations: int) -> str:
+        """The rule in words, as the participant and the researcher read it."""
+        fee = f"{self.show_up_fee:.2f} {self.currency}"
+        which = {
+            "all": f"the surplus of all {negotiations} negotiations",
+            "one_random": f"the surplus of one of your {negotiations} negotiations, drawn "
+            "at random",
+        }[self.pays]
+        return (
+            f"{fee} for taking part, plus {self.exchange_rate.normalize():f} {self.currency} "
+            f"per unit of {which}; a loss is never charged (earnings are at least zero)."
+        )
+
+
+class Payoff(Model):
+    """One participant's payment, by the study's rule."""
+
+    currency: str
+    show_up_fee: Decimal
+    earnings: Decimal
+    """``exchange_rate`` times the paying surplus, rounded to cents, at least zero."""
+    total: Decimal
+    paid: tuple[int, ...]
+    """The participant's negotiations (numbered from 1) that pay."""
+    rule: str
+
+
+class Completion(Model):
+    """What a participant's page shows once their last negotiation has ended."""
+
+    negotiations: int
+    total_surplus: Decimal
+    currency: str
+    """The scenarios' currency (of ``total_surplus``)."""
+    payoff: Payoff | None
+    code: str | None
+    url: str | None
+
+
+class StudyRequest(Model):
+    """Admin request: create a study on an HTTP server (``POST /admin/studies``)."""
+
+    id: str = Field(pattern=LABEL)
+    """The study's id: its negotiations are stored as the run of that name."""
+    participants: tuple[str, ...] = Field(min_length=1, max_length=2000)
+    """One label per participant (each gets one link)."""
+    matching: Matching = "solo"
+    house: str | None = None
+    """Solo: the agent spec in the other seat (a scripted agent or ``llm:MODEL``)."""
+    role: Role | Literal["alternate"] = "buyer"
+    """Solo: the participants' seat, or ``alternate`` (buyer, seller, buyer, ... by label order).
+    Pairs alternate by themselves: of the two matched, who has been the buyer less often is."""
+    negotiations: int = Field(default=1, ge=1, le=100)
+    """How many negotiations each participant plays."""
+    tier: Tier = "mid"
+    secret: str | None = Field(default=None, repr=False)
+    """Hex secret the scenarios, house agents and random payments draw under (default: fresh):
+    solo participants all play the same scenarios in the same order."""
+    deadline: float | None = Field(default=None, gt=0, le=86_400)
+    clock: ClockKind = "wall"
+    rules: Rules = Rules()
+    consent: str | None = Field(default=None, min_length=1, max_length=2000)
+    instructions: str | None = Field(default=None, min_length=1, max_length=20_000)
+    """The researcher's instructions, in Markdown (headings, paragraphs, lists)."""
+    payoff: PayoffRule | None = None
+    completion_code: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    completion_url: str | None = Field(default=None, max_length=2000)
+    """Where the final page links to (a recruitment platform's completion link): https, or
+    http on a loopback host."""
+
+    @field_validator("participants")
+    @classmethod
+    def _labels(cls, labels: tuple[str, ...]) -> tuple[str, ...]:
+        bad = next((label for label in labels if not _is_label(label)), None)
+        if bad is not None:
+            raise ValueError(f"participant label {bad[:70]!r}: letters, digits, _.- (at most 64)")
+        if len(set(labels)) != len(labels):
+            raise ValueError("participant labels must be unique")
+        return labels
+
+    @field_validator("secret")
+    @classmethod
+    def _strong_secret(cls, value: str | None) -> str | None:
+        if value is not None:
+            Secret.chosen(value)
+        return value
+
+    @field_validator("completion_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None:
+            parts = urlsplit(value)
+            loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+            if not parts.hostname or not (
+                parts.scheme == "https" or (parts.scheme == "http" and loopback)
+            ):
+                raise ValueError("completion_url must be an https URL")
+        return value
+
+    @model_validator(mode="after")
+    def _seats(self) -> StudyRequest:
+        if self.matching == "solo" and self.house is None:
+            raise ValueError("a solo study needs a house agent (house)")
+        if self.matching == "pairs" and (self.house is not None or self.role != "buyer"):
+            raise ValueError("a pair study has no house agent and no fixed role")
+        return self
+
+    def run_secret(self) -> Secret:
+        """The secret asked for, or a fresh one."""
+        return Secret.new() if self.secret is None else Secret.from_hex(self.secret)
+
+
+class StudyCreated(Model):
+    """Admin response: the study's page token and one seat-page token per participant."""
+
+    study: str
+    token: str
+    """Bearer token of the study page (``/web/study``): the researcher's, read only."""
+    participants: dict[str, str]
+    """Each participant's token, by label: their link is ``/web/seat#token=TOKEN``."""
+
+
+def _is_label(text: str) -> bool:
+    return re.fullmatch(LABEL, text) is not None
+
+
+def paid_negotiations(rule: PayoffRule, secret: Secret, label: str, played: int) -> tuple[int, ...]:
+    """Which of a participant's ``played`` negotiations pay (numbered from 1)."""
+    if rule.pays == "all" or played == 0:
+        return tuple(range(1, played + 1))
+    digest = hmac.new(secret.key, f"payoff/{label}".encode(), hashlib.sha256).digest()
+    return (int.from_bytes(digest[:8], "big") % played + 1,)
+
+
+def payoff(
+    rule: PayoffRule, results: Sequence[SeriesResult], paid: tuple[int, ...], negotiations: int
+) -> Payoff:
+    """A participant's payment from their results (``SeriesResult.negotiation`` numbered from 1
+    in their own series) and the negotiations that pay."""
+    surplus = sum((r.outcome.surplus for r in results if r.negotiation in paid), Decimal("0"))
+    earnings = max((rule.exchange_rate * surplus).quantize(CENT, ROUND_HALF_UP), Decimal("0.00"))
+    fee = rule.show_up_fee.quantize(CENT)
+    return Payoff(
+        currency=rule.currency,
+        show_up_fee=fee,
+        earnings=earnings,
+        total=fee + earnings,
+        paid=paid,
+        rule=rule.text(negotiations),
+    )

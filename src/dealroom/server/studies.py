@@ -1,0 +1,138 @@
+"""The studies of an HTTP server, by id, with their tokens: created, restored at start.
+
+A study's page token and each participant's token are kept as digests only (as seat tokens
+are, ``dealroom.server.tokens``) and compared in constant time. A study's journal,
+``<rooms journal directory>/studies/<id>.jsonl``, is private (owner only), as the rooms' are:
+its header holds the study's secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from dealroom.protocol import RoomCreated, RoomRequest, SessionErrorCode
+from dealroom.protocol.study import StudyCreated, StudyRequest
+from dealroom.server.journal import Journals, RoomJournal, reason_of
+from dealroom.server.negotiation import Negotiation
+from dealroom.server.room import Room, RoomError
+from dealroom.server.study import Participant, Study
+from dealroom.server.tokens import digest, new_token
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """What a study token opens: the study's page (``who`` None) or one participant's seat."""
+
+    study: Study
+    who: Participant | None
+
+
+class Studies:
+    """Every study of one server."""
+
+    def __init__(
+        self,
+        *,
+        create_room: Callable[[RoomRequest], RoomCreated],
+        room: Callable[[str], Room | None],
+        journals: Journals | None,
+        token_prefix: str = "",
+    ) -> None:
+        self._create_room = create_room
+        self._room = room
+        self.journals = None if journals is None else Journals(journals.directory / "studies")
+        self.token_prefix = token_prefix
+        self.studies: dict[str, Study] = {}
+        self.unrestored: dict[str, str] = {}
+        self._tokens: dict[bytes, tuple[str, str | None]] = {}
+
+    def create(self, request: StudyRequest) -> StudyCreated:
+        """Open a study. RoomError ``study_exists`` for an id in use, ``journal_unavailable``
+        when its journal cannot be written (nothing is opened either way)."""
+        if request.id in self.studies or request.id in self.unrestored:
+            raise RoomError(
+                SessionErrorCode.STUDY_EXISTS,
+                f"There is already a study {request.id!r} on this server; choose another id.",
+            )
+        if request.secret is None:  # drawn once, here: a restored study draws the same
+            request = request.model_copy(update={"secret": request.run_secret().hex()})
+        token = new_token(self.token_prefix)
+        tokens = {label: new_token(self.token_prefix) for label in request.participants}
+        study = self._build(request, None)
+        if self.journals is not None:
+            header = {
+                **study.header(),
+                "created": study.created,
+                "token": digest(token).hex(),
+                "participants": {label: digest(t).hex() for label, t in tokens.items()},
+            }
+            study.journal = self.journals.create(f"study-{request.id}", header)
+            if study.journal is None:
+                raise RoomError(
+                    SessionErrorCode.JOURNAL_UNAVAILABLE,
+                    "The server cannot journal a new study now (its disk or file descriptors "
+                    "ran out); no study was opened. Try again later.",
+                )
+        self._grant(study, digest(token), {label: digest(t) for label, t in tokens.items()})
+        log.info("study created", study=request.id, participants=len(tokens))
+        return StudyCreated(study=request.id, token=token, participants=tokens)
+
+    def restore(self) -> None:
+        """At start, before the rooms: rebuild every journaled study with its tokens. A journal
+        that cannot be read or replayed is logged, left in place, and named in ``unrestored``."""
+        if self.journals is None:
+            return
+        for path, journal in self.journals.load():
+            name = path.name.removesuffix(".jsonl").removeprefix("study-")
+            try:
+                if isinstance(journal, str):
+                    raise ValueError(journal)
+                request = StudyRequest.model_validate(journal.header["request"])
+                study = self._build(request, float(journal.header["created"]))
+                for _, op in journal.entries:
+                    study.replay(op)
+                participants = {
+                    label: bytes.fromhex(hexdigest)
+                    for label, hexdigest in dict(journal.header["participants"]).items()
+                }
+            except Exception as exc:  # one bad journal must not stop the server
+                self.unrestored[name] = reason_of(exc)
+                log.error("study journal cannot be restored", path=str(path), error=reason_of(exc))
+                continue
+            study.journal = RoomJournal(path)
+            self._grant(study, bytes.fromhex(journal.header["token"]), participants)
+        if self.studies or self.unrestored:
+            log.info("studies restored", studies=len(self.studies), failed=len(self.unrestored))
+
+    def lookup(self, token: str) -> Ticket | None:
+        """What a token opens, if it is a study's or a participant's."""
+        found = self._tokens.get(digest(token))
+        if found is None:
+            return None
+        study = self.studies[found[0]]
+        return Ticket(study, None if found[1] is None else study.participants[found[1]])
+
+    def recorded(self, room: Room, negotiation: Negotiation) -> None:
+        """A room's ``on_record``: a negotiation of a study's room ended."""
+        if room.study is not None and (study := self.studies.get(room.study.id)) is not None:
+            study.recorded(room, negotiation)
+
+    def close(self) -> None:
+        """Stop writing the journals (the server stops; they stay for the next start)."""
+        for study in self.studies.values():
+            if study.journal is not None:
+                study.journal.close()
+
+    def _build(self, request: StudyRequest, created: float | None) -> Study:
+        return Study(request, create_room=self._create_room, room=self._room, created=created)
+
+    def _grant(self, study: Study, token: bytes, participants: dict[str, bytes]) -> None:
+        self.studies[study.id] = study
+        self._tokens[token] = (study.id, None)
+        for label, token_digest in participants.items():
+            self._tokens[token_digest] = (study.id, label)

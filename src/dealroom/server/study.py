@@ -1,0 +1,327 @@
+"""One study with people: its participants, where each sits, their results and payments.
+
+A participant's link carries their own token (not a room's seat token): the study maps it to
+the seat they play now. A **solo** participant gets a room of their own (a series of
+``negotiations`` against the house agent) when they arrive, that is once they open their page
+and, if the study asks for consent, agree to it. In a **pair** study each negotiation is a room
+with two people: an arriving participant waits in the study's queue and is matched with whoever
+waited longest; after each negotiation *Next* puts them back in the queue (a new partner each
+time, the buyer being whoever of the two has been the buyer less often).
+
+Every input is journaled (``study-<id>.jsonl`` beside the rooms' journals: consent, matches,
+results, page events), so that a restarted server restores the study; each room restores
+itself from its own journal. Results come from each room's ``on_record`` (``recorded``), keyed
+by room and negotiation, so a room replayed after a restart adds nothing twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+import structlog
+
+from dealroom.protocol import ROLES, Role, RoomCreated, RoomRequest, SeriesResult, seat_outcome
+from dealroom.protocol.secret import Secret
+from dealroom.protocol.study import (
+    Completion,
+    StudyRequest,
+    paid_negotiations,
+    payoff,
+)
+from dealroom.protocol.wire import StudySeats
+from dealroom.server.instructions import blocks
+from dealroom.server.journal import Op, RoomJournal
+from dealroom.server.negotiation import Negotiation
+from dealroom.server.room import Room
+
+log = structlog.stdlib.get_logger(__name__)
+
+PageEvent = Literal["open", "hidden", "visible", "close"]
+PAGE_EVENTS: tuple[PageEvent, ...] = ("open", "hidden", "visible", "close")
+MAX_PAGE_EVENTS = 1000
+"""Page events kept (and journaled) per participant: a page cannot make the server write more."""
+
+State = Literal["invited", "consenting", "waiting", "playing", "done"]
+"""Where a participant is: not yet opened their link, reading the consent, waiting for a
+partner (pairs), playing (or between negotiations), done with every negotiation."""
+
+
+@dataclass(slots=True)
+class Participant:
+    """One participant of a study."""
+
+    label: str
+    index: int
+    """Their place in the study's list of labels, from 0."""
+    opened: bool = False
+    agreed: str | None = None
+    """When (UTC, ISO 8601) they agreed to the study's consent line."""
+    seats: list[tuple[str, Role]] = field(default_factory=list[tuple[str, Role]])
+    """The rooms they sat in, in order, and their seat: the last is where they play now."""
+    results: list[tuple[str, int, SeriesResult]] = field(
+        default_factory=list[tuple[str, int, SeriesResult]]
+    )
+    """(room, room's negotiation number, result numbered in their own series), in order."""
+    waiting_since: float | None = None
+    """Since when (Unix time) they wait for a partner; None when not waiting."""
+    page: list[tuple[float, PageEvent, str | None, int | None]] = field(
+        default_factory=list[tuple[float, PageEvent, str | None, int | None]]
+    )
+    """Their page's events: (Unix time, event, room, negotiation number)."""
+    currency: str = "USD"
+    """The currency of their last scenario (their surplus's)."""
+
+    @property
+    def buyer_times(self) -> int:
+        return sum(role == "buyer" for _, role in self.seats)
+
+
+CreateRoom = Callable[[RoomRequest], RoomCreated]
+LookupRoom = Callable[[str], Room | None]
+
+
+class Study:
+    """A study's state and rules (see the module docstring); no I/O but its journal."""
+
+    def __init__(
+        self,
+        request: StudyRequest,
+        *,
+        create_room: CreateRoom,
+        room: LookupRoom,
+        journal: RoomJournal | None = None,
+        created: float | None = None,
+    ) -> None:
+        assert request.secret is not None, "a study's secret is drawn before it is built"
+        self.request = request
+        self.id = request.id
+        self.secret = Secret.from_hex(request.secret)
+        self.created = time.time() if created is None else created
+        self.participants = {
+            label: Participant(label, i) for i, label in enumerate(request.participants)
+        }
+        self.instructions = blocks(request.instructions or "")
+        """The instructions, read once into the blocks the pages show."""
+        self.journal = journal
+        self._create_room = create_room
+        self._room = room
+        self._matches = 0
+        self._rooms: dict[str, dict[Role, str]] = {}
+        """Each room of the study: who sits where."""
+
+    # -- what a participant does ---------------------------------------------------------------
+
+    def needs_consent(self, who: Participant) -> bool:
+        return self.request.consent is not None and who.agreed is None
+
+    def agree(self, who: Participant) -> None:
+        """They agreed to the consent line (the first time counts); then they arrive."""
+        if who.agreed is None:
+            who.agreed = datetime.now(UTC).isoformat(timespec="seconds")
+            self._log(["consent", who.label, who.agreed])
+        self.arrive(who)
+
+    def arrive(self, who: Participant) -> None:
+        """They opened their page (past the consent, if any): a solo participant gets their
+        room, a pair participant with negotiations to play joins the queue."""
+        if not who.opened:
+            who.opened = True
+            self._log(["opened", who.label])
+        if self.needs_consent(who) or self.done(who):
+            return
+        if self.request.matching == "solo":
+            if not who.seats:
+                self._solo_room(who)
+        elif self.current(who) is None:
+            self._enqueue(who)
+
+    def next(self, who: Participant) -> bool:
+        """*Next negotiation* in a pair study: back in the queue. False when they cannot
+        (their negotiation is still open, or they are done)."""
+        room = self.current(who)
+        if room is not None or self.done(who) or who.waiting_since is not None:
+            return False
+        self._enqueue(who)
+        return True
+
+    def page(self, who: Participant, event: PageEvent) -> None:
+        """One event of their page (opened, hidden, shown again, closed), journaled."""
+        if len(who.page) >= MAX_PAGE_EVENTS:
+            return
+        where = who.seats[-1][0] if who.seats else None
+        room = None if where is None else self._room(where)
+        number = None if room is None else room.current.number
+        when = round(time.time(), 3)
+        who.page.append((when, event, where, number))
+        self._log(["page", who.label, event, when, where, number])
+
+    # -- what a participant sees ---------------------------------------------------------------
+
+    def current(self, who: Participant) -> tuple[Room, Role] | None:
+        """The room and seat they play now: solo, their room; pairs, an open negotiation's
+        room (or the one that just ended, until they press *Next*)."""
+        if not who.seats:
+            return None
+        room_id, role = who.seats[-1]
+        room = self._room(room_id)
+        if room is None:
+            return None
+        if self.request.matching == "pairs" and who.waiting_since is not None:
+            return None
+        return room, role
+
+    def played(self, who: Participant) -> int:
+        return len(who.results)
+
+    def done(self, who: Participant) -> bool:
+        return self.played(who) >= self.request.negotiations
+
+    def state(self, who: Participant) -> State:
+        if self.done(who):
+            return "done"
+        if who.waiting_since is not None:
+            return "waiting"
+        if who.seats:
+            return "playing"
+        return "consenting" if who.opened else "invited"
+
+    def completion(self, who: Participant) -> Completion | None:
+        """Their final result and payment, once they have played every negotiation."""
+        if not self.done(who):
+            return None
+        results = [result for _, _, result in who.results]
+        rule = self.request.payoff
+        paid = () if rule is None else paid_negotiations(rule, self.secret, who.label, len(results))
+        return Completion(
+            negotiations=len(results),
+            total_surplus=sum((r.outcome.surplus for r in results), Decimal("0.00")),
+            currency=who.currency,
+            payoff=None if rule is None else payoff(rule, results, paid, len(results)),
+            code=self.request.completion_code,
+            url=self.request.completion_url,
+        )
+
+    def sitting(self, room_id: str) -> dict[Role, str]:
+        """Who of the study sits where in one of its rooms."""
+        return dict(self._rooms.get(room_id, {}))
+
+    # -- the rooms' side -------------------------------------------------------------------------
+
+    def recorded(self, room: Room, negotiation: Negotiation) -> None:
+        """A negotiation of one of the study's rooms ended: each participant's result (once)."""
+        outcome = negotiation.referee.outcome
+        assert outcome is not None
+        for role, label in self.sitting(room.id).items():
+            who = self.participants[label]
+            if any(r == room.id and n == negotiation.number for r, n, _ in who.results):
+                continue
+            result = SeriesResult.of(
+                self.played(who) + 1, negotiation.scenario, role, seat_outcome(outcome, role)
+            )
+            who.results.append((room.id, negotiation.number, result))
+            who.currency = negotiation.scenario.currency
+            data = result.model_dump(mode="json")
+            self._log(["result", label, room.id, negotiation.number, data, who.currency])
+
+    def replay(self, op: Op) -> None:
+        """One journaled input, at start (rooms are restored after their study)."""
+        match op:
+            case ["opened", label]:
+                self.participants[label].opened = True
+            case ["consent", label, when]:
+                self.participants[label].agreed = str(when)
+            case ["seat", room_id, seats]:
+                self._seat(room_id, {role: str(label) for role, label in dict(seats).items()})
+            case ["queue", label, since]:
+                self.participants[label].waiting_since = float(since)
+            case ["result", label, room_id, number, data, currency]:
+                result = SeriesResult.model_validate(data)
+                who = self.participants[label]
+                who.results.append((room_id, int(number), result))
+                who.currency = str(currency)
+            case ["page", label, event, when, room_id, number]:
+                page = self.participants[label].page
+                page.append((float(when), event, room_id, None if number is None else int(number)))
+            case _:
+                raise ValueError(f"study journal: unknown entry {str(op)[:80]}")
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _solo_room(self, who: Participant) -> None:
+        request = self.request
+        role: Role = ROLES[who.index % 2] if request.role == "alternate" else request.role
+        house = {"house_seller" if role == "buyer" else "house_buyer": request.house}
+        created = self._create_room(
+            self._room_request(
+                index=0, negotiations=request.negotiations, seats={role: who.label}
+            ).model_copy(update={"participant": who.label, **house})
+        )
+        self._seated(created.room, {role: who.label})
+
+    def _enqueue(self, who: Participant) -> None:
+        who.waiting_since = round(time.time(), 3)
+        self._log(["queue", who.label, who.waiting_since])
+        waiting = sorted(
+            (p for p in self.participants.values() if p.waiting_since is not None),
+            key=lambda p: (p.waiting_since or 0.0, p.index),
+        )
+        if len(waiting) < 2:
+            return
+        first, second = waiting[:2]
+        buyer, seller = (
+            (second, first) if second.buyer_times < first.buyer_times else (first, second)
+        )
+        seats: dict[Role, str] = {"buyer": buyer.label, "seller": seller.label}
+        created = self._create_room(
+            self._room_request(index=self._matches, negotiations=1, seats=seats)
+        )
+        self._seated(created.room, seats)
+        log.info("participants matched", study=self.id, room=created.room, **seats)
+
+    def _room_request(
+        self, *, index: int, negotiations: int, seats: dict[Role, str]
+    ) -> RoomRequest:
+        request = self.request
+        return RoomRequest(
+            tier=request.tier,
+            secret=request.secret,
+            index=index,
+            deadline=request.deadline,
+            clock=request.clock,
+            rules=request.rules,
+            consent=request.consent,
+            negotiations=negotiations,
+            study=StudySeats(id=self.id, participants=seats),
+        )
+
+    def _seated(self, room_id: str, seats: dict[Role, str]) -> None:
+        """Seat participants in a new room, journaled; their consent carries over to it."""
+        self._seat(room_id, seats)
+        self._log(["seat", room_id, seats])
+        room = self._room(room_id)
+        for role, label in seats.items():
+            agreed = self.participants[label].agreed
+            if room is not None and agreed is not None:
+                room.agree(role, when=agreed)
+
+    def _seat(self, room_id: str, seats: dict[Role, str]) -> None:
+        """Seat participants in a room (new, or replayed from the journal)."""
+        self._rooms[room_id] = seats
+        self._matches += 1
+        for role, label in seats.items():
+            who = self.participants[label]
+            who.seats.append((room_id, role))
+            who.waiting_since = None
+
+    def _log(self, op: Op) -> None:
+        if self.journal is not None:
+            self.journal.append(0, op)
+
+    def header(self) -> dict[str, Any]:
+        """The study's journal header (its request, secret included: the journal is private)."""
+        return {"study": self.id, "request": self.request.model_dump(mode="json")}
