@@ -48,7 +48,7 @@ QUIET_PACES = 10.0
 """... nor one quiet for this many times its recent seconds per result (an LLM tournament's
 negotiations take minutes each)."""
 
-Clock = Callable[[], float]
+EpochClock = Callable[[], float]
 """Epoch seconds now (``time.time``; the store's times are epoch seconds)."""
 
 
@@ -139,7 +139,7 @@ class _Reports:
     """The last report built for each run, rebuilt as the module's docstring says."""
 
     def __init__(
-        self, timer: Callable[[], float] = time.monotonic, clock: Clock = time.time
+        self, timer: Callable[[], float] = time.monotonic, clock: EpochClock = time.time
     ) -> None:
         self._timer = timer
         self.clock = clock
