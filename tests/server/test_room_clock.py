@@ -269,7 +269,8 @@ async def test_a_wall_clock_negotiation_ends_at_its_deadline_and_is_recorded(
 
 @pytest.mark.anyio
 async def test_a_wall_clock_house_agent_acts_in_real_time() -> None:
-    rules = Rules(thinking=ThinkingCosts(per_wake=0.0), costs=ActionCosts(make_offer=0.2))
+    # Its thinking passes in wall seconds; its action costs none (people's time).
+    rules = Rules(thinking=ThinkingCosts(per_wake=0.2), costs=ActionCosts(make_offer=30.0))
     house = acts(MakeOffer(price=Decimal(999)))
     room = house_room(opponent=house, clock="wall", deadline=60, rules=rules)
     negotiation = room.current

@@ -12,7 +12,11 @@ place when it wakes; one without stops the loop (``next_wake`` returns its ``Wak
 the action's cost (+ ``per_wake`` on the first action after a wake), and nothing runs past a
 thinking seat's clock: the room waits for it (conservative synchronisation), unless the seat is
 marked absent. With the **wall** clock, remote actions take effect at the wall time they arrive,
-and items run once the wall time supplied to ``advance`` reaches them.
+and items run once the wall time supplied to ``advance`` reaches them. A house seat there
+keeps people's time: its actions cost no clock time (``WALL_COSTS``), only its thinking, and a
+new offer from the other side that its agent's decision leaves alone is rejected (``_answered``):
+an agent that holds its price (boulware for a third of the deadline) still answers a person
+within seconds instead of staying silent. Nothing changes on the virtual clock.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import assert_never
 
 from dealroom.engine.seats import (
     MIN_STEP,
+    WALL_COSTS,
     HouseSeat,
     RemoteSeat,
     RemoteState,
@@ -39,11 +44,13 @@ from dealroom.protocol import (
     LiveOffer,
     MessageSent,
     NegotiationEnded,
+    Observation,
     OfferAccepted,
     OfferMade,
     OfferRejected,
     OfferWithdrawn,
     Referee,
+    Reject,
     Role,
     Rules,
     RuleViolation,
@@ -84,8 +91,9 @@ class Scheduler:
         self.clock: ClockKind = clock
         self.deadline = referee.scenario.deadline
         costs = action_costs(self.rules.costs)
+        house_costs = costs if clock == "virtual" else WALL_COSTS
         self.seats: dict[Role, ScheduledSeat] = {
-            role: HouseSeat(role, costs, houses.get(role))
+            role: HouseSeat(role, house_costs, houses.get(role))
             if role in houses or role in driven
             else RemoteSeat(role)
             for role in ("buyer", "seller")
@@ -101,6 +109,8 @@ class Scheduler:
         """The two seats in order when both are house seats (every simulation): ordering then
         reads their cached times."""
         self._per_wake = self.rules.thinking.per_wake
+        self._answers = clock == "wall"
+        """House seats answer every new offer (people's time: see the module's docstring)."""
         self._min_cost = min(costs.values())
         self._awake: HouseSeat | None = None
         """The driven seat woken by ``next_wake`` that has not decided yet."""
@@ -314,7 +324,12 @@ class Scheduler:
 
     def _run_house(self, seat: HouseSeat, at: float) -> None:
         if seat.pending:
-            applied = self._apply(seat, seat.acted(at), at)
+            action = seat.acted(at)
+            if action is seat.answer:
+                seat.answer = None
+                if not self._still_live(seat, action):
+                    return  # the offer was replaced or withdrawn first: nothing to answer
+            applied = self._apply(seat, action, at)
             if isinstance(applied, RuleViolation):
                 seat.refused(applied, at)
             return
@@ -328,7 +343,32 @@ class Scheduler:
             return
         if seat.errors:
             seat.errors.clear()
-        seat.decided(at, agent.act(self.referee.observe(seat.role, at)), self._per_wake)
+        observation = self.referee.observe(seat.role, at)
+        decision = agent.act(observation)
+        if self._answers:
+            decision = self._answered(seat, observation, decision)
+        seat.decided(at, decision, self._per_wake)
+
+    @staticmethod
+    def _answered(seat: HouseSeat, observation: Observation, decision: Decision) -> Decision:
+        """Wall clock: ``decision``, or a rejection of the other side's new offer where the
+        decision does nothing (it keeps its timer). An offer is answered once: by the agent's
+        own actions, or by this."""
+        theirs = observation.their_offer
+        if theirs is None or theirs.offer_id == seat.answered:
+            return decision
+        seat.answered = theirs.offer_id
+        if type(decision) is not Decision or decision.actions:
+            return decision
+        seat.answer = Reject(offer_id=theirs.offer_id)
+        return Decision(actions=(seat.answer,), wait=decision.wait)
+
+    def _still_live(self, seat: HouseSeat, answer: Action) -> bool:
+        assert isinstance(answer, Reject)
+        return any(
+            live.offer_id == answer.offer_id and live.by != seat.role
+            for live in self.referee.live_offers()
+        )
 
     def _apply(self, seat: ScheduledSeat, action: Action, at: float) -> list[Event] | RuleViolation:
         try:

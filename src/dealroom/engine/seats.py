@@ -58,6 +58,12 @@ def action_costs(costs: ActionCosts) -> Mapping[str, float]:
     return table
 
 
+WALL_COSTS: Mapping[str, float] = MappingProxyType(dict.fromkeys(get_args(ActionType), MIN_STEP))
+"""A house seat's action costs on the wall clock: people's time, where an action takes effect
+when it is made (one clock step apart, so two actions never share a time), as a remote seat's
+does there; only its thinking (``per_wake``) passes before the first."""
+
+
 def _no_actions() -> deque[Action]:
     # Not ``default_factory=deque[Action]``: calling a generic alias costs four times as much
     # (it tries to set ``__orig_class__`` and catches the error), twice per seat per negotiation.
@@ -103,6 +109,10 @@ class HouseSeat:
     due_action: bool = False
     decisions: int = 0
     """Decisions queued so far (the first ``CHECKED_DECISIONS`` are checked whole)."""
+    answered: str | None = None
+    """Wall clock: the other side's newest offer this seat has answered (``Scheduler``)."""
+    answer: Action | None = None
+    """Wall clock: the rejection queued for it, until it takes effect."""
 
     def _refresh(self) -> None:
         if self.pending:

@@ -50,6 +50,22 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
+PACE_ROWS = 50
+"""A run's pace is read from its newest this many stored negotiations."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunProgress:
+    """How far a run is, from one read of the store (one SQL statement: one snapshot)."""
+
+    stored: int
+    deals: int
+    last_at: float | None
+    """When its newest negotiation was stored (epoch seconds, to the second); None if none."""
+    pace_s: float | None
+    """Mean seconds between its newest ``PACE_ROWS`` stored negotiations; None below two."""
+
+
 class StoreError(DealroomError):
     """The file is not a dealroom results store, cannot be opened, or holds a row that cannot
     be read (a corrupted file, or a record that is not valid)."""
@@ -295,6 +311,25 @@ class ResultsStore:
             for (run,) in self._db.execute("SELECT run FROM runs"):
                 counts.setdefault(run, 0)
         return {run: int(counts[run]) for run in sorted(counts)}
+
+    def run_progress(self, run: str) -> RunProgress:
+        """A run's stored negotiations, deals, and when and how fast the newest were written:
+        one statement, so the counts and times agree (rows are appended in rowid order, which
+        the run index reads newest first without a sort)."""
+        with self._reading():
+            stored, deals, last, oldest = self._db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(status = 'deal'), 0), MAX(finished_at), "
+                "(SELECT MIN(finished_at) FROM (SELECT finished_at FROM negotiations "
+                "WHERE run = ?1 ORDER BY rowid DESC LIMIT ?2)) FROM negotiations WHERE run = ?1",
+                (run, PACE_ROWS),
+            ).fetchone()
+        stored = int(stored)
+        last_at = None if last is None else datetime.fromisoformat(last).timestamp()
+        pace = None
+        if last_at is not None and stored >= 2:
+            span = last_at - datetime.fromisoformat(oldest).timestamp()
+            pace = span / (min(stored, PACE_ROWS) - 1)
+        return RunProgress(stored=stored, deals=int(deals), last_at=last_at, pace_s=pace)
 
     def run_config(self, run: str) -> dict[str, Any] | None:
         """A run's configuration, if recorded."""

@@ -7,8 +7,10 @@ Set DEALROOM_SCREENSHOTS=DIR to save the pages' screenshots there (docs/images c
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -215,9 +217,18 @@ def test_the_tournament_page_shows_a_runs_progress_and_leaderboard(tmp_path: Pat
         agents = ("boulware", "conceder", "hardliner")
         config = TournamentConfig(agents=agents, tiers=("low", "mid"), per_pair=2)
         Tournament(config, store, "cup").run(backend=SerialBackend())
+        # "a-killed": 3 of its 48 negotiations stored two minutes ago, then its writer died.
+        store.set_run_config("a-killed", {**(store.run_config("cup") or {}), "per_pair": 4})
+        for i, row in enumerate(list(store.iter("cup"))[:3]):
+            store.add(f"a-killed/{i}", row.record, run="a-killed")
+    with sqlite3.connect(tmp_path / "results.db") as db:
+        old = (datetime.now(UTC) - timedelta(seconds=120)).isoformat(timespec="seconds")
+        db.execute("UPDATE negotiations SET finished_at = ? WHERE run = 'a-killed'", (old,))
     with server_thread(tmp_path) as server, chromium() as driver:
         driver.get(f"{server.url}/web/tournament#token={ADMIN}")
         until(lambda: "24 of 24" in by_id(driver, "progress-text").text, "the run's progress")
+        assert "(finished)" in by_id(driver, "progress-text").text
+        until(lambda: "stopped at 3 of 48" in by_id(driver, "runs").text, "the killed run")
         rows = driver.find_elements("css selector", "#leaderboard tr.board-row")
         assert {r.text.split()[0] for r in rows} == set(agents)
         assert "cup" in by_id(driver, "runs").text
@@ -235,3 +246,7 @@ def test_the_tournament_page_shows_a_runs_progress_and_leaderboard(tmp_path: Pat
         features = driver.find_elements("css selector", "#plots-feature img")
         assert len(features) == len(FEATURE_LABELS)
         screenshot(driver, "web-tournament.png")
+        driver.find_element("link text", "a-killed").click()
+        until(lambda: "Not finished" in by_id(driver, "progress-text").text, "the killed run")
+        assert "3 of 48 negotiations stored" in by_id(driver, "progress-text").text
+        assert "stopped (last result" in by_id(driver, "progress-text").text

@@ -199,7 +199,9 @@ async def test_an_experiment_room_asks_for_consent_and_stores_under_the_particip
         assert ended["result"]["outcome"]["status"] == "deal"
         read = [offered["text"], ended["text"]]  # the page's calls that reached the seat
         runs = (await http.get(f"{server.url}/web/api/runs", headers=auth(ADMIN))).json()
-        assert runs["runs"] == [{"run": "p07", "stored": 1, "planned": None}]
+        (p07,) = runs["runs"]
+        assert (p07["run"], p07["stored"], p07["planned"], p07["deals"]) == ("p07", 1, None, 1)
+        assert p07["state"] == "running"  # a result just stored; no plan to finish
     with ResultsStore(tmp_path / "results.db", create=False) as store:
         (stored,) = store.iter("p07")
         assert stored.extra["participant"] == "p07"
@@ -253,9 +255,11 @@ async def test_the_tournament_data_is_the_reports_leaderboard_and_progress(tmp_p
         Tournament(config, store, "cup").run(backend=SerialBackend())
     async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
         runs = (await http.get(f"{server.url}/web/api/runs", headers=auth(ADMIN))).json()
-        assert runs["runs"] == [{"run": "cup", "stored": 2, "planned": 2}]
+        (listed,) = runs["runs"]
+        assert (listed["run"], listed["stored"], listed["planned"]) == ("cup", 2, 2)
+        assert listed["state"] == "finished"
         cup = (await http.get(f"{server.url}/web/api/runs/cup", headers=auth(ADMIN))).json()
-        assert cup["stored"] == cup["planned"] == 2
+        assert cup["stored"] == cup["planned"] == 2 and cup["state"] == "finished"
         assert sorted(cup["agents"]) == ["conceder", "hardliner"]
         assert {row["agent"] for row in cup["leaderboard"]} == {"conceder", "hardliner"}
         assert cup["report_of"] == 2 and cup["models"] is None  # no LLM seat in this run

@@ -8,6 +8,12 @@ Progress is read at every request; a run's report is built again only when the r
 and while it grows at most once per ``REBUILD_FACTOR`` times the last build took (reading and
 scoring 15,000 negotiations takes seconds), so an open page never keeps the server busy. The
 view says which report it shows (``report_of``: its negotiations).
+
+Whether a run is still being written is read from its stored negotiations (``liveness``): a
+run whose newest result is older than ``QUIET_PACES`` times its recent pace (and at least
+``QUIET_MIN_S``) has stopped (its writer was killed, or stopped at a budget); new results make
+it running again. The counts shown beside the progress (stored, deals) come from the same read
+(``ResultsStore.run_progress``), never from the report.
 Admin token only: a store holds every finished negotiation with both private values.
 """
 
@@ -28,7 +34,7 @@ from dealroom.analysis.report import USAGE_COLUMNS, build_report, usage_cells, u
 from dealroom.analysis.report_html import agent_colors, report_plots
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.web.routes import NO_STORE, error
-from dealroom.store.results import ResultsStore, StoreError
+from dealroom.store.results import ResultsStore, RunProgress, StoreError
 
 RESAMPLES = 200
 """Bootstrap resamples for the page's intervals (the printed report uses more)."""
@@ -36,6 +42,14 @@ SAMPLES = 4
 """Offer trajectories shown (one scenario, played by different pairings)."""
 REBUILD_FACTOR = 5.0
 """While a run grows, its report is rebuilt at most once per this many times its last build."""
+QUIET_MIN_S = 15.0
+"""A run with no new result for this long (at least) is no longer running."""
+QUIET_PACES = 10.0
+"""... nor one quiet for this many times its recent seconds per result (an LLM tournament's
+negotiations take minutes each)."""
+
+EpochClock = Callable[[], float]
+"""Epoch seconds now (``time.time``; the store's times are epoch seconds)."""
 
 
 def planned(config: Mapping[str, Any] | None) -> int | None:
@@ -47,11 +61,39 @@ def planned(config: Mapping[str, Any] | None) -> int | None:
     return pairs * len(config["tiers"]) * int(config["per_pair"])
 
 
-def runs_view(store: ResultsStore) -> list[dict[str, Any]]:
-    """Every run: its name, stored negotiations and planned total."""
+def liveness(progress: RunProgress, planned: int | None, now: float) -> dict[str, Any]:
+    """The progress fields of a run's view: ``stored``, ``deals``, ``planned``, ``state``
+    (``finished``: all planned stored; ``running``: a result within ``quiet_after_s``;
+    ``stopped``: planned but quiet longer; ``idle``: quiet, with no plan to finish; ``empty``:
+    nothing stored yet), ``last_result_s`` (seconds since the newest result), ``pace_s``."""
+    last = progress.last_at
+    age = None if last is None else max(0.0, now - last)
+    pace = progress.pace_s
+    quiet = max(QUIET_MIN_S, QUIET_PACES * pace) if pace is not None else QUIET_MIN_S
+    if planned is not None and progress.stored >= planned:
+        state = "finished"
+    elif age is None:
+        state = "empty"
+    elif age <= quiet:
+        state = "running"
+    else:
+        state = "stopped" if planned is not None else "idle"
+    return {
+        "stored": progress.stored,
+        "planned": planned,
+        "deals": progress.deals,
+        "state": state,
+        "last_result_s": None if age is None else round(age),
+        "pace_s": None if pace is None else round(pace, 3),
+        "quiet_after_s": round(quiet),
+    }
+
+
+def runs_view(store: ResultsStore, now: float) -> list[dict[str, Any]]:
+    """Every run: its name and progress (``liveness``)."""
     return [
-        {"run": run, "stored": count, "planned": planned(store.run_config(run))}
-        for run, count in sorted(store.runs().items())
+        {"run": run, **liveness(store.run_progress(run), planned(store.run_config(run)), now)}
+        for run in sorted(store.runs())
     ]
 
 
@@ -96,15 +138,19 @@ class _Built:
 class _Reports:
     """The last report built for each run, rebuilt as the module's docstring says."""
 
-    def __init__(self, timer: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, timer: Callable[[], float] = time.monotonic, clock: EpochClock = time.time
+    ) -> None:
         self._timer = timer
+        self.clock = clock
         self._built: dict[str, _Built] = {}
         self._lock = threading.Lock()  # one build at a time (reads run in worker threads)
 
     def view(self, store: ResultsStore, run: str) -> dict[str, Any] | None:
-        stored = store.runs().get(run)
-        if stored is None:
+        if run not in store.runs():
             return None
+        progress = store.run_progress(run)
+        stored = progress.stored
         with self._lock:
             built = self._built.get(run)
             if built is None or self._stale(built, stored):
@@ -114,7 +160,8 @@ class _Reports:
                     return None
                 built = _Built(view, self._timer(), self._timer() - start)
                 self._built[run] = built
-        return {**built.view, "stored": stored, "report_of": built.view["stored"]}
+        live = liveness(progress, built.view["planned"], self.clock())
+        return {**built.view, **live, "report_of": built.view["stored"]}
 
     def _stale(self, built: _Built, stored: int) -> bool:
         if stored == built.view["stored"]:
@@ -155,7 +202,8 @@ class TournamentApi:
 
     async def runs(self, request: Request) -> Response:
         """Every run of the store."""
-        return await self._read(request, lambda store: {"runs": runs_view(store)})
+        now = self.reports.clock
+        return await self._read(request, lambda store: {"runs": runs_view(store, now())})
 
     async def run(self, request: Request) -> Response:
         """One run."""

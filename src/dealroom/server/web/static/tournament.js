@@ -19,7 +19,7 @@
 
   function showRuns(runs) {
     fill("runs",
-      el("tr", {}, el("th", { text: "run" }), el("th", { text: "stored" }), el("th", { text: "planned" })),
+      el("tr", {}, ["run", "stored", "planned", "state"].map((h) => el("th", { text: h }))),
       runs.map((r) => el("tr", {},
         el("td", {}, el("a", { href: "?run=" + encodeURIComponent(r.run), onclick: (event) => {
           event.preventDefault();
@@ -28,7 +28,31 @@
           refresh();
         } }, r.run)),
         el("td", { text: String(r.stored) }),
-        el("td", { text: r.planned === null ? "–" : String(r.planned) }))));
+        el("td", { text: r.planned === null ? "–" : String(r.planned) }),
+        el("td", { text: stateOf(r) }))));
+  }
+
+  // A run's state in words, from the same read as its counts (the server's liveness rule).
+  const ago = (r) => (r.last_result_s === null ? "" : "last result " + r.last_result_s + " s ago");
+  function stateOf(r) {
+    switch (r.state) {
+      case "finished": return "finished";
+      case "running": return "running (" + ago(r) + ")";
+      case "stopped": return "stopped at " + r.stored + " of " + r.planned + " (" + ago(r) + ")";
+      case "idle": return ago(r);
+      case "empty": return "nothing stored yet";
+      default: return String(r.state);
+    }
+  }
+
+  function progressText(run) {
+    const counts = run.stored + (run.planned ? " of " + run.planned : "") +
+      " negotiations stored, " + run.deals + " deals";
+    if (run.state === "stopped") return "Not finished: " + counts + "; stopped (" + ago(run) + ")";
+    if (run.state === "running") return counts + " (running, " + ago(run) + ")";
+    if (run.state === "finished") return counts + " (finished)";
+    if (run.state === "idle") return counts + " (" + ago(run) + ")";
+    return "No negotiation stored yet";
   }
 
   function showRun(run) {
@@ -36,8 +60,7 @@
     text("run-name", "Run " + run.run);
     const done = run.planned ? Math.min(1, run.stored / run.planned) : 1;
     document.getElementById("progress-bar").style.width = (100 * done) + "%";
-    text("progress-text", run.stored + (run.planned ? " of " + run.planned : "") +
-      " negotiations stored, " + run.deals + " deals" + (run.planned && run.stored < run.planned ? " (running)" : ""));
+    text("progress-text", progressText(run));
     fill("leaderboard",
       el("tr", {}, ["agent", "seat", "negotiations", "surplus share", "on deals", "deal rate", "IR violations"].map((h) => el("th", { text: h }))),
       run.leaderboard.map((row) => el("tr", { class: "board-row" },
@@ -56,7 +79,7 @@
       el("tr", {}, el("th", { text: "" }), agents.map((a) => el("th", { text: a }))),
       agents.map((a) => el("tr", {}, el("td", { text: a }), agents.map((b) => el("td", { text: cell(a, b) })))));
     text("report-of", run.report_of < run.stored
-      ? "The report below covers the first " + run.report_of + " stored negotiations; it catches up as the run goes on."
+      ? "The report below covers " + run.report_of + " of the " + run.stored + " stored negotiations; it catches up within a few refreshes."
       : "");
     showPlots(run);
   }
