@@ -10,7 +10,8 @@ ever receive without a browser.
   only once its own clock gets there), so a spectator link never shows a seat its future. After
   the end, ``result`` adds both values, the gains and the surplus split.
 - ``seat_page_view``: the seat page. Built from the seat's own ``Observation`` (what its MCP tools
-  return) and its briefing: its own value, never the other side's.
+  return) and a person's briefing and hint (``people_text``, in the page's buttons and fields):
+  its own value, never the other side's.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dealroom.protocol import (
     Scenario,
     SeriesResult,
     Status,
+    people_text,
 )
 from dealroom.protocol.events import EndReason
 from dealroom.protocol.tools import seat_tools
@@ -161,8 +163,10 @@ def seat_page_view(room: Room, role: Role, observation: Observation) -> SeatPage
         negotiation=negotiation.number,
         clock=room.clock,
         observation=observation,
-        briefing=texts.briefing(observation, room.rules, clock=room.clock),
-        hint=negotiation.hint(role),
+        briefing=texts.people_briefing(observation, room.rules, clock=room.clock, surface="web"),
+        hint=people_text.observation_hint(
+            observation, clock=room.clock, surface="web", can_start_next=room.can_start_next()
+        ),
         tools=tuple(t.name for t in seat_tools(series=room.series)),
         can_start_next=room.can_start_next(),
         finished=room.finished,
