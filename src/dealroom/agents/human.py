@@ -39,7 +39,8 @@ from dealroom.protocol import (
     people_text,
 )
 from dealroom.protocol.arguments import DEFAULT_WAIT_S, MAX_WAIT_S
-from dealroom.protocol.text import describe_event, money
+from dealroom.protocol.seat_text import seconds
+from dealroom.protocol.text import money
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.texts import people_briefing, transcript
 
@@ -167,9 +168,10 @@ class HumanPlayer:
         if result.outcome is not None:
             o = result.outcome
             price = "" if o.price is None else f" at {money(o.price, self._currency)}"
+            status = "a deal" if o.price is not None else "no deal"
             self._say(
-                f"The negotiation is over: {o.status}{price} ({o.end_reason}); your surplus "
-                f"{money(o.surplus, self._currency)}."
+                f"The negotiation is over: {status}{price} ({people_text.ending(o.end_reason)}); "
+                f"your surplus {money(o.surplus, self._currency)}."
             )
             return
         if isinstance(result, WaitResult) and result.woke == "pending":
@@ -182,12 +184,12 @@ class HumanPlayer:
             clock=self._clock,
             surface="terminal",
         )
-        self._say(f"[{result.now:g} s, {result.time_left:g} s left] {hint}")
+        self._say(f"[{seconds(result.now)} s, {seconds(result.time_left)} s left] {hint}")
 
     def _show_events(self, events: tuple[Event, ...]) -> None:
         for event in events:
             if event.type != "offer_withdrawn":
-                text = describe_event(event, self._currency, viewer=self._role)
+                text = people_text.event_line(event, self._currency, self._role)
                 self._say(f"  [{event.t:6.1f}s] {text}")
 
 

@@ -295,7 +295,7 @@ def reply(
         case _:
             assert_never(result)
     lines = [head]
-    lines += [f"[{seconds(e.t)} s] {_event(e, currency, role)}" for e in events]
+    lines += [f"[{seconds(e.t)} s] {event_line(e, currency, role)}" for e in events]
     lines.append(f"Clock: {seconds(now)} s, {seconds(max(left, 0.0))} s left.")
     mine = next((o for o in live if o.by == role), None)
     theirs = next((o for o in live if o.by != role), None)
@@ -329,7 +329,8 @@ def ending(reason: EndReason) -> str:
             assert_never(reason)
 
 
-def _event(event: Event, currency: str, role: Role) -> str:
+def event_line(event: Event, currency: str, role: Role) -> str:
+    """One event for a person (``describe_event``, with the end's reason in words)."""
     if isinstance(event, NegotiationEnded):
         price = "" if event.price is None else f" at {money(event.price, currency)}"
         return f"the negotiation ended: {ending(event.reason)}{price}"
@@ -444,6 +445,7 @@ __all__ = [
     "control",
     "counts_toward_forfeit",
     "ending",
+    "event_line",
     "forfeit_rule",
     "hint",
     "observation_hint",
