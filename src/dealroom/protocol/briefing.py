@@ -29,8 +29,8 @@ def briefing(
 Rules:
 - {OFFERS_RULE}
 - {clock_rule(view, rules, clock)}
-- A refused action changes nothing but the clock; after {rules.max_invalid_actions} refusals you \
-forfeit.
+- A refused action changes nothing but the clock; after {rules.max_invalid_actions} refused \
+actions you forfeit (a call refused before it acts, as invalid_arguments, does not count).
 - Act only through tool calls: a reply without one ends your part (your live offer can still be \
 accepted).
 
