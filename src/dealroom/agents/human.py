@@ -8,7 +8,9 @@ Commands (``help`` lists them)::
     walk [MESSAGE]           walk away (ends it)           help                this list
 
 ``accept`` and ``reject`` default to the other side's live offer. Every line the person sees is
-built from their own seat's view, exactly as an MCP client would get it.
+built from their own seat's view, exactly as an MCP client would get it, in the terminal's own
+commands: the briefing, hints and refusals are ``dealroom.protocol.people_text``'s for the
+``terminal`` surface (never a tool name).
 """
 
 from __future__ import annotations
@@ -29,22 +31,25 @@ from dealroom.protocol import (
     Event,
     LiveOffer,
     MakeOffer,
-    Observation,
     Reject,
     Role,
     SendMessage,
     WaitResult,
     WalkAway,
+    people_text,
 )
-from dealroom.protocol.text import describe_event, money
-from dealroom.server.texts import transcript
+from dealroom.protocol.arguments import DEFAULT_WAIT_S, MAX_WAIT_S
+from dealroom.protocol.seat_text import seconds
+from dealroom.protocol.text import money
+from dealroom.protocol.wire import ClockKind
+from dealroom.server.texts import people_briefing, transcript
 
-HELP = """Commands:
+HELP = f"""Commands:
   offer PRICE [MESSAGE]     make a binding offer (it replaces your previous one)
   accept [OFFER_ID]         accept their live offer (the deal closes at its price)
   reject [OFFER_ID] [MSG]   reject their live offer
   say TEXT                  send a message (cheap talk, binds nobody)
-  wait [SECONDS]            wait for the other side (default 20)
+  wait [SECONDS]            wait for the other side ({DEFAULT_WAIT_S:g} s; at most {MAX_WAIT_S:g})
   walk [MESSAGE]            walk away: the negotiation ends without a deal
   state                     show the item, your value, the offers and the time left
   help                      show this list"""
@@ -61,6 +66,7 @@ class HumanPlayer:
         self._role: Role = "buyer"
         self._currency = "USD"
         self._live: tuple[LiveOffer, ...] = ()
+        self._clock: ClockKind = "virtual"
 
     def _say(self, text: str) -> None:
         self._out.write(text + "\n")
@@ -78,7 +84,10 @@ class HumanPlayer:
         state = await seat.get_state()
         self._currency = state.observation.scenario.currency
         self._live = state.observation.live_offers
-        self._say(intro(state.observation, context))
+        self._clock = state.clock
+        self._say(
+            people_briefing(state.observation, context.rules, clock=state.clock, surface="terminal")
+        )
         self._say(HELP)
         self._show_events(state.observation.events)
         commands = 0
@@ -92,7 +101,7 @@ class HumanPlayer:
             try:
                 result = await self._run(seat, line)
             except SeatError as error:
-                self._say(f"refused: {error.payload.message} ({error.code})")
+                self._say(f"refused: {people_text.refusal(error.payload, 'terminal')}")
                 continue
             if result is None:
                 continue
@@ -115,9 +124,9 @@ class HumanPlayer:
             self._say(transcript(state.observation))
             return None
         if command == "wait":
-            seconds = _number(rest) if rest.strip() else Decimal(20)
-            if seconds is None or not 0 <= seconds <= 60:
-                self._say("wait takes a number of seconds from 0 to 60")
+            seconds = _number(rest) if rest.strip() else Decimal(str(DEFAULT_WAIT_S))
+            if seconds is None or not 0 <= seconds <= Decimal(str(MAX_WAIT_S)):
+                self._say(f"wait takes a number of seconds from 0 to {MAX_WAIT_S:g}")
                 return None
             return await seat.wait_for_opponent(float(seconds))
         action = self._action(command, rest.strip())
@@ -159,43 +168,29 @@ class HumanPlayer:
         if result.outcome is not None:
             o = result.outcome
             price = "" if o.price is None else f" at {money(o.price, self._currency)}"
+            status = "a deal" if o.price is not None else "no deal"
             self._say(
-                f"The negotiation is over: {o.status}{price} ({o.end_reason}); your surplus "
-                f"{money(o.surplus, self._currency)}."
+                f"The negotiation is over: {status}{price} ({people_text.ending(o.end_reason)}); "
+                f"your surplus {money(o.surplus, self._currency)}."
             )
             return
         if isinstance(result, WaitResult) and result.woke == "pending":
             self._say("They are still thinking.")
-        self._say(f"[{result.now:g} s, {result.time_left:g} s left] {result.hint}")
+        hint = people_text.hint(
+            self._role,
+            result.live_offers,
+            result.outcome,
+            currency=self._currency,
+            clock=self._clock,
+            surface="terminal",
+        )
+        self._say(f"[{seconds(result.now)} s, {seconds(result.time_left)} s left] {hint}")
 
     def _show_events(self, events: tuple[Event, ...]) -> None:
         for event in events:
             if event.type != "offer_withdrawn":
-                text = describe_event(event, self._currency, viewer=self._role)
+                text = people_text.event_line(event, self._currency, self._role)
                 self._say(f"  [{event.t:6.1f}s] {text}")
-
-
-def intro(observation: Observation, context: SeatContext) -> str:
-    """Who you are, what is for sale, your own value and the rules, in a few lines."""
-    s = observation.scenario
-    cur = s.currency
-    value = money(observation.private_value, cur)
-    if observation.role == "buyer":
-        stake = f"Your private value is {value}: the most it is worth to you (pay less to gain)."
-    else:
-        stake = f"Your private cost is {value}: the least you can take (sell for more to gain)."
-    costs = context.rules.costs
-    return (
-        f"You are the {observation.role}. For sale: {s.item.name} ({s.item.category}). "
-        f"{s.item.description}\n"
-        f"List price {money(s.list_price, cur)}. {stake} The other side has its own private "
-        "number, which you do not know.\n"
-        "Offers are binding: if the other side accepts yours, the deal closes at your price. "
-        "Messages bind nobody.\n"
-        f"The negotiation ends without a deal after {s.deadline:g} seconds on its clock. "
-        f"Actions take clock time (offer {costs.make_offer:g} s, message "
-        f"{costs.send_message:g} s, reject {costs.reject:g} s, accept {costs.accept:g} s)."
-    )
 
 
 _COMMANDS: dict[str, str] = {

@@ -1,4 +1,5 @@
-"""The words a seat of this server reads besides tool results: the briefing, the transcript.
+"""The words a seat of this server reads besides tool results: the briefing (a model's, or a
+person's on the web page), the transcript.
 
 Refusal hints, result hints and the per-call text live in ``dealroom.protocol.seat_text``,
 shared by every surface.
@@ -8,9 +9,10 @@ Everything here is built from one seat's own view: never the other side's privat
 
 from __future__ import annotations
 
-from dealroom.protocol import Action, Observation, Rules, SeatOutcome, SeatView
+from dealroom.protocol import Action, Observation, Rules, SeatOutcome, SeatView, people_text
 from dealroom.protocol.actions import noun
 from dealroom.protocol.briefing import briefing as base_briefing
+from dealroom.protocol.people_text import Surface
 from dealroom.protocol.text import describe_event, money
 from dealroom.protocol.wire import ClockKind
 
@@ -60,3 +62,11 @@ def seat_view_of(observation: Observation) -> SeatView:
         scenario=observation.scenario,
         private_value=observation.private_value,
     )
+
+
+def people_briefing(
+    observation: Observation, rules: Rules, *, clock: ClockKind, surface: Surface
+) -> str:
+    """The briefing a person reads on ``surface`` (``dealroom.protocol.people_text``): the
+    model's facts, the page's controls or the terminal's commands."""
+    return people_text.briefing(seat_view_of(observation), rules, clock, surface)

@@ -25,6 +25,7 @@ from dealroom.analysis.report import FEATURE_LABELS
 from dealroom.cli import main as cli_main
 from dealroom.play.backends import SerialBackend
 from dealroom.play.tournament import Tournament, TournamentConfig
+from dealroom.protocol import ActionResult, ToolErrorPayload, WaitResult, people_text, seat_text
 from dealroom.server.web.tournament import REBUILD_FACTOR, _Reports, run_view  # pyright: ignore[reportPrivateUsage]
 from dealroom.store.results import ResultsStore
 
@@ -99,6 +100,7 @@ async def test_each_token_opens_only_its_own_routes(tmp_path: Path) -> None:
 async def test_the_seat_page_calls_the_same_tools_with_the_same_refusals_as_mcp(
     tmp_path: Path,
 ) -> None:
+    """Same results and refusal codes; the page's texts are a person's (people_text)."""
     async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
         web = (
             await server.create_room(
@@ -123,11 +125,15 @@ async def test_the_seat_page_calls_the_same_tools_with_the_same_refusals_as_mcp(
                 mine = await call(http, server, web["buyer"], tool, **arguments)
                 theirs = await client.call_tool(tool, arguments)
                 if theirs.is_error:
-                    assert mine["error"]["text"] == text_of(theirs), tool
+                    code = ToolErrorPayload.parse(text_of(theirs)).code
+                    assert mine["error"]["code"] == code, tool
+                    assert mine["error"]["text"] == people_text.refusal(
+                        ToolErrorPayload.parse(text_of(theirs)), "web"
+                    )
                 else:
                     assert "error" not in mine, mine
-                    assert mine["text"] == text_of(theirs)
                     assert mine["result"] == theirs.structured_content
+                    assert people_text.tool_names_in(mine["text"]) == []
         unknown = await call(http, server, web["buyer"], "get_secret")
         assert unknown["error"]["code"] == "unknown_tool"
         bad = await http.post(
@@ -197,7 +203,13 @@ async def test_an_experiment_room_asks_for_consent_and_stores_under_the_particip
         offered = await call(http, server, token, "make_offer", price=10.0)
         ended = await call(http, server, token, "wait_for_opponent", timeout_s=30)
         assert ended["result"]["outcome"]["status"] == "deal"
-        read = [offered["text"], ended["text"]]  # the page's calls that reached the seat
+        # What the page's calls that reached the seat read as a model's text (the person read
+        # people_text's words; the record keeps the model's, for training).
+        read = [
+            seat_text.update_text(ActionResult.model_validate(offered["result"]), "buyer", "USD"),
+            seat_text.update_text(WaitResult.model_validate(ended["result"]), "buyer", "USD"),
+        ]
+        assert people_text.tool_names_in(offered["text"] + ended["text"]) == []
         runs = (await http.get(f"{server.url}/web/api/runs", headers=auth(ADMIN))).json()
         (p07,) = runs["runs"]
         assert (p07["run"], p07["stored"], p07["planned"], p07["deals"]) == ("p07", 1, None, 1)

@@ -8,8 +8,10 @@ the link's fragment (``#token=...``, never sent to the server) and send it as a 
 
 A seat's page calls its tools through ``POST /web/api/seat/call``: the tool must be one the
 seat is offered (``dealroom.protocol.tools``), its arguments are validated strictly by
-``validate_arguments`` and the call goes through ``dispatch``, exactly as an MCP call does; a
-refusal comes back as the same one-line ``code: reason. hint.`` an MCP client reads.
+``validate_arguments`` and the call goes through ``dispatch``, exactly as an MCP call does. The
+reply's ``result`` is the JSON an MCP client gets; its ``text``, and a refusal's, are in a
+person's words (``dealroom.protocol.people_text``: the page's buttons, never a tool name), with
+the refusal's stable ``code`` beside it.
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from dealroom.protocol import SessionErrorCode, seat_text
+from dealroom.protocol import SessionErrorCode, people_text, seat_text
 from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
-from dealroom.server.mcp_app import dispatch, render
+from dealroom.server.mcp_app import dispatch
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import CallRefused, RoomBackend
@@ -364,10 +366,12 @@ async def _call(seat: RoomBackend, name: str, arguments: dict[str, Any]) -> dict
         result = await dispatch(seat, spec, args)
     except (ArgumentError, CallRefused) as refusal:
         return _refused(refusal.payload)
-    text = await render(seat, result)
+    role, currency = await seat.viewer()
+    text = people_text.reply(result, role, currency, clock=seat.room.clock, surface="web")
     return {"text": text, "result": result.model_dump(mode="json")}
 
 
 def _refused(payload: ToolErrorPayload) -> dict[str, Any]:
+    """A refusal in the page's words (``people_text.refusal``); its code as MCP sends it."""
     log.info("web call refused", code=payload.code)
-    return {"error": {"code": payload.code, "text": payload.text()}}
+    return {"error": {"code": payload.code, "text": people_text.refusal(payload, "web")}}

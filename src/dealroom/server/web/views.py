@@ -10,7 +10,8 @@ ever receive without a browser.
   only once its own clock gets there), so a spectator link never shows a seat its future. After
   the end, ``result`` adds both values, the gains and the surplus split.
 - ``seat_page_view``: the seat page. Built from the seat's own ``Observation`` (what its MCP tools
-  return) and its briefing: its own value, never the other side's.
+  return) and a person's briefing and hint (``people_text``, in the page's buttons and fields):
+  its own value, never the other side's.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dealroom.protocol import (
     Scenario,
     SeriesResult,
     Status,
+    people_text,
 )
 from dealroom.protocol.events import EndReason
 from dealroom.protocol.study import Completion
@@ -197,8 +199,10 @@ def seat_page_view(
         negotiation=negotiation.number,
         clock=room.clock,
         observation=observation,
-        briefing=texts.briefing(observation, room.rules, clock=room.clock),
-        hint=negotiation.hint(role),
+        briefing=texts.people_briefing(observation, room.rules, clock=room.clock, surface="web"),
+        hint=people_text.observation_hint(
+            observation, clock=room.clock, surface="web", can_start_next=can_next
+        ),
         can_start_next=can_next,
         series_over=over,
         finished=room.finished,

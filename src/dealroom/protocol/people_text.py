@@ -1,0 +1,456 @@
+"""What a person reads: the briefing, the hints, the replies and the refusals, in the words of
+the surface they play on (the web seat page's buttons and fields, or ``dealroom play``'s
+commands). Pure.
+
+A model reads ``dealroom.protocol.briefing`` and ``seat_text`` (tool names, ``code: reason.
+hint.``); a person reads these, rendered from the same facts: the scenario and the seat's own
+value (``briefing.situation``), the ``Rules`` and their clock costs (``briefing.clock_rule``),
+the clock kind and the seat's own observation. Nothing here names a tool: each tool's control on
+each surface comes from ``control``, an exhaustive match over ``ToolName`` (a new tool has no
+words for people until it has a case there, and pyright says so).
+
+Which refusals count toward ``Rules.max_invalid_actions`` is ``counts_toward_forfeit``: only
+the referee's rule checks. A call refused before the referee (its arguments, an unknown tool,
+the room's own refusals) changes nothing and counts for nothing, and a person's briefing says
+so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal, assert_never
+
+from dealroom.protocol._base import Role
+from dealroom.protocol.arguments import DEFAULT_WAIT_S, MAX_WAIT_S
+from dealroom.protocol.briefing import OFFERS_RULE, clock_rule, situation
+from dealroom.protocol.errors import ErrorCode
+from dealroom.protocol.events import EndReason, Event, NegotiationEnded
+from dealroom.protocol.observation import LiveOffer, Observation
+from dealroom.protocol.outcome import SeatOutcome
+from dealroom.protocol.rules import Rules
+from dealroom.protocol.scenario import SeatView
+from dealroom.protocol.seat_text import ERROR_HINTS, news, seconds
+from dealroom.protocol.text import describe_event, money
+from dealroom.protocol.tools import SEAT_TOOLS, ToolName
+from dealroom.protocol.wire import (
+    ActionResult,
+    ClockKind,
+    SeatState,
+    SessionErrorCode,
+    ToolErrorPayload,
+    WaitResult,
+)
+
+Surface = Literal["web", "terminal"]
+"""Where a person plays: the web seat page, or ``dealroom play`` at a terminal."""
+
+WEB_BUTTONS: dict[ToolName, str | None] = {
+    "make_offer": "Make a binding offer",
+    "accept": "Accept",
+    "reject": "Reject",
+    "send_message": "Send message",
+    "walk_away": "Walk away",
+    "wait_for_opponent": "Wait for the other side",
+    "get_state": None,
+    "new_negotiation": "Next negotiation",
+}
+"""The seat page's button for each tool (``get_state``: none, the page shows the state
+itself); a test checks each label against the page."""
+
+PRICE_FIELD = "Price"
+MESSAGE_FIELD = "Message"
+"""The seat page's field labels the texts name."""
+
+
+def control(tool: ToolName, surface: Surface) -> str | None:
+    """How a person does what ``tool`` does on ``surface``: a press of the page's button (with
+    its field), or the terminal's command; None where the surface has none."""
+    if surface == "web":
+        button = WEB_BUTTONS[tool]
+        return None if button is None else f'press "{button}"'
+    match tool:
+        case "make_offer":
+            return "type offer PRICE"
+        case "accept":
+            return "type accept"
+        case "reject":
+            return "type reject"
+        case "send_message":
+            return "type say and your message"
+        case "walk_away":
+            return "type walk"
+        case "wait_for_opponent":
+            return "type wait"
+        case "get_state":
+            return "type state"
+        case "new_negotiation":
+            return None  # dealroom play plays one negotiation
+        case _:
+            assert_never(tool)
+
+
+def _offer_control(surface: Surface) -> str:
+    if surface == "web":
+        return f"enter a price in the {PRICE_FIELD} field and {control('make_offer', surface)}"
+    return f"{control('make_offer', surface)}"
+
+
+def updates_itself(clock: ClockKind, surface: Surface) -> bool:
+    """True where the other side's moves appear without the person asking (the web page on
+    the wall clock streams them; the terminal shows news only when you wait)."""
+    return clock == "wall" and surface == "web"
+
+
+def tool_names_in(text: str) -> list[str]:
+    """The seat tools ``text`` names, as a model's text names them: a name with an underscore
+    anywhere, a plain one (``accept``) as a call (``accept(``, ``call accept``, in backticks).
+    People's texts name none (the tests check every one)."""
+    found: list[str] = []
+    lower = text.lower()
+    for tool in SEAT_TOOLS:
+        name = tool.name
+        if "_" in name:
+            hit = name in lower
+        else:
+            hit = re.search(rf"\b{name}\(|\bcall {name}\b|`{name}`", lower) is not None
+        if hit:
+            found.append(name)
+    return found
+
+
+# -- refusals that count ----------------------------------------------------------------------
+
+
+def counts_toward_forfeit(code: ErrorCode) -> bool:
+    """True for the referee's refusals that raise the seat's invalid-action count (its rule
+    checks); the end of the negotiation refuses without counting."""
+    match code:
+        case (
+            ErrorCode.OFFER_NOT_FOUND
+            | ErrorCode.OFFER_NOT_LIVE
+            | ErrorCode.OWN_OFFER
+            | ErrorCode.PRICE_NOT_FINITE
+            | ErrorCode.PRICE_OUT_OF_RANGE
+            | ErrorCode.MESSAGE_TOO_LONG
+            | ErrorCode.MESSAGE_EMPTY
+        ):
+            return True
+        case ErrorCode.NEGOTIATION_CLOSED | ErrorCode.DEADLINE_PASSED | ErrorCode.INVALID_ACTION:
+            return False
+        case _:
+            assert_never(code)
+
+
+def _counted_phrase(code: ErrorCode, rules: Rules) -> str | None:
+    """What a person does to get a counted refusal, in a few words (None: not counted)."""
+    match code:
+        case ErrorCode.OFFER_NOT_FOUND | ErrorCode.OFFER_NOT_LIVE | ErrorCode.OWN_OFFER:
+            return "accepting or rejecting an offer that is not their live one"
+        case ErrorCode.PRICE_NOT_FINITE | ErrorCode.PRICE_OUT_OF_RANGE:
+            return f"a price above {rules.max_price_multiple:g} times the list price"
+        case ErrorCode.MESSAGE_TOO_LONG:
+            return f"a message over {rules.max_message_chars} characters"
+        case ErrorCode.MESSAGE_EMPTY:
+            return "an empty message"
+        case ErrorCode.NEGOTIATION_CLOSED | ErrorCode.DEADLINE_PASSED | ErrorCode.INVALID_ACTION:
+            return None
+        case _:
+            assert_never(code)
+
+
+def forfeit_rule(rules: Rules) -> str:
+    """The forfeit rule as it is enforced: which refusals count, and how many forfeit."""
+    phrases = [_counted_phrase(c, rules) for c in ErrorCode if counts_toward_forfeit(c)]
+    kinds = ", ".join(dict.fromkeys(p for p in phrases if p is not None))
+    return (
+        f"A move the rules refuse ({kinds}) changes nothing but the clock; after "
+        f"{rules.max_invalid_actions} of them you forfeit and the negotiation ends without a "
+        "deal. A price left empty, at 0 or below is refused without counting."
+    )
+
+
+# -- the briefing -----------------------------------------------------------------------------
+
+
+def briefing(view: SeatView, rules: Rules, clock: ClockKind, surface: Surface) -> str:
+    """A person's briefing: the model's facts (``briefing.situation``, its rules) and how to act
+    on ``surface``. Only the seat's own value."""
+    moves = [
+        f"- To make an offer, {_offer_control(surface)}.",
+        f"- To take or turn down their live offer, {control('accept', surface)} or "
+        f"{control('reject', surface)}.",
+        f"- To send a message, {_message_control(surface)}.",
+        f"- To end the negotiation for good without a deal, {control('walk_away', surface)}.",
+        f"- {_waiting(clock, surface)}",
+    ]
+    state = control("get_state", surface)
+    if state is not None:
+        moves.append(f"- To see everything so far, {state}.")
+    if surface == "terminal":
+        moves.append(
+            f"- offer, reject and walk take a message after them (offer 950 my last price); wait "
+            f"takes the seconds to wait, at most {MAX_WAIT_S:g} (default {DEFAULT_WAIT_S:g}); "
+            "help lists the commands."
+        )
+    return f"""You are the {view.role} in a one-item negotiation.
+
+{situation(view)}
+
+Rules:
+- {OFFERS_RULE}
+- {clock_rule(view, rules, clock, "you and the other side")}
+- {forfeit_rule(rules)}
+
+How to play:
+{chr(10).join(moves)}
+"""
+
+
+def _message_control(surface: Surface) -> str:
+    if surface == "web":
+        return f"write it in the {MESSAGE_FIELD} field and {control('send_message', surface)}"
+    return f"{control('send_message', surface)}"
+
+
+def _waiting(clock: ClockKind, surface: Surface) -> str:
+    if updates_itself(clock, surface):
+        return "Their moves appear here as they make them; you need not wait for them."
+    return f"To hear from the other side, {control('wait_for_opponent', surface)}."
+
+
+# -- hints ------------------------------------------------------------------------------------
+
+
+def hint(
+    role: Role,
+    live_offers: Sequence[LiveOffer],
+    outcome: SeatOutcome | None,
+    *,
+    currency: str,
+    clock: ClockKind,
+    surface: Surface,
+    can_start_next: bool = False,
+) -> str:
+    """What the person can usefully do next, in the surface's controls (``seat_text.hint``'s
+    facts: the outcome, their live offer)."""
+    if outcome is not None:
+        following = control("new_negotiation", surface) if can_start_next else None
+        if following is not None:
+            return f"This negotiation is over: {following} for the next one."
+        return "This negotiation is over."
+    theirs = next((o for o in live_offers if o.by != role), None)
+    wait = control("wait_for_opponent", surface)
+    if theirs is not None:
+        head = (
+            f"They offer {money(theirs.price, currency)}: {control('accept', surface)} or "
+            f"{control('reject', surface)}, or make an offer of your own"
+        )
+        if updates_itself(clock, surface):
+            return f"{head}."
+        return f"{head}; or {wait}."
+    if updates_itself(clock, surface):
+        return f"Make an offer: {_offer_control(surface)}. Their moves appear here."
+    return f"Make an offer ({_offer_control(surface)}), or {wait} to hear from them."
+
+
+def observation_hint(
+    observation: Observation, *, clock: ClockKind, surface: Surface, can_start_next: bool = False
+) -> str:
+    """``hint`` for what a seat sees now."""
+    return hint(
+        observation.role,
+        observation.live_offers,
+        observation.outcome,
+        currency=observation.scenario.currency,
+        clock=clock,
+        surface=surface,
+        can_start_next=can_start_next,
+    )
+
+
+# -- replies ----------------------------------------------------------------------------------
+
+
+def reply(
+    result: ActionResult | WaitResult | SeatState,
+    role: Role,
+    currency: str,
+    *,
+    clock: ClockKind,
+    surface: Surface,
+) -> str:
+    """The text of a call's result for a person: what happened, their new moves, the clock,
+    the offers and the outcome once it ended (``seat_text.update_text``'s facts)."""
+    match result:
+        case SeatState():
+            o = result.observation
+            head = f"Negotiation {result.negotiation}: you are the {o.role}."
+            events, live, outcome = o.events, o.live_offers, o.outcome
+            now, left = o.now, o.time_left
+        case ActionResult() | WaitResult():
+            head = _head(result, clock, surface)
+            events, live, outcome = news(result.events, role), result.live_offers, result.outcome
+            now, left = result.now, result.time_left
+        case _:
+            assert_never(result)
+    lines = [head]
+    lines += [f"[{seconds(e.t)} s] {event_line(e, currency, role)}" for e in events]
+    lines.append(f"Clock: {seconds(now)} s, {seconds(max(left, 0.0))} s left.")
+    mine = next((o for o in live if o.by == role), None)
+    theirs = next((o for o in live if o.by != role), None)
+    if mine is not None:
+        lines.append(f"Your live offer: {money(mine.price, currency)}.")
+    if theirs is not None:
+        lines.append(f"Their live offer: {money(theirs.price, currency)}.")
+    if outcome is not None:
+        surplus = money(outcome.surplus, currency)
+        if outcome.price is None:
+            lines.append(f"No deal ({ending(outcome.end_reason)}); your surplus {surplus}.")
+        else:
+            lines.append(f"Deal at {money(outcome.price, currency)}; your surplus {surplus}.")
+    return "\n".join(lines)
+
+
+def ending(reason: EndReason) -> str:
+    """Why a negotiation ended, in a few words (the wire's ``EndReason`` is a code)."""
+    match reason:
+        case "accepted":
+            return "an offer was accepted"
+        case "deadline":
+            return "the deadline passed"
+        case "walk_away":
+            return "a side walked away"
+        case "forfeit":
+            return "a side forfeited after too many refused moves"
+        case "action_limit":
+            return "a side reached the most moves allowed"
+        case _:
+            assert_never(reason)
+
+
+def event_line(event: Event, currency: str, role: Role) -> str:
+    """One event for a person (``describe_event``, with the end's reason in words)."""
+    if isinstance(event, NegotiationEnded):
+        price = "" if event.price is None else f" at {money(event.price, currency)}"
+        return f"the negotiation ended: {ending(event.reason)}{price}"
+    return describe_event(event, currency, viewer=role)
+
+
+def _head(result: ActionResult | WaitResult, clock: ClockKind, surface: Surface) -> str:
+    match result:
+        case ActionResult():
+            if result.ok or result.error is None:
+                return "Done."
+            return refusal(result.error, surface)
+        case WaitResult():
+            match result.woke:
+                case "news":
+                    return "They moved."
+                case "timeout":
+                    return "No move from them in that time."
+                case "ended":
+                    return "The negotiation is over."
+                case "pending":
+                    if updates_itself(clock, surface):
+                        return "They are still deciding; their move will appear here."
+                    wait = control("wait_for_opponent", surface)
+                    return f"They are still deciding: {wait} again."
+                case _:
+                    assert_never(result.woke)
+        case _:
+            assert_never(result)
+
+
+# -- refusals ---------------------------------------------------------------------------------
+
+_FIELDS = {"price": "The price", "message": "The message", "text": "The message"}
+"""Argument fields a person fills in, as a refusal names them."""
+
+
+def refusal(error: ToolErrorPayload, surface: Surface) -> str:
+    """A refusal in a person's words: what went wrong and what to do on ``surface``; no code
+    and no tool name (the code stays in the payload for programs)."""
+    reason = _reason(error)
+    advice = _advice(error.code, surface)
+    return f"{reason} {advice}".strip()
+
+
+def _reason(error: ToolErrorPayload) -> str:
+    code, message = error.code, error.message
+    if code == SessionErrorCode.INVALID_ARGUMENTS:
+        field, _, rest = message.partition(" ")
+        label = _FIELDS.get(field)
+        what, sep, _ = rest.rpartition(". Call ")
+        if label is None or not sep:
+            return "That request was not understood."
+        return f"{label} {what}."
+    match code:
+        case SessionErrorCode.UNKNOWN_TOOL:
+            return "That is not something you can do here."
+        case SessionErrorCode.NEGOTIATION_RUNNING:
+            return "This negotiation is still running: finish it first."
+        case SessionErrorCode.TOO_MANY_CALLS:
+            return "Your last moves are still being answered."
+        case SessionErrorCode.TOO_MANY_NEGOTIATIONS:
+            return "Too many negotiations were started in the last minute."
+        case _:
+            hint = ERROR_HINTS.get(code, "")
+            return message.removesuffix(hint).strip() if hint else message
+
+
+def _advice(code: str, surface: Surface) -> str:
+    """What to do after a refusal of ``code`` on ``surface`` (``seat_text.ERROR_HINTS`` for
+    people)."""
+    web = surface == "web"
+    state = control("get_state", surface)
+    see = "the page shows it" if state is None else f"{state} to see it"
+    match code:
+        case ErrorCode.OFFER_NOT_FOUND | ErrorCode.OFFER_NOT_LIVE:
+            return f"Only their live offer can be accepted or rejected: {see}."
+        case ErrorCode.OWN_OFFER:
+            return f"To change your own offer, make a new one: {_offer_control(surface)}."
+        case ErrorCode.PRICE_NOT_FINITE | SessionErrorCode.INVALID_ARGUMENTS if web:
+            return f"Enter a price such as 1250.00 in the {PRICE_FIELD} field."
+        case ErrorCode.PRICE_NOT_FINITE:
+            return "Type the price as a plain number, such as offer 1250."
+        case ErrorCode.PRICE_OUT_OF_RANGE:
+            return "Offer a positive price within that limit."
+        case ErrorCode.MESSAGE_TOO_LONG:
+            return "Send a shorter message."
+        case ErrorCode.MESSAGE_EMPTY:
+            return f"Write something first, then {_message_control(surface)}."
+        case ErrorCode.NEGOTIATION_CLOSED | ErrorCode.DEADLINE_PASSED:
+            return f"The outcome is in: {see}."
+        case ErrorCode.INVALID_ACTION | SessionErrorCode.UNKNOWN_TOOL:
+            return "Use the page's buttons." if web else "Type help for the commands."
+        case SessionErrorCode.RESULT_PENDING:
+            return "Do not repeat it."
+        case SessionErrorCode.TOO_MANY_CALLS:
+            return "Wait for their answers before you press again." if web else "Wait a moment."
+        case SessionErrorCode.UPSTREAM_UNAVAILABLE | SessionErrorCode.TOO_MANY_NEGOTIATIONS:
+            return "Try again in a moment."
+        case SessionErrorCode.SEAT_TOKEN_REFUSED:
+            return "Open your seat's link again, or ask the organiser for a new one."
+        case _:
+            return ""
+
+
+__all__ = [
+    "MESSAGE_FIELD",
+    "PRICE_FIELD",
+    "WEB_BUTTONS",
+    "Surface",
+    "briefing",
+    "control",
+    "counts_toward_forfeit",
+    "ending",
+    "event_line",
+    "forfeit_rule",
+    "hint",
+    "observation_hint",
+    "refusal",
+    "reply",
+    "tool_names_in",
+    "updates_itself",
+]
