@@ -229,11 +229,11 @@ def test_a_person_plays_a_seat_in_the_terminal(
     status = main(["play", "--role", "buyer", "--opponent", "conceder"])
     out = capsys.readouterr().out
     assert status == 0
-    assert "You are the buyer." in out
+    assert "You are the buyer in a one-item negotiation." in out
     assert 'you offered $5,000.00 (o2): "Let us talk."' in out
     assert "unknown command 'bogus'" in out
     assert "refused: There is no offer 'o999'." in out
-    assert "The negotiation is over: deal at" in out
+    assert "The negotiation is over: a deal at" in out
     assert "buyer  human:" in out  # the full record at the end
 
 
@@ -250,7 +250,7 @@ def test_a_person_plays_against_an_llm(
     assert status == 0
     assert len(built) == 1 and closed(built[0])
     assert "buyer offered $6,000.00" in out
-    assert "buyer accepted o" in out and "The negotiation is over: deal at $7,000.00" in out
+    assert "buyer accepted o" in out and "The negotiation is over: a deal at $7,000.00" in out
 
 
 def test_a_person_who_stops_typing_walks_away(

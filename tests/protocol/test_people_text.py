@@ -69,7 +69,7 @@ def test_a_persons_briefing_and_hints_name_no_tool_and_only_their_own_value(
     surface: Surface, clock: ClockKind, role: str
 ) -> None:
     view = seat_view(SCENARIO, "buyer" if role == "buyer" else "seller")
-    text = pt.briefing(view, Rules(max_invalid_actions=4), clock, surface)
+    text = pt.person_briefing(view, Rules(max_invalid_actions=4), clock, surface)
     other = SCENARIO.seller_cost if role == "buyer" else SCENARIO.buyer_value
     assert f"{view.private_value:,}" in text and f"{other:,}" not in text
     assert "after 4 of them you forfeit" in text
@@ -80,7 +80,7 @@ def test_a_persons_briefing_and_hints_name_no_tool_and_only_their_own_value(
         status="no_deal", end_reason="deadline", price=None, surplus=Decimal(0), time=120.0
     )
     hints = [
-        pt.hint(
+        pt.person_hint(
             view.role, live, outcome, currency="USD", clock=clock, surface=surface, can_start_next=n
         )
         for live in [(), (offer,)]
@@ -101,7 +101,7 @@ def test_the_models_briefing_is_the_tool_loop_a_persons_is_not() -> None:
     model = briefing(view, Rules(), "virtual")
     assert "A good loop: make_offer, wait_for_opponent" in model
     assert "moves only as seats act and wait" in model
-    person = pt.briefing(view, Rules(), "virtual", "web")
+    person = pt.person_briefing(view, Rules(), "virtual", "web")
     assert "moves only as you and the other side act and wait" in person
     assert model.split("\n\n")[1] == person.split("\n\n")[1]  # the same situation, word for word
 

@@ -176,7 +176,7 @@ class HumanPlayer:
             return
         if isinstance(result, WaitResult) and result.woke == "pending":
             self._say("They are still thinking.")
-        hint = people_text.hint(
+        hint = people_text.person_hint(
             self._role,
             result.live_offers,
             result.outcome,

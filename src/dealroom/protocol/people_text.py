@@ -173,7 +173,7 @@ def forfeit_rule(rules: Rules) -> str:
 # -- the briefing -----------------------------------------------------------------------------
 
 
-def briefing(view: SeatView, rules: Rules, clock: ClockKind, surface: Surface) -> str:
+def person_briefing(view: SeatView, rules: Rules, clock: ClockKind, surface: Surface) -> str:
     """A person's briefing: the model's facts (``briefing.situation``, its rules) and how to act
     on ``surface``. Only the seat's own value."""
     moves = [
@@ -222,7 +222,7 @@ def _waiting(clock: ClockKind, surface: Surface) -> str:
 # -- hints ------------------------------------------------------------------------------------
 
 
-def hint(
+def person_hint(
     role: Role,
     live_offers: Sequence[LiveOffer],
     outcome: SeatOutcome | None,
@@ -258,7 +258,7 @@ def observation_hint(
     observation: Observation, *, clock: ClockKind, surface: Surface, can_start_next: bool = False
 ) -> str:
     """``hint`` for what a seat sees now."""
-    return hint(
+    return person_hint(
         observation.role,
         observation.live_offers,
         observation.outcome,
@@ -441,14 +441,14 @@ __all__ = [
     "PRICE_FIELD",
     "WEB_BUTTONS",
     "Surface",
-    "briefing",
     "control",
     "counts_toward_forfeit",
     "ending",
     "event_line",
     "forfeit_rule",
-    "hint",
     "observation_hint",
+    "person_briefing",
+    "person_hint",
     "refusal",
     "reply",
     "tool_names_in",

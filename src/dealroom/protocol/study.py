@@ -76,7 +76,7 @@ class Payoff(Model):
     rule: str
 
 
-class Completion(Model):
+class StudyCompletion(Model):
     """What a participant's page shows once their last negotiation has ended."""
 
     negotiations: int

@@ -17,10 +17,8 @@ calls, stores none (its conversation would be incomplete). An in-process player 
 reports what it would return (usage, counts, its own conversation) as it plays
 (``player_report``); the last report before the negotiation is recorded is stored beside it.
 
-A seat can also be played by an in-process, asynchronous player (an LLM agent, which cannot run
-inside the scheduler as a house agent does): a ``SeatPlayer``. For the clock its seat is a
-remote seat without a client; inside ``Room.playing()`` each negotiation starts it as a task,
-which is cancelled when that negotiation ends or the block is left.
+A seat can also be played by an in-process player (an LLM agent): a ``SeatPlayer``, for the
+clock a remote seat without a client, run as a task by ``Room.playing()``.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import structlog
 from dealroom.protocol import ROLES, Role, RoomCreated, RoomRequest, SeriesResult, seat_outcome
 from dealroom.protocol.secret import Secret
 from dealroom.protocol.study import (
-    Completion,
+    StudyCompletion,
     StudyRequest,
     paid_negotiations,
     payoff,
@@ -190,14 +190,14 @@ class Study:
             return "playing"
         return "consenting" if who.opened else "invited"
 
-    def completion(self, who: Participant) -> Completion | None:
+    def completion(self, who: Participant) -> StudyCompletion | None:
         """Their final result and payment, once they have played every negotiation."""
         if not self.done(who):
             return None
         results = [result for _, _, result in who.results]
         rule = self.request.payoff
         paid = () if rule is None else paid_negotiations(rule, self.secret, who.label, len(results))
-        return Completion(
+        return StudyCompletion(
             negotiations=len(results),
             total_surplus=sum((r.outcome.surplus for r in results), Decimal("0.00")),
             currency=who.currency,

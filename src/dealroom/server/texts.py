@@ -69,4 +69,4 @@ def people_briefing(
 ) -> str:
     """The briefing a person reads on ``surface`` (``dealroom.protocol.people_text``): the
     model's facts, the page's controls or the terminal's commands."""
-    return people_text.briefing(seat_view_of(observation), rules, clock, surface)
+    return people_text.person_briefing(seat_view_of(observation), rules, clock, surface)

@@ -82,5 +82,5 @@ async def test_the_seat_view_carries_the_seats_own_value_and_never_the_other_sid
     view = seat_page_view(room, "buyer", observation)
     text = view.model_dump_json()
     assert mentions(text, s.buyer_value) and not mentions(text, s.seller_cost)
-    assert "new_negotiation" in view.tools and not view.needs_consent
+    assert not view.can_start_next and not view.series_over and not view.needs_consent
     assert view.briefing.startswith("You are the buyer") or "buyer" in view.briefing

@@ -36,7 +36,7 @@ from dealroom.protocol import (
     people_text,
 )
 from dealroom.protocol.events import EndReason
-from dealroom.protocol.study import Completion
+from dealroom.protocol.study import StudyCompletion
 from dealroom.protocol.wire import ClockKind
 from dealroom.server import texts
 from dealroom.server.instructions import Block
@@ -114,7 +114,7 @@ class SeatPageView(View):
     participant: str | None
     instructions: tuple[Block, ...]
     """A study's instructions (its researcher's Markdown, in blocks); none outside a study."""
-    completion: Completion | None
+    completion: StudyCompletion | None
     """A study participant's result, payment and completion code, once they are done."""
 
 
