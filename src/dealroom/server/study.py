@@ -143,8 +143,10 @@ class Study:
     def next(self, who: Participant) -> bool:
         """*Next negotiation* in a pair study: back in the queue. False when they cannot
         (their negotiation is still open, or they are done)."""
-        room = self.current(who)
-        if room is not None or self.done(who) or who.waiting_since is not None:
+        current = self.current(who)
+        if current is not None and current[0].current.is_open:
+            return False
+        if self.done(who) or who.waiting_since is not None:
             return False
         self._enqueue(who)
         return True

@@ -1,0 +1,142 @@
+"""Studies on one registry: solo rooms on arrival, pairs matched as they arrive, results,
+completion and payment, restore from the journal."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from dealroom.agents import resolve
+from dealroom.protocol import WalkAway
+from dealroom.protocol.secret import Secret
+from dealroom.protocol.study import PayoffRule, StudyRequest, paid_negotiations
+from dealroom.server.instructions import blocks
+from dealroom.server.journal import Journals
+from dealroom.server.rooms import RoomRegistry
+from dealroom.server.seat import RoomBackend
+
+SECRET = "5f0c2a9e7d13b84f6a21c9e0d57b3a18"
+
+
+def registry(tmp_path: Path) -> RoomRegistry:
+    return RoomRegistry(writer=None, resolve_house=resolve, journals=Journals(tmp_path / "rooms"))
+
+
+def solo(**update: object) -> StudyRequest:
+    fields: dict[str, object] = {
+        "id": "s1",
+        "participants": ["p01", "p02"],
+        "house": "boulware",
+        "negotiations": 2,
+        "secret": SECRET,
+        "consent": "I agree.",
+        "payoff": {"exchange_rate": "0.01", "show_up_fee": "5", "currency": "GBP"},
+        "completion_code": "C0DE",
+    }
+    return StudyRequest.model_validate(fields | update)
+
+
+@pytest.mark.anyio
+async def test_a_solo_participant_gets_a_room_after_consent_and_a_completion_after_the_series(
+    tmp_path: Path,
+) -> None:
+    rooms = registry(tmp_path)
+    created = rooms.studies.create(solo())
+    ticket = rooms.studies.lookup(created.participants["p01"])
+    assert ticket is not None and ticket.who is not None
+    study, who = ticket.study, ticket.who
+    study.arrive(who)
+    assert study.current(who) is None and study.state(who) == "consenting"
+    study.agree(who)
+    current = study.current(who)
+    assert current is not None and study.state(who) == "playing"
+    room, role = current
+    assert role == "buyer" and room.run == "s1" and not room.needs_consent(role)
+    seat = RoomBackend(room, role)
+    await seat.act(WalkAway())
+    assert study.completion(who) is None and room.can_start_next()
+    await seat.new_negotiation()
+    await seat.act(WalkAway())
+    assert study.done(who) and not room.can_start_next()
+    completion = study.completion(who)
+    assert completion is not None and completion.code == "C0DE"
+    assert completion.payoff is not None and completion.payoff.total == Decimal("5.00")
+    assert completion.payoff.paid == (1, 2)
+    assert rooms.studies.lookup(created.token) is not None
+
+
+@pytest.mark.anyio
+async def test_pairs_are_matched_as_they_arrive_and_alternate_the_buyer(tmp_path: Path) -> None:
+    rooms = registry(tmp_path)
+    request = StudyRequest(
+        id="pairs", participants=("a", "b", "c"), matching="pairs", negotiations=2, secret=SECRET
+    )
+    created = rooms.studies.create(request)
+    people = {label: rooms.studies.lookup(token) for label, token in created.participants.items()}
+    study = rooms.studies.studies["pairs"]
+    a, b, c = (study.participants[label] for label in "abc")
+    study.arrive(a)
+    assert study.state(a) == "waiting" and study.current(a) is None
+    study.arrive(c)
+    first = study.current(a)
+    assert first is not None and first[1] == "buyer"
+    assert study.current(c) == (first[0], "seller") and study.state(b) == "invited"
+    await RoomBackend(*first).act(WalkAway())
+    assert study.played(a) == study.played(c) == 1
+    assert study.next(a) and not study.next(a)  # once in the queue
+    study.arrive(b)
+    second = study.current(a)
+    assert second is not None and second[1] == "seller"  # b has been the buyer less often
+    assert people["b"] is not None
+
+
+def test_a_restarted_server_restores_the_study_with_its_tokens(tmp_path: Path) -> None:
+    rooms = registry(tmp_path)
+    created = rooms.studies.create(solo())
+    ticket = rooms.studies.lookup(created.participants["p02"])
+    assert ticket is not None and ticket.who is not None
+    ticket.study.agree(ticket.who)
+    ticket.study.page(ticket.who, "open")
+    again = registry(tmp_path)
+    again.restore()
+    back = again.studies.lookup(created.participants["p02"])
+    assert back is not None and back.who is not None
+    assert back.who.agreed == ticket.who.agreed and [e[1] for e in back.who.page] == ["open"]
+    assert back.study.current(back.who) is not None  # its room restored from its own journal
+
+
+def test_one_random_payment_is_drawn_from_the_secret_and_the_label() -> None:
+    rule = PayoffRule(exchange_rate=Decimal("1"), pays="one_random")
+    secret = Secret.from_hex(SECRET)
+    draws = {paid_negotiations(rule, secret, f"p{i}", 5) for i in range(40)}
+    assert paid_negotiations(rule, secret, "p1", 5) == paid_negotiations(rule, secret, "p1", 5)
+    assert len(draws) > 1 and all(len(d) == 1 and 1 <= d[0] <= 5 for d in draws)
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        {"participants": ["p1", "p1"]},
+        {"participants": ["bad label"]},
+        {"house": None},
+        {"completion_url": "javascript:alert(1)"},
+        {"secret": "00"},
+    ],
+)
+def test_a_bad_study_request_is_refused(update: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        solo(**update)
+
+
+def test_instructions_are_read_into_text_blocks() -> None:
+    text = "# Welcome\n\nYou **sell** a [mug](https://x.org).\nMore.\n\n- one\n  two\n1. first\n<b>"
+    assert [(b.kind, b.text) for b in blocks(text)] == [
+        ("heading", "Welcome"),
+        ("paragraph", "You sell a mug (https://x.org). More."),
+        ("bullet", "one two"),
+        ("number", "first"),
+        ("paragraph", "<b>"),
+    ]
