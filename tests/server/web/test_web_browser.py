@@ -26,6 +26,7 @@ from mcp_support import ADMIN
 from dealroom.analysis.report import FEATURE_LABELS
 from dealroom.play.backends import SerialBackend
 from dealroom.play.tournament import Tournament, TournamentConfig
+from dealroom.protocol import people_text
 from dealroom.store.results import ResultsStore
 
 pytestmark = [needs_browser(), pytest.mark.slow]  # a real browser: seconds a test
@@ -71,10 +72,11 @@ def test_a_person_plays_a_whole_negotiation_in_the_browser_against_a_house_agent
         assert "#token" not in driver.current_url  # the token leaves the address bar
         value = by_id(driver, "value").text
         assert value.startswith("your private value $")
-        # A refused offer shows its message, exactly as an MCP client reads it.
+        # A refused offer shows its message, in the page's words (people_text.refusal).
         by_id(driver, "offer-price").send_keys("-5")
         by_id(driver, "make-offer").click()
-        until(lambda: "invalid_arguments" in by_id(driver, "refusals").text, "the refusal")
+        until(lambda: by_id(driver, "refusals").text.strip() != "", "the refusal")
+        assert people_text.tool_names_in(by_id(driver, "refusals").text) == []
         price = by_id(driver, "offer-price")
         price.clear()
         price.send_keys("1.00")
