@@ -79,7 +79,9 @@ async def test_pairs_are_matched_as_they_arrive_and_alternate_the_buyer(tmp_path
     study = rooms.studies.studies["pairs"]
     a, b, c = (study.participants[label] for label in "abc")
     study.arrive(a)
-    assert study.state(a) == "waiting" and study.current(a) is None
+    since = a.waiting_since
+    study.arrive(a)  # every page view arrives again: the place in the queue is kept
+    assert study.state(a) == "waiting" and study.current(a) is None and a.waiting_since == since
     study.arrive(c)
     first = study.current(a)
     assert first is not None and first[1] == "buyer"

@@ -1,7 +1,7 @@
 """The studies of an HTTP server, by id, with their tokens: created, restored at start.
 
-A study's page token and each participant's token are kept as digests only (as seat tokens
-are, ``dealroom.server.tokens``) and compared in constant time. A study's journal,
+A study's page token and each participant's token are kept as digests only and looked up by
+digest (as seat tokens are, ``dealroom.server.tokens``). A study's journal,
 ``<rooms journal directory>/studies/<id>.jsonl``, is private (owner only), as the rooms' are:
 its header holds the study's secret.
 """

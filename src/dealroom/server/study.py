@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import structlog
 
@@ -42,7 +42,7 @@ from dealroom.server.room import Room
 log = structlog.stdlib.get_logger(__name__)
 
 PageEvent = Literal["open", "hidden", "visible", "close"]
-PAGE_EVENTS: tuple[PageEvent, ...] = ("open", "hidden", "visible", "close")
+PAGE_EVENTS: tuple[PageEvent, ...] = get_args(PageEvent)
 MAX_PAGE_EVENTS = 1000
 """Page events kept (and journaled) per participant: a page cannot make the server write more."""
 
@@ -137,8 +137,8 @@ class Study:
         if self.request.matching == "solo":
             if not who.seats:
                 self._solo_room(who)
-        elif self.current(who) is None:
-            self._enqueue(who)
+        elif self.current(who) is None and who.waiting_since is None:
+            self._enqueue(who)  # once: every page view comes through here
 
     def next(self, who: Participant) -> bool:
         """*Next negotiation* in a pair study: back in the queue. False when they cannot
