@@ -296,8 +296,6 @@ class WebApi:
             if tool == "new_negotiation" and ticket is not None and _pairs(ticket):
                 return JSONResponse(_next_partner(ticket), headers=NO_STORE)
             call = await _call(seat, tool, cast("dict[str, Any]", arguments))
-            if tool == "new_negotiation" and "error" not in call:
-                seat.room.current.begin()  # the page shows it at once
             return JSONResponse(call, headers=NO_STORE)
 
 
