@@ -25,10 +25,13 @@ PLANNED = 8
 @pytest.fixture
 def store(tmp_path: Path):
     """A store holding a finished 2-negotiation run ``cup``, and ``big``: 3 of its 8 planned
-    negotiations (copies of cup's), as a tournament killed mid-way leaves it."""
+    negotiations (copies of cup's), as a tournament killed mid-way leaves it. Seed 1 makes both
+    of cup's negotiations deals (a fresh secret makes none about half the time), so that the
+    deal counts below grow with the stored rows."""
     with ResultsStore(tmp_path / "results.db") as store:
-        config = TournamentConfig(agents=("linear", "conceder"), tiers=("low",), per_pair=1)
+        config = TournamentConfig(agents=("linear", "conceder"), tiers=("low",), per_pair=1, seed=1)
         Tournament(config, store, "cup").run(backend=SerialBackend())
+        assert all(row.record.outcome.status == "deal" for row in store.iter("cup"))
         store.set_run_config("big", {**(store.run_config("cup") or {}), "per_pair": 4})
         add(store, 3)
         yield store
