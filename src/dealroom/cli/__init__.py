@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "serve negotiations over MCP (stdio house mode, or HTTP rooms)"),
     "room": ("room", "create and inspect rooms on an HTTP server"),
     "seat": ("seat", "stdio MCP server forwarding to one seat of an HTTP room"),
+    "study": ("study", "run a study with people on an HTTP server"),
 }
 """Each subcommand, in the order ``dealroom --help`` lists them: the module under
 ``dealroom.cli`` that defines it (``add(subparsers)``) and its one-line help. Only the module

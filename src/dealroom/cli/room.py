@@ -72,7 +72,9 @@ def base_url(server: str) -> str:
     return url.removesuffix("/mcp")
 
 
-def _admin(method: str, url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+def admin_request(method: str, url: str, body: dict[str, Any] | None = None) -> httpx2.Response:
+    """One request to the admin API with the token from the environment; a refusal or a
+    server out of reach is a usage error (one line, exit status 2)."""
     token = os.environ.get(ADMIN_TOKEN_ENV)
     if not token:
         raise usage_error(f"set {ADMIN_TOKEN_ENV} to the server's admin token")
@@ -82,12 +84,22 @@ def _admin(method: str, url: str, body: dict[str, Any] | None = None) -> dict[st
         )
     except httpx2.HTTPError as exc:
         raise usage_error(f"{url}: {exc}") from None
+    if response.status_code >= 400:
+        try:
+            data: dict[str, Any] = response.json()
+        except ValueError:
+            data = {"error": response.text[:200]}
+        raise usage_error(f"{url}: HTTP {response.status_code}: {data.get('error', data)}")
+    return response
+
+
+def admin_json(method: str, url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``admin_request``'s JSON answer."""
+    response = admin_request(method, url, body)
     try:
         data: dict[str, Any] = response.json()
     except ValueError:
-        data = {"error": response.text[:200]}
-    if response.status_code >= 400:
-        raise usage_error(f"{url}: HTTP {response.status_code}: {data.get('error', data)}")
+        raise usage_error(f"{url}: the server's answer is not JSON") from None
     return data
 
 
@@ -111,7 +123,7 @@ def run_create(args: argparse.Namespace) -> int:
         raise usage_error(str(exc).splitlines()[0]) from None
     body = request.model_dump(mode="json", exclude_defaults=True)
     created = RoomCreated.model_validate(
-        _admin("POST", f"{base_url(args.server)}/admin/rooms", body)
+        admin_json("POST", f"{base_url(args.server)}/admin/rooms", body)
     )
     links = web_links(base_url(args.server), created)
     if args.json:
@@ -142,6 +154,6 @@ def web_links(server: str, created: RoomCreated) -> dict[str, str]:
 
 def run_show(args: argparse.Namespace) -> int:
     """GET /admin/rooms/{room}."""
-    data = _admin("GET", f"{base_url(args.server)}/admin/rooms/{args.room}")
+    data = admin_json("GET", f"{base_url(args.server)}/admin/rooms/{args.room}")
     sys.stdout.write(json.dumps(data, indent=2) + "\n")
     return 0

@@ -20,7 +20,9 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from dealroom.protocol._base import CENT, Model, Role
+from dealroom.protocol._base import CENT, Model, Money, Role
+from dealroom.protocol.events import EndReason
+from dealroom.protocol.outcome import Status
 from dealroom.protocol.rules import Rules
 from dealroom.protocol.scenario import Tier
 from dealroom.protocol.secret import Secret
@@ -32,6 +34,13 @@ LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 Matching = Literal["solo", "pairs"]
 """``solo``: each participant in a room of their own against the house agent; ``pairs``: two
 participants per negotiation, matched as they arrive."""
+
+ParticipantState = Literal["invited", "consenting", "waiting", "playing", "done"]
+"""Where a participant is: not yet opened their link, reading the consent, waiting for a
+partner (pairs), playing (or between negotiations), done with every negotiation."""
+
+PageEvent = Literal["open", "hidden", "visible", "close"]
+"""What a participant's page reports: opened (or reloaded), out of sight, in sight again, closed."""
 
 Pays = Literal["all", "one_random"]
 """Which negotiations pay: every one (their surplus summed), or one drawn at random per
@@ -199,3 +208,89 @@ def payoff(
         paid=paid,
         rule=rule.text(negotiations),
     )
+
+
+class PlayedNegotiation(Model):
+    """One negotiation a participant played, as the study keeps (and journals) it."""
+
+    room: str
+    room_negotiation: int
+    """The negotiation's number in its room (a solo room plays the whole series)."""
+    key: str
+    """Its key in the results store (run: the study's id)."""
+    role: Role
+    counterpart: str
+    """The other seat: a participant's label, or the house agent's spec."""
+    buyer_value: Money
+    seller_cost: Money
+    currency: str
+    """The scenario's currency (of every amount here)."""
+    result: SeriesResult
+    """As the participant's seat saw it, numbered in their own series."""
+
+
+class NegotiationRow(Model):
+    """One row of a study's ``negotiations.csv``: one participant's one negotiation."""
+
+    study: str
+    participant: str
+    negotiation: int
+    """Number in the participant's own series, from 1."""
+    role: Role
+    counterpart: str
+    room: str
+    room_negotiation: int
+    key: str
+    scenario_id: str
+    item: str
+    currency: str
+    list_price: Money
+    buyer_value: Money
+    seller_cost: Money
+    status: Status
+    end_reason: EndReason
+    end_time_s: float
+    price: Money | None
+    surplus: Money
+    """The participant's own surplus."""
+    pays: bool | None
+    """Whether it counts towards the payment (None: the study has no payoff rule)."""
+    payoff: Decimal | None
+    """``exchange_rate`` times the surplus if it pays (the total is floored at zero, not each
+    negotiation)."""
+    page_opens: int
+    """Times the participant's page was opened (or reloaded) during this negotiation."""
+    page_hidden: int
+    """Times it went out of sight (another tab or app)."""
+    page_closes: int
+
+
+class PaymentRow(Model):
+    """One row of a study's ``payments.csv``: one participant."""
+
+    study: str
+    participant: str
+    state: ParticipantState
+    negotiations: int
+    """Negotiations played (of the study's series length)."""
+    total_surplus: Decimal
+    paid: str
+    """The negotiations that pay, numbered from 1 and separated by ``;``."""
+    currency: str | None
+    show_up_fee: Decimal | None
+    earnings: Decimal | None
+    total: Decimal | None
+    """What to pay: only once they are done (None before, and without a payoff rule)."""
+    completion_code: str | None
+
+
+class PageEventRow(Model):
+    """One row of a study's ``page_events.csv``: one event of a participant's page."""
+
+    study: str
+    participant: str
+    at: str
+    """When, UTC, ISO 8601 with milliseconds."""
+    event: PageEvent
+    room: str | None
+    room_negotiation: int | None

@@ -14,6 +14,8 @@ Connection, request and session limits: ``dealroom.server.http_limits``.
     GET  /admin/rooms/{room}   the room's current negotiation, with its full outcome, and how
                                many have finished (admin only; finished ones are in the store);
                                410 and why for a journaled room the start could not restore
+    POST /admin/studies        StudyRequest JSON -> StudyCreated JSON (201), and a study's
+                               view and CSV exports (``dealroom.server.web.study``)
     GET  /healthz              {"ok": true}
     /web/...                   the web pages and their data (``dealroom.server.web``)
 """

@@ -78,9 +78,15 @@ class RoomRegistry:
             create_room=self.create,
             room=self.rooms.get,
             journals=journals,
+            check_house=self.check_house,
             token_prefix=token_prefix,
         )
         """The server's studies (``dealroom.server.study``): they open rooms here."""
+
+    def check_house(self, spec: str) -> None:
+        """Raise ValueError if no house seat can play ``spec`` (as ``create`` would)."""
+        if self._resolve_player is None or self._resolve_player(spec) is None:
+            self._resolve_house(spec)
 
     def create(self, request: RoomRequest) -> RoomCreated:
         """Open a room; raises ValueError for a bad house agent spec, and RoomError

@@ -41,9 +41,11 @@ class Studies:
         create_room: Callable[[RoomRequest], RoomCreated],
         room: Callable[[str], Room | None],
         journals: Journals | None,
+        check_house: Callable[[str], None] = lambda spec: None,
         token_prefix: str = "",
     ) -> None:
         self._create_room = create_room
+        self._check_house = check_house
         self._room = room
         self.journals = None if journals is None else Journals(journals.directory / "studies")
         self.token_prefix = token_prefix
@@ -53,7 +55,10 @@ class Studies:
 
     def create(self, request: StudyRequest) -> StudyCreated:
         """Open a study. RoomError ``study_exists`` for an id in use, ``journal_unavailable``
-        when its journal cannot be written (nothing is opened either way)."""
+        when its journal cannot be written; ValueError for a house agent no one can play (its
+        rooms open as participants arrive: checked now). Nothing is opened on an error."""
+        if request.house is not None:
+            self._check_house(request.house)
         if request.id in self.studies or request.id in self.unrestored:
             raise RoomError(
                 SessionErrorCode.STUDY_EXISTS,

@@ -21,13 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import structlog
 
 from dealroom.protocol import ROLES, Role, RoomCreated, RoomRequest, SeriesResult, seat_outcome
 from dealroom.protocol.secret import Secret
 from dealroom.protocol.study import (
+    PageEvent,
+    ParticipantState,
+    PlayedNegotiation,
     StudyCompletion,
     StudyRequest,
     paid_negotiations,
@@ -41,14 +44,9 @@ from dealroom.server.room import Room
 
 log = structlog.stdlib.get_logger(__name__)
 
-PageEvent = Literal["open", "hidden", "visible", "close"]
 PAGE_EVENTS: tuple[PageEvent, ...] = get_args(PageEvent)
 MAX_PAGE_EVENTS = 1000
 """Page events kept (and journaled) per participant: a page cannot make the server write more."""
-
-State = Literal["invited", "consenting", "waiting", "playing", "done"]
-"""Where a participant is: not yet opened their link, reading the consent, waiting for a
-partner (pairs), playing (or between negotiations), done with every negotiation."""
 
 
 @dataclass(slots=True)
@@ -63,18 +61,19 @@ class Participant:
     """When (UTC, ISO 8601) they agreed to the study's consent line."""
     seats: list[tuple[str, Role]] = field(default_factory=list[tuple[str, Role]])
     """The rooms they sat in, in order, and their seat: the last is where they play now."""
-    results: list[tuple[str, int, SeriesResult]] = field(
-        default_factory=list[tuple[str, int, SeriesResult]]
-    )
-    """(room, room's negotiation number, result numbered in their own series), in order."""
+    results: list[PlayedNegotiation] = field(default_factory=list[PlayedNegotiation])
+    """Their finished negotiations, in order."""
     waiting_since: float | None = None
     """Since when (Unix time) they wait for a partner; None when not waiting."""
     page: list[tuple[float, PageEvent, str | None, int | None]] = field(
         default_factory=list[tuple[float, PageEvent, str | None, int | None]]
     )
     """Their page's events: (Unix time, event, room, negotiation number)."""
-    currency: str = "USD"
-    """The currency of their last scenario (their surplus's)."""
+
+    @property
+    def currency(self) -> str:
+        """The currency of their last scenario (their surplus's)."""
+        return self.results[-1].currency if self.results else "USD"
 
     @property
     def buyer_times(self) -> int:
@@ -183,7 +182,7 @@ class Study:
     def done(self, who: Participant) -> bool:
         return self.played(who) >= self.request.negotiations
 
-    def state(self, who: Participant) -> State:
+    def state(self, who: Participant) -> ParticipantState:
         if self.done(who):
             return "done"
         if who.waiting_since is not None:
@@ -196,7 +195,7 @@ class Study:
         """Their final result and payment, once they have played every negotiation."""
         if not self.done(who):
             return None
-        results = [result for _, _, result in who.results]
+        results = [played.result for played in who.results]
         rule = self.request.payoff
         paid = () if rule is None else paid_negotiations(rule, self.secret, who.label, len(results))
         return StudyCompletion(
@@ -218,17 +217,30 @@ class Study:
         """A negotiation of one of the study's rooms ended: each participant's result (once)."""
         outcome = negotiation.referee.outcome
         assert outcome is not None
-        for role, label in self.sitting(room.id).items():
+        scenario = negotiation.scenario
+        sitting = self.sitting(room.id)
+        for role, label in sitting.items():
             who = self.participants[label]
-            if any(r == room.id and n == negotiation.number for r, n, _ in who.results):
+            if any(
+                p.room == room.id and p.room_negotiation == negotiation.number for p in who.results
+            ):
                 continue
-            result = SeriesResult.of(
-                self.played(who) + 1, negotiation.scenario, role, seat_outcome(outcome, role)
+            other = ROLES[1 - ROLES.index(role)]
+            played = PlayedNegotiation(
+                room=room.id,
+                room_negotiation=negotiation.number,
+                key=room.key(negotiation),
+                role=role,
+                counterpart=sitting.get(other) or room.name(other),
+                buyer_value=scenario.buyer_value,
+                seller_cost=scenario.seller_cost,
+                currency=scenario.currency,
+                result=SeriesResult.of(
+                    self.played(who) + 1, scenario, role, seat_outcome(outcome, role)
+                ),
             )
-            who.results.append((room.id, negotiation.number, result))
-            who.currency = negotiation.scenario.currency
-            data = result.model_dump(mode="json")
-            self._log(["result", label, room.id, negotiation.number, data, who.currency])
+            who.results.append(played)
+            self._log(["result", label, played.model_dump(mode="json")])
 
     def replay(self, op: Op) -> None:
         """One journaled input, at start (rooms are restored after their study)."""
@@ -241,11 +253,8 @@ class Study:
                 self._seat(room_id, {role: str(label) for role, label in dict(seats).items()})
             case ["queue", label, since]:
                 self.participants[label].waiting_since = float(since)
-            case ["result", label, room_id, number, data, currency]:
-                result = SeriesResult.model_validate(data)
-                who = self.participants[label]
-                who.results.append((room_id, int(number), result))
-                who.currency = str(currency)
+            case ["result", label, data]:
+                self.participants[label].results.append(PlayedNegotiation.model_validate(data))
             case ["page", label, event, when, room_id, number]:
                 page = self.participants[label].page
                 page.append((float(when), event, room_id, None if number is None else int(number)))

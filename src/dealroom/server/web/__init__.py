@@ -12,6 +12,10 @@ tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in
     POST /web/api/seat/consent          agree to the experiment's consent   seat token
     POST /web/api/seat/page             a page event (open, hidden, close)  seat token
     GET  /web/api/runs[/RUN]            runs, or one run's progress+board   admin token
+    GET  /web/study#token=STUDY         a study's page (participants, live; its CSV exports)
+    GET  /web/api/study[/events]        a study's view (JSON, or live)      study token
+    GET  /web/api/study/NAME.csv        a study's export                    study token
+    POST /admin/studies, GET /admin/studies/STUDY[/NAME.csv]               admin token
 
 Pages carry no data and no token: the script reads the token from the link's fragment (which a
 browser never sends) and sends it as ``Authorization: Bearer``. Every page is served with a
@@ -31,12 +35,18 @@ from starlette.responses import Response
 
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.web.routes import WebApi, error
+from dealroom.server.web.study import StudyApi
 from dealroom.server.web.tournament import TournamentApi
 
 AdminCheck = Callable[[Request], Response | None]
 """None when the request carries the admin token, else the refusal to send."""
 
-PAGES = {"room": "room.html", "seat": "seat.html", "tournament": "tournament.html"}
+PAGES = {
+    "room": "room.html",
+    "seat": "seat.html",
+    "tournament": "tournament.html",
+    "study": "study.html",
+}
 _TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -78,6 +88,7 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     files = static_files()
     api = WebApi(registry)
     tournaments = TournamentApi(registry, admin)
+    studies = StudyApi(registry, admin, api)
 
     async def page(request: Request) -> Response:
         return _file(files, PAGES[request.url.path.rsplit("/", 1)[-1]])
@@ -97,3 +108,9 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     app.custom_route("/web/api/seat/page", methods=["POST"])(api.page)
     app.custom_route("/web/api/runs", methods=["GET"])(tournaments.runs)
     app.custom_route("/web/api/runs/{run}", methods=["GET"])(tournaments.run)
+    app.custom_route("/web/api/study", methods=["GET"])(studies.view)
+    app.custom_route("/web/api/study/events", methods=["GET"])(studies.events)
+    app.custom_route("/web/api/study/{name}.csv", methods=["GET"])(studies.export)
+    app.custom_route("/admin/studies", methods=["POST"])(studies.create)
+    app.custom_route("/admin/studies/{study}", methods=["GET"])(studies.show)
+    app.custom_route("/admin/studies/{study}/{name}.csv", methods=["GET"])(studies.admin_export)

@@ -128,7 +128,7 @@ class WebApi:
         self._streams: Counter[tuple[str, str]] = Counter()
         """Live streams by token: (room, seat), or (room, "spectator") for its shared token."""
 
-    def _streaming(
+    def streaming(
         self,
         read: Callable[[], Awaitable[str]],
         changed: Callable[[float], Awaitable[None]],
@@ -173,7 +173,7 @@ class WebApi:
         async def read() -> str:
             return _json(spectator_view(room))
 
-        return self._streaming(read, room.current.changed, (room.id, "spectator"))
+        return self.streaming(read, room.current.changed, (room.id, "spectator"))
 
     # -- the seat page ---------------------------------------------------------------------------
 
@@ -230,7 +230,7 @@ class WebApi:
             else:
                 await seat.room.current.changed(timeout_s)
 
-        return self._streaming(read, changed, _holder(person))
+        return self.streaming(read, changed, _holder(person))
 
     async def consent(self, request: Request) -> Response:
         """POST /web/api/seat/consent: the person agreed to the experiment's consent line."""

@@ -1,0 +1,228 @@
+"""``dealroom study create|show|export``: a study with people on an HTTP server.
+
+``create`` opens the study (``POST /admin/studies``) and writes its links file: one row per
+participant with their own seat-page link, owner-readable only (each link is a credential).
+The study page's link is printed. ``show`` prints the study's state as JSON; ``export`` saves
+its CSV files. The admin token is read from DEALROOM_ADMIN_TOKEN only (as ``dealroom room``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from dealroom.cli._common import (
+    ADMIN_TOKEN_ENV,
+    Commands,
+    add_secret_flag,
+    positive_int,
+    run_secret,
+    usage_error,
+)
+from dealroom.cli.room import admin_json, admin_request, base_url
+from dealroom.protocol import TIERS
+from dealroom.protocol.study import LABEL, PayoffRule, StudyCreated, StudyRequest
+from dealroom.server.study_export import EXPORTS
+
+
+def add(commands: Commands) -> None:
+    """Register the subcommands."""
+    study = commands.add_parser("study", help="run a study with people on an HTTP server")
+    actions = study.add_subparsers(dest="study_command", required=True, parser_class=type(study))
+    create = actions.add_parser(
+        "create",
+        help="open a study; writes one link per participant and prints the study page's link",
+        description=f"Open a study. The admin token is read from ${ADMIN_TOKEN_ENV}.",
+    )
+    create.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8765")
+    create.add_argument("--id", required=True, help="the study's id (its results store run)")
+    who = create.add_mutually_exclusive_group(required=True)
+    who.add_argument("--participants", metavar="LABELS", help="comma-separated labels")
+    who.add_argument("--participants-file", type=Path, metavar="FILE", help="one label a line")
+    who.add_argument("--count", type=positive_int, metavar="N", help="N labels, p01, p02, ...")
+    create.add_argument("--matching", choices=["solo", "pairs"], default="solo")
+    create.add_argument("--house", metavar="SPEC", help="solo: the agent in the other seat")
+    create.add_argument("--role", choices=["buyer", "seller", "alternate"], default="buyer")
+    create.add_argument("--negotiations", type=positive_int, default=1, metavar="N")
+    create.add_argument("--tier", choices=TIERS, default="mid")
+    add_secret_flag(create)
+    create.add_argument("--deadline", type=float, metavar="S", help="seconds per negotiation")
+    create.add_argument("--clock", choices=["wall", "virtual"], default="wall")
+    create.add_argument("--consent", metavar="TEXT", help="the consent line participants accept")
+    create.add_argument("--instructions", type=Path, metavar="FILE", help="instructions (.md)")
+    pay = create.add_argument_group("payment (none without --exchange-rate)")
+    pay.add_argument("--exchange-rate", metavar="RATE", help="payment per unit of surplus")
+    pay.add_argument("--show-up-fee", metavar="FEE", default="0")
+    pay.add_argument("--currency", default="USD")
+    pay.add_argument("--pays", choices=["all", "one_random"], default="all")
+    create.add_argument("--completion-code", metavar="CODE")
+    create.add_argument("--completion-url", metavar="URL")
+    create.add_argument(
+        "--links",
+        type=Path,
+        metavar="FILE",
+        help="where to write the participants' links (CSV; default: ID-links.csv; never "
+        "overwritten)",
+    )
+    create.add_argument("--json", action="store_true", help="print the links as JSON too")
+    create.set_defaults(handler=create_study)
+
+    show = actions.add_parser("show", help="print a study's participants and their state (JSON)")
+    show.add_argument("--server", required=True)
+    show.add_argument("study")
+    show.set_defaults(handler=show_study)
+
+    export = actions.add_parser("export", help="save a study's CSV files")
+    export.add_argument("--server", required=True)
+    export.add_argument("--out", type=Path, default=Path("."), help="directory (default: .)")
+    export.add_argument("study")
+    export.set_defaults(handler=export_study)
+
+
+def create_study(args: argparse.Namespace) -> int:
+    """POST /admin/studies, then write the links file (checked before anything is opened)."""
+    links = args.links or Path(f"{args.id}-links.csv")
+    if links.exists():
+        raise usage_error(f"{links} exists; a links file is never overwritten (choose --links)")
+    if not links.parent.is_dir():
+        raise usage_error(f"{links.parent}: no such directory")
+    request = study_request(args)
+    server = base_url(args.server)
+    body = request.model_dump(mode="json", exclude_defaults=True)
+    created = StudyCreated.model_validate(admin_json("POST", f"{server}/admin/studies", body))
+    participants = {
+        label: f"{server}/web/seat#token={token}" for label, token in created.participants.items()
+    }
+    _write_private(links, _links_csv(participants))
+    page = f"{server}/web/study#token={created.token}"
+    if args.json:
+        out = {
+            "study": created.study,
+            "page": page,
+            "links": str(links),
+            "participants": participants,
+        }
+        sys.stdout.write(json.dumps(out) + "\n")
+        return 0
+    sys.stdout.write(f"study {created.study}: {len(participants)} participants\n")
+    sys.stdout.write(f"study page   {page}\n")
+    sys.stdout.write(f"links        {links} (one link per participant; keep it private)\n")
+    return 0
+
+
+def study_request(args: argparse.Namespace) -> StudyRequest:
+    """The request the flags describe; a bad value is a usage error naming its flag."""
+    secret, given = run_secret(args)
+    try:
+        return StudyRequest(
+            id=args.id,
+            participants=tuple(_labels(args)),
+            matching=args.matching,
+            house=args.house,
+            role=args.role,
+            negotiations=args.negotiations,
+            tier=args.tier,
+            secret=secret.hex() if given else None,
+            deadline=args.deadline,
+            clock=args.clock,
+            consent=args.consent,
+            instructions=_read(args.instructions) if args.instructions else None,
+            payoff=_payoff(args),
+            completion_code=args.completion_code,
+            completion_url=args.completion_url,
+        )
+    except ValidationError as exc:
+        raise usage_error(_flag_error(exc)) from None
+
+
+def _payoff(args: argparse.Namespace) -> PayoffRule | None:
+    if args.exchange_rate is None:
+        return None
+    return PayoffRule(
+        exchange_rate=_amount(args.exchange_rate, "--exchange-rate"),
+        show_up_fee=_amount(args.show_up_fee, "--show-up-fee"),
+        currency=args.currency,
+        pays=args.pays,
+    )
+
+
+def _flag_error(exc: ValidationError) -> str:
+    """A validation error in the words of the flag it came from (a field's name, dashed)."""
+    first = exc.errors()[0]
+    message = str(first["msg"]).removeprefix("Value error, ")
+    fields = [str(part) for part in first["loc"] if isinstance(part, str)]
+    return message if not fields else f"--{fields[-1].replace('_', '-')}: {message}"
+
+
+def _labels(args: argparse.Namespace) -> list[str]:
+    if args.count is not None:
+        width = max(2, len(str(args.count)))
+        return [f"p{i:0{width}d}" for i in range(1, args.count + 1)]
+    if args.participants is not None:
+        return [label.strip() for label in args.participants.split(",") if label.strip()]
+    text = _read(args.participants_file)
+    labels = [line.strip() for line in text.splitlines() if line.strip()]
+    if not labels:
+        raise usage_error(f"{args.participants_file}: no labels (one a line, {LABEL})")
+    return labels
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise usage_error(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _amount(text: str, flag: str) -> Decimal:
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        raise usage_error(f"{flag}: {text!r} is not a number") from None
+
+
+def _links_csv(participants: dict[str, str]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["participant", "link"])
+    writer.writerows(participants.items())
+    return out.getvalue()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Create ``path`` readable by its owner only (it holds credentials); never overwrite."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise usage_error(f"{path}: {exc.strerror}") from None
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+
+
+def show_study(args: argparse.Namespace) -> int:
+    """GET /admin/studies/{study}."""
+    data = admin_json("GET", f"{base_url(args.server)}/admin/studies/{args.study}")
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    return 0
+
+
+def export_study(args: argparse.Namespace) -> int:
+    """GET /admin/studies/{study}/{name}.csv for each export, saved as STUDY-NAME.csv."""
+    if not args.out.is_dir():
+        raise usage_error(f"{args.out}: no such directory")
+    server = base_url(args.server)
+    for name in EXPORTS:
+        response = admin_request("GET", f"{server}/admin/studies/{args.study}/{name}.csv")
+        path = args.out / f"{args.study}-{name}.csv"
+        path.write_bytes(response.content)
+        rows = len(list(csv.reader(io.StringIO(response.text)))) - 1
+        sys.stdout.write(f"{path}: {rows} rows\n")
+    return 0

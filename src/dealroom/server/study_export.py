@@ -1,0 +1,159 @@
+"""A study's data as its researcher exports it (pure, no I/O): one row per negotiation of each
+participant, one per participant (their payment) and one per page event, and the CSV text of
+any of them, whose columns are the row model's fields in order (``dealroom.protocol.study``).
+
+The rows are built from what the study recorded as each negotiation ended (``Study.recorded``,
+journaled), the same facts its participants' pages and payments read; the results store holds
+the full records under the same keys (``NegotiationRow.key``, run: the study's id).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from dealroom.protocol._base import CENT, Model
+from dealroom.protocol.study import (
+    NegotiationRow,
+    PageEventRow,
+    PaymentRow,
+    paid_negotiations,
+)
+from dealroom.server.study import Participant, Study
+
+
+def negotiation_rows(study: Study) -> list[NegotiationRow]:
+    """Every finished negotiation of every participant, by participant then series."""
+    return [row for who in study.participants.values() for row in _negotiations(study, who)]
+
+
+def payment_rows(study: Study) -> list[PaymentRow]:
+    """Every participant's payment: what to pay once they are done."""
+    rows: list[PaymentRow] = []
+    for who in study.participants.values():
+        completion = study.completion(who)
+        payoff = None if completion is None else completion.payoff
+        rows.append(
+            PaymentRow(
+                study=study.id,
+                participant=who.label,
+                state=study.state(who),
+                negotiations=study.played(who),
+                total_surplus=sum((p.result.outcome.surplus for p in who.results), Decimal("0.00")),
+                paid="" if payoff is None else ";".join(str(n) for n in payoff.paid),
+                currency=None if payoff is None else payoff.currency,
+                show_up_fee=None if payoff is None else payoff.show_up_fee,
+                earnings=None if payoff is None else payoff.earnings,
+                total=None if payoff is None else payoff.total,
+                completion_code=None if completion is None else completion.code,
+            )
+        )
+    return rows
+
+
+def page_event_rows(study: Study) -> list[PageEventRow]:
+    """Every page event of every participant, in the order each page sent them."""
+    return [
+        PageEventRow(
+            study=study.id,
+            participant=who.label,
+            at=datetime.fromtimestamp(when, UTC).isoformat(timespec="milliseconds"),
+            event=event,
+            room=room,
+            room_negotiation=number,
+        )
+        for who in study.participants.values()
+        for when, event, room, number in who.page
+    ]
+
+
+EXPORTS: dict[str, tuple[type[Model], Callable[[Study], Sequence[Model]]]] = {
+    "negotiations": (NegotiationRow, negotiation_rows),
+    "payments": (PaymentRow, payment_rows),
+    "page_events": (PageEventRow, page_event_rows),
+}
+"""The exports by name (``<name>.csv``): their row model and their rows."""
+
+
+def export_csv(study: Study, name: str) -> str:
+    """One export's CSV text (KeyError for a name not in ``EXPORTS``)."""
+    model, rows = EXPORTS[name]
+    return csv_text(model, rows(study))
+
+
+def csv_text(model: type[Model], rows: Sequence[Model]) -> str:
+    """RFC 4180 CSV (CRLF line ends) with a header of ``model``'s fields: amounts as written
+    (``12.50``), booleans ``true``/``false``, nothing for None."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    fields = list(model.model_fields)
+    writer.writerow(fields)
+    for row in rows:
+        writer.writerow([_cell(getattr(row, name)) for name in fields])
+    return out.getvalue()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Decimal):
+        return f"{value:f}"
+    return str(value)
+
+
+def _negotiations(study: Study, who: Participant) -> list[NegotiationRow]:
+    rule = study.request.payoff
+    rows: list[NegotiationRow] = []
+    for played in who.results:
+        result, outcome = played.result, played.result.outcome
+        pays = _pays(study, who, result.negotiation)
+        at = (played.room, played.room_negotiation)
+        events = [event for _, event, room, number in who.page if (room, number) == at]
+        rows.append(
+            NegotiationRow(
+                study=study.id,
+                participant=who.label,
+                negotiation=result.negotiation,
+                role=played.role,
+                counterpart=played.counterpart,
+                room=played.room,
+                room_negotiation=played.room_negotiation,
+                key=played.key,
+                scenario_id=result.scenario_id,
+                item=result.item,
+                currency=played.currency,
+                list_price=result.list_price,
+                buyer_value=played.buyer_value,
+                seller_cost=played.seller_cost,
+                status=outcome.status,
+                end_reason=outcome.end_reason,
+                end_time_s=outcome.time,
+                price=outcome.price,
+                surplus=outcome.surplus,
+                pays=pays,
+                payoff=None
+                if rule is None or not pays
+                else (rule.exchange_rate * outcome.surplus).quantize(CENT, ROUND_HALF_UP),
+                page_opens=events.count("open"),
+                page_hidden=events.count("hidden"),
+                page_closes=events.count("close"),
+            )
+        )
+    return rows
+
+
+def _pays(study: Study, who: Participant, negotiation: int) -> bool | None:
+    """Whether one of a participant's negotiations pays: None without a payoff rule, and under
+    ``one_random`` until they are done (the draw is over the series they played)."""
+    rule = study.request.payoff
+    if rule is None:
+        return None
+    if study.done(who):
+        return negotiation in paid_negotiations(rule, study.secret, who.label, study.played(who))
+    return True if rule.pays == "all" else None

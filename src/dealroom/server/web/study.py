@@ -1,0 +1,219 @@
+"""Studies over HTTP: the admin API that creates them, and the researcher's study page.
+
+    POST /admin/studies                      StudyRequest -> StudyCreated (201)   admin token
+    GET  /admin/studies/{study}              the study's view (as the page's)     admin token
+    GET  /admin/studies/{study}/{name}.csv   an export (``study_export``)         admin token
+    GET  /web/study#token=STUDY              the study page
+    GET  /web/api/study[/events]             the study's view (JSON, or live)     study token
+    GET  /web/api/study/{name}.csv           an export                            study token
+
+The study's token (``StudyCreated.token``) opens its page and its exports only: read only, and
+nothing a participant's token opens. The exports hold both sides' values of every finished
+negotiation, as the results store does; a participant's page never shows them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import anyio
+import structlog
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from dealroom.protocol import Role, SessionErrorCode
+from dealroom.protocol.study import PageEvent, ParticipantState, StudyRequest
+from dealroom.protocol.wire import ClockKind
+from dealroom.server.room import RoomError
+from dealroom.server.rooms import RoomRegistry
+from dealroom.server.study import Participant, Study
+from dealroom.server.study_export import EXPORTS, export_csv
+from dealroom.server.web.routes import NO_STORE, WebApi, bearer, error
+from dealroom.server.web.views import View
+
+log = structlog.stdlib.get_logger(__name__)
+
+MAX_STUDY_REQUEST_BYTES = 200_000
+"""Largest study request accepted (2,000 labels and 20,000 characters of instructions fit)."""
+
+STATES: tuple[ParticipantState, ...] = ("invited", "consenting", "waiting", "playing", "done")
+
+
+class ParticipantLine(View):
+    """One participant on the study page."""
+
+    label: str
+    state: ParticipantState
+    played: int
+    room: str | None
+    """The room they play in now (or last played in)."""
+    role: Role | None
+    waiting_s: int | None
+    """Seconds they have waited for a partner (pairs), while they wait."""
+    total_surplus: Decimal
+    currency: str
+    payment: Decimal | None
+    """What to pay them (fee and earnings), once they are done and the study has a payoff rule."""
+    payment_currency: str | None
+    last_event: PageEvent | None
+    last_event_s: int | None
+    """Seconds since their page's last event."""
+
+
+class StudyView(View):
+    """The study page: every participant's state, live."""
+
+    kind: str = "study"
+    study: str
+    matching: str
+    house: str | None
+    negotiations: int
+    clock: ClockKind
+    created: str
+    """When the study was created (UTC, ISO 8601)."""
+    states: dict[ParticipantState, int]
+    participants: tuple[ParticipantLine, ...]
+    exports: tuple[str, ...]
+    """The CSV exports, by name (``/web/api/study/<name>.csv``)."""
+
+
+def study_view(study: Study, now: float) -> StudyView:
+    """The study page's view at ``now`` (Unix time)."""
+    lines = tuple(_line(study, who, now) for who in study.participants.values())
+    return StudyView(
+        study=study.id,
+        matching=study.request.matching,
+        house=study.request.house,
+        negotiations=study.request.negotiations,
+        clock=study.request.clock,
+        created=datetime.fromtimestamp(study.created, UTC).isoformat(timespec="seconds"),
+        states={state: sum(line.state == state for line in lines) for state in STATES},
+        participants=lines,
+        exports=tuple(EXPORTS),
+    )
+
+
+def _line(study: Study, who: Participant, now: float) -> ParticipantLine:
+    room, role = who.seats[-1] if who.seats else (None, None)
+    completion = study.completion(who)
+    payoff = None if completion is None else completion.payoff
+    last = who.page[-1] if who.page else None
+    return ParticipantLine(
+        label=who.label,
+        state=study.state(who),
+        played=study.played(who),
+        room=room,
+        role=role,
+        waiting_s=None if who.waiting_since is None else int(now - who.waiting_since),
+        total_surplus=sum((p.result.outcome.surplus for p in who.results), Decimal("0.00")),
+        currency=who.currency,
+        payment=None if payoff is None else payoff.total,
+        payment_currency=None if payoff is None else payoff.currency,
+        last_event=None if last is None else last[1],
+        last_event_s=None if last is None else int(now - last[0]),
+    )
+
+
+class StudyApi:
+    """The study routes (see the module docstring), on one registry."""
+
+    def __init__(
+        self, registry: RoomRegistry, admin: Callable[[Request], Response | None], web: WebApi
+    ) -> None:
+        self.registry = registry
+        self.admin = admin
+        self.web = web
+
+    # -- admin -----------------------------------------------------------------------------------
+
+    async def create(self, request: Request) -> Response:
+        """POST /admin/studies: open a study; its page token and participants' tokens, once."""
+        if (refused := self.admin(request)) is not None:
+            return refused
+        body = await request.body()
+        if len(body) > MAX_STUDY_REQUEST_BYTES:
+            return error(413, f"a study request is at most {MAX_STUDY_REQUEST_BYTES} bytes")
+        try:
+            study_request = StudyRequest.model_validate_json(body or b"{}")
+            created = self.registry.studies.create(study_request)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "body"
+            return error(400, f"{where}: {first['msg']}")
+        except ValueError as exc:  # a house agent no one can play
+            return error(400, str(exc))
+        except RoomError as exc:
+            status = 409 if exc.code == SessionErrorCode.STUDY_EXISTS else 503
+            return error(status, str(exc))
+        return JSONResponse(created.model_dump(mode="json"), status_code=201, headers=NO_STORE)
+
+    def _admin_study(self, request: Request) -> Study | Response:
+        if (refused := self.admin(request)) is not None:
+            return refused
+        study = self.registry.studies.studies.get(str(request.path_params["study"]))
+        return error(404, "no such study") if study is None else study
+
+    async def show(self, request: Request) -> Response:
+        """GET /admin/studies/{study}."""
+        study = self._admin_study(request)
+        if isinstance(study, Response):
+            return study
+        return _view(study)
+
+    async def admin_export(self, request: Request) -> Response:
+        """GET /admin/studies/{study}/{name}.csv."""
+        study = self._admin_study(request)
+        if isinstance(study, Response):
+            return study
+        return _csv(study, str(request.path_params["name"]))
+
+    # -- the study page (its own token) ---------------------------------------------------------
+
+    def _study(self, request: Request) -> Study | Response:
+        token = bearer(request)
+        ticket = None if token is None else self.registry.studies.lookup(token)
+        if ticket is None or ticket.who is not None:
+            return error(401, "missing or wrong study token")
+        return ticket.study
+
+    async def view(self, request: Request) -> Response:
+        """GET /web/api/study."""
+        study = self._study(request)
+        if isinstance(study, Response):
+            return study
+        return _view(study)
+
+    async def events(self, request: Request) -> Response:
+        """GET /web/api/study/events: the view, live (looked at again every second)."""
+        study = self._study(request)
+        if isinstance(study, Response):
+            return study
+
+        async def read() -> str:
+            return study_view(study, round(time.time())).model_dump_json()
+
+        return self.web.streaming(read, anyio.sleep, (f"study:{study.id}", "researcher"))
+
+    async def export(self, request: Request) -> Response:
+        """GET /web/api/study/{name}.csv."""
+        study = self._study(request)
+        if isinstance(study, Response):
+            return study
+        return _csv(study, str(request.path_params["name"]))
+
+
+def _view(study: Study) -> Response:
+    body = study_view(study, time.time()).model_dump_json()
+    return Response(body, media_type="application/json", headers=NO_STORE)
+
+
+def _csv(study: Study, name: str) -> Response:
+    if name not in EXPORTS:
+        return error(404, f"no export {name[:40]!r}; exports: {', '.join(EXPORTS)}")
+    headers = {**NO_STORE, "Content-Disposition": f'attachment; filename="{study.id}-{name}.csv"'}
+    log.info("study exported", study=study.id, export=name)
+    return Response(export_csv(study, name), media_type="text/csv; charset=utf-8", headers=headers)
