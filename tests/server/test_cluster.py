@@ -256,6 +256,28 @@ async def test_rooms_spread_over_the_workers_and_play_through_the_front(tmp_path
     assert sorted(stored_rows(c.results)) == sorted(f"{r['room']}/1" for r in rooms)
 
 
+async def test_a_study_is_served_through_the_front_by_its_own_worker(tmp_path: Path) -> None:
+    body = {"id": "s1", "participants": ["a", "b"], "house": "hardliner"}
+    async with cluster(tmp_path) as c, http(ADMIN) as admin:
+        await create(c.url, house_seller="hardliner")  # the next study goes to worker 1
+        created = await admin.post(f"{c.url}/admin/studies", json=body)
+        assert created.status_code == 201, created.text
+        study, seat = created.json()["token"], created.json()["participants"]["a"]
+        assert owner_of(study, 2) == owner_of(seat, 2) == 1
+        async with http(seat) as person:
+            view = (await person.get(f"{c.url}/web/api/seat")).json()
+        assert view["kind"] == "seat" and view["room"]  # no consent asked: seated at once
+        async with http(study) as researcher:
+            lines = (await researcher.get(f"{c.url}/web/api/study")).json()["participants"]
+            exported = await researcher.get(f"{c.url}/web/api/study/payments.csv")
+        assert [line["state"] for line in lines] == ["playing", "invited"]
+        assert exported.status_code == 200 and exported.text.startswith("study,participant")
+        shown = await admin.get(f"{c.url}/admin/studies/s1")  # found on worker 1
+        assert shown.status_code == 200 and shown.json()["study"] == "s1"
+        missing = await admin.get(f"{c.url}/admin/studies/s9/payments.csv")
+        assert missing.status_code == 404 and missing.json() == {"error": "no such study"}
+
+
 async def test_a_token_is_served_by_its_own_worker_only(tmp_path: Path) -> None:
     async with cluster(tmp_path) as c:
         first, second = [await create(c.url, house_seller="hardliner") for _ in range(2)]

@@ -8,11 +8,13 @@ every token it issues with ``w<index>.`` (``RoomRegistry.token_prefix``; no secr
 still keeps only digests and compares them in constant time), so the front routes by the
 bearer token alone:
 
-    /mcp, /web/api/room*, /web/api/seat*   the worker named by the token's prefix; a token
-                                           with no valid prefix (or none) goes to worker 0,
+    /mcp, /web/api/room*, /web/api/seat*,  the worker named by the token's prefix; a token
+    /web/api/study*                        with no valid prefix (or none) goes to worker 0,
                                            which answers 401 for what it does not know
-    POST /admin/rooms                      the next live worker, round robin
-    GET  /admin/rooms/{room}               each worker in turn, until one knows the room
+    POST /admin/rooms, /admin/studies      the next live worker, round robin (a study's rooms
+                                           open on its own worker)
+    GET  /admin/rooms/{room},              each worker in turn, until one knows the room (or
+         /admin/studies/{study}[/...]      the study)
     GET  /healthz                          the front itself: which workers are up
     anything else (pages, /web/api/runs)   any live worker (the store is shared)
 
@@ -70,7 +72,7 @@ _HOP = frozenset(
         b"content-length",
     ]
 )
-_BY_TOKEN = ("/web/api/room", "/web/api/seat")
+_BY_TOKEN = ("/web/api/room", "/web/api/seat", "/web/api/study")
 
 
 def _bearer(scope: Scope) -> str:
@@ -147,10 +149,10 @@ class Front:
         if body is None:
             await _reply(send, 413, {"error": f"a request is at most {MAX_REQUEST_BYTES} bytes"})
             return
-        if path == "/admin/rooms" and scope["method"] == "POST":
+        if path in ("/admin/rooms", "/admin/studies") and scope["method"] == "POST":
             await self._first_live(scope, body, receive, send)
-        elif path.startswith("/admin/rooms/"):
-            await self._find_room(scope, body, receive, send)
+        elif path.startswith(("/admin/rooms/", "/admin/studies/")):
+            await self._find_owner(scope, body, receive, send)
         elif path == "/mcp" or path.startswith(_BY_TOKEN):
             index = owner_of(_bearer(scope), len(self.sockets))
             await self._forward(index or 0, scope, body, receive, send)
@@ -188,8 +190,9 @@ class Front:
         log.error("no worker answers", path=scope["path"], error=str(last))
         await _reply(send, 502, {"error": "no worker of this server is answering"})
 
-    async def _find_room(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
-        """Ask each worker for the room until one has it (an admin read: rare)."""
+    async def _find_owner(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        """Ask each worker for the room (or study) until one has it (an admin read: rare)."""
+        noun = "study" if scope["path"].startswith("/admin/studies/") else "room"
         down: list[int] = []
         for index in range(len(self.sockets)):
             try:
@@ -204,10 +207,10 @@ class Front:
             return
         if down:
             names = ", ".join(map(str, down))
-            message = f"no such room on the workers that answer (not answering: {names})"
+            message = f"no such {noun} on the workers that answer (not answering: {names})"
             await _reply(send, 502, {"error": message})
             return
-        await _reply(send, 404, {"error": "no such room"})
+        await _reply(send, 404, {"error": f"no such {noun}"})
 
     async def _open(self, index: int, scope: Scope, body: bytes) -> aiohttp.ClientResponse:
         headers = CIMultiDict[str](
