@@ -17,6 +17,7 @@ from dealroom.server.instructions import blocks
 from dealroom.server.journal import Journals
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomBackend
+from dealroom.server.study_export import EXPORTS, export_csv
 
 SECRET = "5f0c2a9e7d13b84f6a21c9e0d57b3a18"
 
@@ -108,6 +109,28 @@ def test_a_restarted_server_restores_the_study_with_its_tokens(tmp_path: Path) -
     assert back is not None and back.who is not None
     assert back.who.agreed == ticket.who.agreed and [e[1] for e in back.who.page] == ["open"]
     assert back.study.current(back.who) is not None  # its room restored from its own journal
+
+
+@pytest.mark.anyio
+async def test_a_restart_restores_results_once_and_the_exports_read_the_same(
+    tmp_path: Path,
+) -> None:
+    rooms = registry(tmp_path)
+    created = rooms.studies.create(solo())
+    ticket = rooms.studies.lookup(created.participants["p01"])
+    assert ticket is not None and ticket.who is not None
+    study, who = ticket.study, ticket.who
+    study.agree(who)
+    current = study.current(who)
+    assert current is not None
+    await RoomBackend(*current).act(WalkAway())
+    before = {name: export_csv(study, name) for name in EXPORTS}
+    assert len(who.results) == 1
+    again = registry(tmp_path)
+    again.restore()  # the study's journal, then the room's, whose replay records it again
+    back = again.studies.studies["s1"]
+    assert len(back.participants["p01"].results) == 1
+    assert {name: export_csv(back, name) for name in EXPORTS} == before
 
 
 def test_one_random_payment_is_drawn_from_the_secret_and_the_label() -> None:
