@@ -150,6 +150,13 @@ class Negotiation:
         return self.sched.clock
 
     @property
+    def enders(self) -> tuple[Role | None, Role | None]:
+        """The seats whose reply is to come at the end: whose call brought it about, and whose
+        action ended it (on the virtual clock another seat's call can apply that action)."""
+        outcome = self.referee.outcome
+        return self.ended_during, None if outcome is None else outcome.ended_by
+
+    @property
     def is_open(self) -> bool:
         """True until the negotiation ends."""
         return self.referee.is_open

@@ -15,7 +15,8 @@ whose arguments the tools could not read never reach the seat and are not in it;
 replayed from the journal after a restart, or whose seat made more than ``MAX_LOGGED_CALLS``
 calls, stores none (its conversation would be incomplete). An in-process player (an LLM seat)
 reports what it would return (usage, counts, its own conversation) as it plays
-(``player_report``); the last report before the negotiation is recorded is stored beside it.
+(``player_report``); the last report before the negotiation is recorded is stored beside it, and
+when its own action ended the negotiation, its final report (with that action's reply) amends it.
 
 A seat can also be played by an in-process player (an LLM agent): a ``SeatPlayer``, for the
 clock a remote seat without a client, run as a task by ``Room.playing()``.
@@ -25,9 +26,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Container, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -181,13 +182,12 @@ class Room:
         self._group: TaskGroup | None = None
         self._playing: dict[int, dict[Role, anyio.CancelScope]] = {}
         """Each negotiation's running players, by seat."""
-        self._player_rows: dict[int, PendingRow] = {}
-        """Rows of negotiations a player's own call ended, until that player is done."""
+        self._amending: dict[int, PendingRow] = {}
+        """The last two negotiations' rows, as stored: the replies that come after an end (to
+        the client call that ended it, to the player action that did) amend them in turn."""
         self.journal: RoomJournal | None = None
         """Where the room's inputs are journaled (HTTP rooms), so it survives a restart."""
         self._conversations: Conversations | None = None
-        self._row: PendingRow | None = None
-        """The last negotiation's row while the reply of the call that ended it is to come."""
         self._reports: dict[Role, Mapping[str, Any]] = {}
         """What the current negotiation's in-process players reported (``player_report``)."""
         self._replayed = 0
@@ -283,17 +283,11 @@ class Room:
         for role, player in self.players.items():
             scope = scopes[role] = anyio.CancelScope()
             name = f"{player.spec}/{role}"
-            self._group.start_soon(self._play, scope, player, role, negotiation, name=name)
+            self._group.start_soon(self._play, scope, player, role, name=name)
 
-    async def _play(
-        self, scope: anyio.CancelScope, player: SeatPlayer, role: Role, negotiation: Negotiation
-    ) -> None:
-        try:
-            with scope:
-                await player.play(self, role)
-        finally:
-            if negotiation.ended_during == role:  # done, or out of time: nothing more comes
-                self._player_rows.pop(negotiation.number, None)
+    async def _play(self, scope: anyio.CancelScope, player: SeatPlayer, role: Role) -> None:
+        with scope:
+            await player.play(self, role)
 
     def _start(self) -> Negotiation:
         number = 1 if self._current is None else self._current.number + 1
@@ -321,7 +315,6 @@ class Room:
             journal=lambda op: self._log(number, op),
         )
         log.info("negotiation started", room=self.id, negotiation=number, scenario=scenario.id)
-        self._row = None
         self._reports = {}
         self._launch(negotiation)
         return negotiation
@@ -350,11 +343,9 @@ class Room:
             return
         kept.tail = True
         kept.add(role, name, arguments, text)
-        row, self._row = self._row, None
-        if row is None or row.key != self.key(negotiation):
-            return
-        extra = {k: v for k, v in row.extra.items() if k != "players"}
-        self.writer.amend(row.key, extra | self._players(negotiation))
+        players = self._players(negotiation).get("players", {})
+        clients = negotiation.client_roles
+        self._amend(negotiation, {r: players[r] for r in clients if r in players}, over=clients)
 
     def player_report(self, negotiation: Negotiation, role: Role, data: Mapping[str, Any]) -> None:
         """What an in-process player of ``role`` has to store so far (an LLM seat's usage,
@@ -364,14 +355,25 @@ class Room:
 
     def player_done(self, negotiation: Negotiation, role: Role, data: Mapping[str, Any]) -> None:
         """What an in-process player of ``role`` has to store, once it has returned. Stored in
-        place of its last report when its own call ended the negotiation (the report before
+        place of its last report when its own action ended the negotiation (the report before
         the end had no reply to that call, nor its count); otherwise that report is complete."""
-        if negotiation.ended_during != role or self.writer is None:
+        if role in negotiation.enders:
+            self._amend(negotiation, {role: self._restarted(negotiation, data)}, over=(role,))
+
+    def _amend(
+        self, negotiation: Negotiation, players: Mapping[str, Any], *, over: Container[str]
+    ) -> None:
+        """Set the stored entries of the seats ``over`` to ``players``' (none: removed) on a
+        recent negotiation's stored row, keeping the other seats' entries."""
+        row = self._amending.get(negotiation.number)
+        if row is None or self.writer is None:
             return
-        row = self._player_rows.pop(negotiation.number, None)
-        if row is not None:
-            players = {**row.extra.get("players", {}), role: self._restarted(negotiation, data)}
-            self.writer.amend(row.key, {**row.extra, "players": players})
+        before: Mapping[str, Any] = row.extra.get("players", {})
+        kept = {r: v for r, v in before.items() if r not in over} | dict(players)
+        extra = {k: v for k, v in row.extra.items() if k != "players"}
+        row = replace(row, extra=extra | ({"players": kept} if kept else {}))
+        self._amending[negotiation.number] = row
+        self.writer.amend(row.key, row.extra)
 
     def _restarted(self, negotiation: Negotiation, data: Mapping[str, Any]) -> dict[str, Any]:
         """An in-process player's report, marked ``partial`` when its negotiation was rebuilt
@@ -451,7 +453,7 @@ class Room:
             self.on_record(self, negotiation)
         scopes = self._playing.pop(negotiation.number, {})
         for role, scope in scopes.items():
-            if role == negotiation.ended_during:
+            if role in negotiation.enders:
                 scope.deadline = anyio.current_time() + PLAYER_GRACE_S  # its reply is to come
             else:
                 scope.cancel()  # done: whatever the player was doing no longer counts
@@ -479,10 +481,8 @@ class Room:
         }
         row = PendingRow(self.key(negotiation), self.run, SerializedRecord.of(record), extra)
         self.writer.put(row)
-        if negotiation.ended_during in self.client_roles:
-            self._row = row  # its call's reply is still to come (``heard``)
-        elif negotiation.ended_during in scopes:
-            self._player_rows[negotiation.number] = row  # its player's last report is to come
+        recent = {n: r for n, r in self._amending.items() if n == negotiation.number - 1}
+        self._amending = recent | {negotiation.number: row}
 
     def needs_consent(self, role: Role) -> bool:
         """True while the room asks for consent and the seat's person has not agreed yet."""
