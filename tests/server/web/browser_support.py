@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -136,3 +137,48 @@ def until(check: Callable[[], T | bool | None], what: str, timeout: float = WAIT
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(0.05)
+
+
+AXE = ("axe_selenium_python", "node_modules/axe-core/axe.min.js")
+"""Where axe-core's script is: bundled by the axe-selenium-python wheel (the test extra), so
+the accessibility check runs offline."""
+
+_AXE_RUN = """
+const done = arguments[arguments.length - 1];
+axe.run(document, { resultTypes: ["violations"] })
+  .then((r) => done({ version: axe.version, violations: r.violations.map((v) => ({
+    id: v.id, impact: v.impact,
+    nodes: v.nodes.map((n) => n.target.join(" ") + ": " + n.failureSummary) })) }))
+  .catch((e) => done({ error: String(e) }));
+"""
+
+
+def axe_script() -> str | None:
+    """axe-core's script, or None where axe-selenium-python is not installed."""
+    try:
+        return resources.files(AXE[0]).joinpath(AXE[1]).read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        return None
+
+
+def needs_axe() -> pytest.MarkDecorator:
+    """Skip (saying why) where axe-core's script is not installed."""
+    return pytest.mark.skipif(
+        axe_script() is None, reason="the accessibility check needs axe-selenium-python (pip)"
+    )
+
+
+def axe_violations(driver: Any, impacts: tuple[str, ...] = ("serious", "critical")) -> list[str]:
+    """axe-core's violations of ``impacts`` on the page as it is now, one line each (all of
+    axe's default rules: WCAG 2 A and AA, best practices). Run through WebDriver, which the
+    page's content security policy does not govern."""
+    if not driver.execute_script("return typeof axe !== 'undefined'"):
+        driver.execute_script(axe_script())
+    result = driver.execute_async_script(_AXE_RUN)
+    assert "error" not in result, result
+    return [
+        f"{v['id']} ({v['impact']}): {node}"
+        for v in result["violations"]
+        if v["impact"] in impacts
+        for node in v["nodes"]
+    ]
