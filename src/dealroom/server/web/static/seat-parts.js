@@ -94,11 +94,14 @@ DR.seat = (() => {
       outcomeText(last, currency, view.observation.events, view.role) +
       "; your surplus " + money(last.surplus, currency) + "." : "";
     setText("final-outcome", ended);
+    // Each cell carries its column's name: a phone shows each row as a card of labelled lines.
+    const cell = (label, text) => el("td", { "data-label": label }, text);
     const rows = view.results.map((r) => el("tr", {},
-      el("td", {}, String(r.negotiation)), el("td", {}, r.item),
-      el("td", {}, money(r.private_value, currency)), el("td", {}, outcomeText(r.outcome, currency)),
-      el("td", {}, money(r.outcome.surplus, currency)),
-      el("td", {}, done && done.payoff ? (paid.includes(r.negotiation) ? "yes" : "no") : "")));
+      cell("Negotiation", String(r.negotiation)), cell("Item", r.item),
+      cell("Your value or cost", money(r.private_value, currency)),
+      cell("Outcome", outcomeText(r.outcome, currency)),
+      cell("Your surplus", money(r.outcome.surplus, currency)),
+      cell("Pays", done && done.payoff ? (paid.includes(r.negotiation) ? "yes" : "no") : "")));
     const body = byId("final-results").tBodies[0];
     const key = JSON.stringify([view.results, paid]);
     if (body.dataset.key !== key) {
@@ -116,7 +119,7 @@ DR.seat = (() => {
       setText("payoff-earnings", money(payoff.earnings, payoff.currency));
       setText("payoff-total", money(payoff.total, payoff.currency));
       setText("payoff-paid", paid.length
-        ? (paid.length === 1 ? "Negotiation " : "Negotiations ") + paid.join(", ") + " pay."
+        ? (paid.length === 1 ? "Negotiation " + paid[0] + " pays." : "Negotiations " + paid.join(", ") + " pay.")
         : "No negotiation pays.");
       setText("payoff-rule", "The rule: " + payoff.rule);
     }
