@@ -122,6 +122,25 @@ def tab_to(driver: Any, element: str, *, back: bool = False) -> None:
     raise AssertionError(f"Tab never reached #{element} (focus on #{focused(driver)})")
 
 
+FOCUSABLE = """
+const selector = "a[href], button, input, select, textarea, summary, [tabindex]";
+return [...document.querySelectorAll(selector)]
+  .filter((e) => e.tabIndex >= 0 && e.getClientRects().length > 0)
+  .map((e) => e.id);
+"""
+
+
+def reached_by_tab(driver: Any) -> set[str]:
+    """The controls that Tab reaches, going once round the page."""
+    from selenium.webdriver.common.keys import Keys
+
+    seen: set[str] = set()
+    for _ in range(40):
+        press(driver, Keys.TAB)
+        seen.add(focused(driver))
+    return seen - {""}
+
+
 def check_state(driver: Any, state: str, size: tuple[int, int]) -> None:
     """One page state: no axe-core violation (of any impact), every chart label at 4.5:1, no
     horizontal scroll; saved as a screenshot when asked."""
@@ -174,6 +193,9 @@ def test_a_solo_participant_consents_plays_two_negotiations_and_gets_paid_on_a_d
         until(lambda: shown(driver, "their-offer"), "their counter-offer")
         until(lambda: "The seller offers" in announced(driver), "the offer announced")
         check_state(driver, "playing", DESKTOP)
+        controls = set(driver.execute_script(FOCUSABLE))
+        assert {"accept", "reject", "offer-price", "wait", "instructions-summary"} <= controls
+        assert controls <= reached_by_tab(driver)  # every shown control, by Tab alone
         by_id(driver, "accept").click()
         until(lambda: shown(driver, "next"), "Next after the first negotiation")
         assert "Deal at" in by_id(driver, "outcome").text
@@ -214,6 +236,11 @@ def test_a_participant_plays_by_keyboard_alone_on_a_phone_and_focus_survives_the
         until(lambda: shown(driver, "consent-box"), "the consent")
         check_state(driver, "consent", PHONE)
         tab_to(driver, "agree")
+        outline = driver.execute_script(
+            "const s = getComputedStyle(document.activeElement); return [s.outlineStyle, "
+            "s.outlineWidth]"
+        )
+        assert outline == ["solid", "3px"]  # a visible focus outline
         press(driver, Keys.ENTER)
         until(lambda: shown(driver, "seat-page"), "the negotiation")
         assert focused(driver) == "move-heading"  # where the new part of the page starts
@@ -283,12 +310,14 @@ def test_a_pair_participant_waits_plays_queues_again_and_finishes_on_a_phone(
         waiting = "Waiting for another participant"
         until(lambda: waiting in by_id(driver, "lobby-message").text, "the waiting message")
         assert waiting in announced(driver) and not shown(driver, "consent-box")
+        assert by_id(driver, "lobby-heading").text == "Waiting for a partner"
         check_state(driver, "waiting", PHONE)
         other = Other(server, tokens["b"])
         other.post("/web/api/seat/consent", {})
         until(lambda: shown(driver, "seat-page"), "the match, live")
         assert "negotiation 1 of 2" in by_id(driver, "item").text
         assert "Negotiation 1 has started." in announced(driver)
+        assert by_id(driver, "value").text.startswith("your value (the most you would pay) $")
         other.press("walk_away")
         until(lambda: shown(driver, "next"), "Next, once it ended")
         assert "The negotiation has ended: No deal (the other side walked away)" in announced(
@@ -299,6 +328,8 @@ def test_a_pair_participant_waits_plays_queues_again_and_finishes_on_a_phone(
         until(lambda: waiting in by_id(driver, "lobby-message").text, "the queue again")
         other.press("new_negotiation")
         until(lambda: "negotiation 2 of 2" in by_id(driver, "item").text, "the second match")
+        assert by_id(driver, "value").text.startswith("your cost (the least you would take) $")
+        assert by_id(driver, "legend-mine").text == "your own cost"  # a seller now (b buys)
         other.press("walk_away")
         until(lambda: shown(driver, "final"), "the final screen")
         assert not shown(driver, "next") and not shown(driver, "seat-page")

@@ -133,6 +133,8 @@ class LobbyView(View):
     participant: str
     consent: str | None
     needs_consent: bool
+    waiting: bool
+    """True while they wait in the queue for a partner (a pair study)."""
     instructions: tuple[Block, ...]
     message: str
 
@@ -253,6 +255,7 @@ def lobby_view(study: Study, who: Participant) -> LobbyView:
         participant=who.label,
         consent=study.request.consent,
         needs_consent=needs,
+        waiting=study.state(who) == "waiting",
         instructions=study.instructions,
         message=message,
     )

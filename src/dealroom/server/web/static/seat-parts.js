@@ -30,13 +30,14 @@ DR.seat = (() => {
     if (lost) byId(id).focus({ preventScroll: Boolean(preventScroll) });
   }
 
-  // The polite live region: a screen reader reads each new announcement once, when it is idle.
-  let said = "";
+  // The polite live region, a log: each announcement is a new line that a screen reader reads
+  // once, when it is idle, so two close together are both heard. The last few lines are kept.
   function announce(...lines) {
     const text = lines.filter(Boolean).join(" ");
     if (!text) return;
-    said = text === said ? text + " " : text; // the same words again still change the region
-    byId("announce").textContent = said;
+    const log = byId("announce");
+    log.append(el("p", {}, text));
+    while (log.childElementCount > 6) log.firstElementChild.remove();
   }
 
   // A study's instructions (headings, paragraphs, list items), grouped into lists.

@@ -72,7 +72,8 @@
     const message = v.kind === "lobby" ? v.message : "";
     if (byId("lobby-message").textContent !== message && was !== null) lines.push(message);
     setText("lobby-message", message);
-    setText("lobby-heading", v.needs_consent ? "Before you start" : "Waiting for a partner");
+    const waiting = v.kind === "lobby" && v.waiting;
+    setText("lobby-heading", v.needs_consent ? "Before you start" : waiting ? "Waiting for a partner" : "Thank you");
   }
 
   function header(v) {
