@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -136,3 +137,85 @@ def until(check: Callable[[], T | bool | None], what: str, timeout: float = WAIT
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(0.05)
+
+
+AXE = ("axe_selenium_python", "node_modules/axe-core/axe.min.js")
+"""Where axe-core's script is: bundled by the axe-selenium-python wheel (the test extra), so
+the accessibility check runs offline."""
+
+_AXE_RUN = """
+const done = arguments[arguments.length - 1];
+axe.run(document, { resultTypes: ["violations"] })
+  .then((r) => done({ version: axe.version, violations: r.violations.map((v) => ({
+    id: v.id, impact: v.impact,
+    nodes: v.nodes.map((n) => n.target.join(" ") + ": " + n.failureSummary) })) }))
+  .catch((e) => done({ error: String(e) }));
+"""
+
+
+def axe_script() -> str | None:
+    """axe-core's script, or None where axe-selenium-python is not installed."""
+    try:
+        return resources.files(AXE[0]).joinpath(AXE[1]).read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        return None
+
+
+def needs_axe() -> pytest.MarkDecorator:
+    """Skip (saying why) where axe-core's script is not installed."""
+    return pytest.mark.skipif(
+        axe_script() is None, reason="the accessibility check needs axe-selenium-python (pip)"
+    )
+
+
+IMPACTS = ("minor", "moderate", "serious", "critical")
+
+
+def axe_violations(driver: Any, impacts: tuple[str, ...] = IMPACTS) -> list[str]:
+    """axe-core's violations of ``impacts`` on the page as it is now, one line each (all of
+    axe's default rules: WCAG 2 A and AA, best practices). Run through WebDriver, which the
+    page's content security policy does not govern."""
+    if not driver.execute_script("return typeof axe !== 'undefined'"):
+        driver.execute_script(axe_script())
+    result = driver.execute_async_script(_AXE_RUN)
+    assert "error" not in result, result
+    return [
+        f"{v['id']} ({v['impact']}): {node}"
+        for v in result["violations"]
+        if v["impact"] in impacts
+        for node in v["nodes"]
+    ]
+
+
+_SVG_CONTRAST = """
+const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+const lum = (c) => {
+  const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+  const [r, g, b] = rgb(c);
+  return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+};
+const background = (node) => {
+  for (; node; node = node.parentElement) {
+    const c = getComputedStyle(node).backgroundColor, parts = rgb(c);
+    if (parts.length === 3 || parts[3] > 0) return c;
+  }
+  return "rgb(255, 255, 255)";
+};
+const low = [];
+for (const svg of document.querySelectorAll("svg")) {
+  if (!svg.getClientRects().length) continue;
+  const back = lum(background(svg));
+  for (const text of svg.querySelectorAll("text")) {
+    const fore = lum(getComputedStyle(text).fill);
+    const ratio = (Math.max(fore, back) + 0.05) / (Math.min(fore, back) + 0.05);
+    if (ratio < 4.5) low.push(text.textContent + ": " + ratio.toFixed(2));
+  }
+}
+return low;
+"""
+
+
+def svg_text_contrast(driver: Any) -> list[str]:
+    """The shown SVG texts (a chart's labels) whose contrast with the chart's background is
+    below 4.5:1: axe-core leaves text inside SVG unchecked ("incomplete")."""
+    return list(driver.execute_script(_SVG_CONTRAST))

@@ -71,7 +71,7 @@ def test_a_person_plays_a_whole_negotiation_in_the_browser_against_a_house_agent
         until(lambda: by_id(driver, "status").text == "live", "the seat page to go live")
         assert "#token" not in driver.current_url  # the token leaves the address bar
         value = by_id(driver, "value").text
-        assert value.startswith("your private value $")
+        assert value.startswith("your value (the most you would pay) $")
         # A refused offer shows its message, in the page's words (people_text.refusal).
         by_id(driver, "offer-price").send_keys("-5")
         by_id(driver, "make-offer").click()

@@ -8,13 +8,18 @@ from decimal import Decimal
 import pytest
 from mcp_support import acts, house_room, scenario, secret_with_gains
 
-from dealroom.protocol import Accept, MakeOffer, SendMessage
+from dealroom.agents import resolve
+from dealroom.protocol import Accept, MakeOffer, SendMessage, WalkAway
+from dealroom.protocol.study import StudyRequest
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
+from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomBackend
 from dealroom.server.web.views import seat_page_view, spectator_view
 
 pytestmark = pytest.mark.anyio
+
+SECRET = "5f0c2a9e7d13b84f6a21c9e0d57b3a18"
 
 
 def mentions(text: str, value: Decimal) -> bool:
@@ -84,3 +89,27 @@ async def test_the_seat_view_carries_the_seats_own_value_and_never_the_other_sid
     assert mentions(text, s.buyer_value) and not mentions(text, s.seller_cost)
     assert not view.can_start_next and not view.series_over and not view.needs_consent
     assert view.briefing.startswith("You are the buyer") or "buyer" in view.briefing
+
+
+async def test_a_pair_participants_view_counts_their_own_series_across_rooms() -> None:
+    rooms = RoomRegistry(writer=None, resolve_house=resolve, journals=None)
+    request = StudyRequest(
+        id="pairs", participants=("a", "b"), matching="pairs", negotiations=2, secret=SECRET
+    )
+    tokens = rooms.studies.create(request).participants
+    study = rooms.studies.studies["pairs"]
+    a, b = study.participants["a"], study.participants["b"]
+    for _ in range(2):
+        study.arrive(a)
+        study.arrive(b)
+        seated = study.current(a)
+        assert seated is not None
+        await RoomBackend(*seated).act(WalkAway())
+        study.next(a)
+        study.next(b)
+    ticket = rooms.studies.lookup(tokens["a"])
+    room, role = seated
+    view = seat_page_view(room, role, await room.current.observe(role, deliver=False), ticket)
+    assert (view.negotiation, view.negotiations, view.finished) == (2, 2, 2)
+    assert [r.negotiation for r in view.results] == [1, 2] and room.finished == 1
+    assert view.series_over and not view.can_start_next and view.completion is not None

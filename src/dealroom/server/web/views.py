@@ -95,6 +95,10 @@ class SeatPageView(View):
     room: str
     role: Role
     negotiation: int
+    """Number of this negotiation in the person's series, from 1 (a study participant's own
+    series, across the rooms they sat in)."""
+    negotiations: int | None
+    """How many negotiations the person's series has, where it is known (a study's)."""
     clock: ClockKind
     observation: Observation
     """What the seat's MCP tools would show now (its own value; never the other side's)."""
@@ -106,6 +110,8 @@ class SeatPageView(View):
     """The last negotiation of the series (a participant's in a study) has ended."""
     finished: int
     results: tuple[SeriesResult, ...]
+    """The person's finished negotiations (a study participant's: all of theirs, numbered in
+    their own series), the last 20 at most."""
     total_surplus: Decimal
     consent: str | None
     """The experiment's consent line, if the room has one."""
@@ -127,6 +133,8 @@ class LobbyView(View):
     participant: str
     consent: str | None
     needs_consent: bool
+    waiting: bool
+    """True while they wait in the queue for a partner (a pair study)."""
     instructions: tuple[Block, ...]
     message: str
 
@@ -185,6 +193,8 @@ def seat_page_view(
     study participant's (``ticket``) with the study's instructions, *Next* and completion."""
     negotiation = room.current
     study, who = (None, None) if ticket is None else (ticket.study, ticket.who)
+    number, length = negotiation.number, None
+    results, finished, total = room.results(role), room.finished, room.total_surplus(role)
     if study is None or who is None:
         can_next = room.can_start_next()
         over = not negotiation.is_open and not can_next
@@ -193,10 +203,15 @@ def seat_page_view(
         over = study.done(who)
         can_next = not negotiation.is_open and not over
         completion = study.completion(who)
+        mine = [played.result for played in who.results]  # their own side only
+        number, length = _number_in_series(who, room), study.request.negotiations
+        results, finished = tuple(mine[-20:]), len(mine)
+        total = sum((r.outcome.surplus for r in mine), Decimal("0.00"))
     return SeatPageView(
         room=room.id,
         role=role,
-        negotiation=negotiation.number,
+        negotiation=number,
+        negotiations=length,
         clock=room.clock,
         observation=observation,
         briefing=texts.people_briefing(observation, room.rules, clock=room.clock, surface="web"),
@@ -205,15 +220,22 @@ def seat_page_view(
         ),
         can_start_next=can_next,
         series_over=over,
-        finished=room.finished,
-        results=room.results(role),
-        total_surplus=room.total_surplus(role),
+        finished=finished,
+        results=results,
+        total_surplus=total,
         consent=room.consent,
         needs_consent=room.needs_consent(role),
         participant=None if who is None else who.label,
         instructions=() if study is None else study.instructions,
         completion=completion,
     )
+
+
+def _number_in_series(who: Participant, room: Room) -> int:
+    """The room's current negotiation's number in the participant's own series."""
+    here = (room.id, room.current.number)
+    done = [(played.room, played.room_negotiation) for played in who.results]
+    return done.index(here) + 1 if here in done else len(done) + 1
 
 
 def lobby_view(study: Study, who: Participant) -> LobbyView:
@@ -233,6 +255,7 @@ def lobby_view(study: Study, who: Participant) -> LobbyView:
         participant=who.label,
         consent=study.request.consent,
         needs_consent=needs,
+        waiting=study.state(who) == "waiting",
         instructions=study.instructions,
         message=message,
     )

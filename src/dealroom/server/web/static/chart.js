@@ -4,7 +4,9 @@
 
 DR.chart = (svg, { events, deadline, now, lines, currency }) => {
   const NS = "http://www.w3.org/2000/svg";
-  const W = 640, H = 280, L = 72, R = 16, T = 16, B = 34;
+  // As wide as drawn (300 to 640 units), so that its labels keep their size on a phone.
+  const W = Math.round(Math.min(640, Math.max(300, svg.clientWidth || 640)));
+  const H = 280, L = 72, R = 16, T = 16, B = 34;
   const node = (tag, attrs, label) => {
     const n = document.createElementNS(NS, tag);
     for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v));
@@ -31,7 +33,9 @@ DR.chart = (svg, { events, deadline, now, lines, currency }) => {
   }
   for (let i = 0; i <= 4; i++) {
     const t = (end * i) / 4;
-    svg.append(node("text", { x: x(t), y: H - B + 16, "text-anchor": "middle" }, DR.seconds(t)));
+    // The last label ends at the axis's end (centred there, it would be clipped).
+    const anchor = i === 4 ? "end" : "middle";
+    svg.append(node("text", { x: x(t), y: H - B + 16, "text-anchor": anchor }, DR.seconds(t)));
   }
   svg.append(node("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }));
   svg.append(node("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" }));

@@ -32,6 +32,16 @@ const DR = (() => {
     return data;
   }
 
+  // A POST that outlives the page (a tab being closed): fetch with keepalive, as sendBeacon
+  // would, but with the bearer header sendBeacon cannot send. Fire and forget.
+  function beacon(path, body) {
+    const init = {
+      method: "POST", keepalive: true, cache: "no-store",
+      headers: headers({ "Content-Type": "application/json" }), body: JSON.stringify(body),
+    };
+    fetch(path, init).catch(() => {});
+  }
+
   // Server-sent events over fetch (EventSource cannot send a header): calls onView with each
   // view, reconnects when a stream ends, reports "live" / "reconnecting" / an error.
   async function stream(path, onView, onStatus) {
@@ -154,5 +164,5 @@ const DR = (() => {
     document.getElementById(id + "-bar").style.width = Math.min(100, (100 * now) / deadline) + "%";
   }
 
-  return { token, api, stream, el, fill, text, money, seconds, describe, messages, clock };
+  return { token, api, beacon, stream, el, fill, text, money, seconds, describe, messages, clock };
 })();

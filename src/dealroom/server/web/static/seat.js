@@ -1,120 +1,240 @@
-// The seat page: a person plays one seat through the same tools an MCP client calls.
+// The seat page: a person plays one seat through the same tools an MCP client calls. The page
+// has five states: consent (the instructions and the consent line), waiting (a pair study's
+// participant waits for a partner), playing, ended (this negotiation is over, Next may start
+// another) and final (the series is over: results, payment, completion; no Next). Live views
+// update the page in place, never rebuilding a control, so keyboard focus survives them.
 "use strict";
 
 (() => {
-  const { el, fill, text, money, seconds } = DR;
+  const { el, money, seconds } = DR;
+  const { setText, show, refocus, announce, instructions, outcomeText } = DR.seat;
+  const byId = (id) => document.getElementById(id);
+  const HEADINGS = {
+    consent: "lobby-heading", waiting: "lobby-heading", playing: "move-heading",
+    ended: "outcome", final: "final-heading",
+  };
   let view = null;
+  let state = null;
   let busy = false;
-  let joined = false;
+  let seen = null; // this negotiation: its key, the other side's offers seen, its end seen
 
   function status(message, bad) {
-    const node = document.getElementById("status");
-    node.textContent = message;
+    const node = setText("status", message);
     node.className = bad ? "bad" : "";
   }
 
-  function show(id, visible) {
-    document.getElementById(id).classList.toggle("hidden", !visible);
+  function stateOf(v) {
+    if (v.kind === "lobby") return v.needs_consent ? "consent" : "waiting";
+    if (v.needs_consent) return "consent";
+    if (v.series_over) return "final";
+    return v.observation.outcome ? "ended" : "playing";
   }
 
   function render(next) {
     view = next;
-    const o = view.observation, s = o.scenario, cur = s.currency;
-    if (view.needs_consent) {
-      show("seat-page", false);
-      show("consent-page", true);
-      text("consent-briefing", view.briefing);
-      text("consent-text", view.consent);
-      return;
+    const was = state;
+    state = stateOf(view);
+    const lines = [];
+    show("consent-page", state === "consent" || state === "waiting");
+    show("seat-page", state === "playing" || state === "ended");
+    show("final", state === "final");
+    if (state === "consent" || state === "waiting") {
+      lobby(view, lines, was);
+    } else if (state === "final") {
+      if (view.completion) {
+        setText("item", "Thank you for taking part");
+        setText("role", view.participant ? "participant " + view.participant : "");
+        setText("value", "");
+      } else {
+        header(view);
+      }
+      const summary = DR.seat.final(view);
+      if (was !== "final") lines.push(...summary);
+    } else {
+      negotiation(view, lines, was);
     }
-    show("consent-page", false);
-    show("seat-page", true);
-    if (!joined) {
-      // The seat's first call starts its clock (on the wall clock, time runs from here on).
-      joined = true;
-      DR.api("/web/api/seat/call", { tool: "get_state", arguments: {} }).catch(() => { joined = false; });
+    if (was !== null && was !== state) refocus(HEADINGS[state]);
+    if (was !== null) announce(...lines);
+  }
+
+  function lobby(v, lines, was) {
+    setText("item", "Welcome");
+    setText("role", v.participant ? "participant " + v.participant : "");
+    setText("value", "");
+    const blocks = instructions("lobby-instructions", v.instructions);
+    show("lobby-instructions", blocks);
+    const asking = v.needs_consent && Boolean(v.consent);
+    show("consent-box", asking);
+    setText("consent-text", v.consent || "");
+    const briefing = v.kind === "seat" ? v.briefing : "";
+    show("consent-briefing", Boolean(briefing));
+    setText("consent-briefing", briefing);
+    const message = v.kind === "lobby" ? v.message : "";
+    if (byId("lobby-message").textContent !== message && was !== null) lines.push(message);
+    setText("lobby-message", message);
+    const waiting = v.kind === "lobby" && v.waiting;
+    setText("lobby-heading", v.needs_consent ? "Before you start" : waiting ? "Waiting for a partner" : "Thank you");
+  }
+
+  function header(v) {
+    const s = v.observation.scenario, cur = s.currency;
+    const of = v.negotiations ? " of " + v.negotiations : "";
+    setText("item", s.item.name + " (negotiation " + v.negotiation + of + ")");
+    setText("role", "you are the " + v.role + " · list price " + money(s.list_price, cur));
+    setText("value", (v.role === "buyer" ? "your value (the most you would pay) "
+      : "your cost (the least you would take) ") + money(v.observation.private_value, cur));
+  }
+
+  function negotiation(v, lines, was) {
+    const o = v.observation, s = o.scenario, cur = s.currency;
+    const key = v.room + "/" + v.negotiation;
+    if (!seen || seen.key !== key) {
+      if (was !== null) lines.push("Negotiation " + v.negotiation + " has started.");
+      seen = { key, offers: new Set(), ended: false, first: true, events: 0, messages: 0 };
+      for (const id of ["offer-price", "offer-message", "message"]) byId(id).value = "";
+      byId("events").replaceChildren();
+      byId("messages").replaceChildren();
+      setText("notice", "");
     }
-    text("item", s.item.name + " (negotiation " + view.negotiation + ")");
-    text("role", "you are the " + view.role + " · list price " + money(s.list_price, cur));
-    text("value", "your private value " + money(o.private_value, cur));
-    const mine = view.role === "buyer" ? "your value (most you pay)" : "your cost (least you take)";
-    DR.chart(document.getElementById("chart"), {
+    header(v);
+    const mine = v.role === "buyer" ? "your value (most you pay)" : "your cost (least you take)";
+    setText("legend-mine", v.role === "buyer" ? "your own value" : "your own cost");
+    DR.chart(byId("chart"), {
       events: o.events, deadline: s.deadline, now: o.now, currency: cur,
       lines: [
         { label: "list price", value: Number(s.list_price), cls: "list" },
-        { label: mine, value: Number(o.private_value), cls: view.role === "buyer" ? "value" : "cost" },
+        { label: mine, value: Number(o.private_value), cls: v.role === "buyer" ? "value" : "cost" },
       ],
     });
-    DR.clock(view, "clock");
-    text("hint", view.hint);
-    const theirs = o.live_offers.find((offer) => offer.by !== view.role);
-    const over = o.outcome !== null && o.outcome !== undefined;
-    fill("their-offer", theirs && !over
-      ? [el("div", { class: "outcome", id: "live-offer", "data-offer": theirs.offer_id },
-          "Their live offer: " + money(theirs.price, cur) + " (" + theirs.offer_id + ")"),
-        el("button", { class: "primary", id: "accept", onclick: () => call("accept", { offer_id: theirs.offer_id }) }, "Accept " + money(theirs.price, cur)),
-        el("button", { id: "reject", onclick: () => call("reject", withMessage({ offer_id: theirs.offer_id }, "offer-message")) }, "Reject")]
-      : []);
-    fill("events", o.events.map((e) =>
-      el("li", {}, el("span", { class: "t", text: seconds(e.t) }), DR.describe(e, cur, view.role))));
-    fill("messages", DR.messages(o.events).map((m) =>
-      el("li", { class: m.by || "" }, el("span", { class: "t", text: seconds(m.t) + " " + (m.by === view.role ? "you" : m.by) }), m.text)));
-    text("briefing", view.briefing);
-    const outcome = document.getElementById("outcome");
-    outcome.textContent = over
-      ? (o.outcome.status === "deal" ? "Deal at " + money(o.outcome.price, cur) : "No deal (" + o.outcome.end_reason + ")") +
-        "; your surplus " + money(o.outcome.surplus, cur)
-      : "";
-    show("next", over && view.can_start_next);
-    for (const id of ["make-offer", "send-message", "wait", "walk-away"]) {
-      document.getElementById(id).disabled = busy || over;
+    DR.clock(v, "clock");
+    setText("hint", v.hint);
+    const over = Boolean(o.outcome);
+    const theirs = o.live_offers.find((offer) => offer.by !== v.role);
+    const offerShown = Boolean(theirs) && !over;
+    const hadFocus = byId("their-offer").contains(document.activeElement);
+    show("their-offer", offerShown);
+    if (offerShown) {
+      setText("live-offer", "Their live offer: " + money(theirs.price, cur) + " (" + theirs.offer_id + ")");
+      byId("live-offer").dataset.offer = theirs.offer_id;
+      setText("accept", "Accept " + money(theirs.price, cur));
+    } else if (hadFocus) {
+      refocus("move-heading", true);
     }
-    document.getElementById("next").disabled = busy;
-    fill("results", view.finished
-      ? el("p", {}, "Finished negotiations: " + view.finished + "; your total surplus " + money(view.total_surplus, cur))
-      : null);
+    lines.push(...news(v, o, cur));
+    append("events", o.events, seen.events, (e) =>
+      el("li", {}, el("span", { class: "t", text: seconds(e.t) }), DR.describe(e, cur, v.role)));
+    seen.events = o.events.length;
+    const said = DR.messages(o.events);
+    append("messages", said, seen.messages, (m) =>
+      el("li", { class: m.by || "" }, el("span", { class: "t", text: seconds(m.t) + " " + (m.by === v.role ? "you" : m.by) }), m.text));
+    seen.messages = said.length;
+    setText("briefing", v.briefing);
+    setText("outcome", over ? outcomeText(o.outcome, cur, o.events, v.role) + "; your surplus " + money(o.outcome.surplus, cur) : "");
+    for (const node of document.querySelectorAll(".play")) node.classList.toggle("hidden", over);
+    show("wait", v.clock === "virtual");
+    show("next", over && v.can_start_next);
+    show("instructions-box", instructions("play-instructions", v.instructions));
+    setText("results", v.finished
+      ? "Finished negotiations: " + v.finished + "; your total surplus " + money(v.total_surplus, cur) : "");
+    seen.first = false;
+  }
+
+  // What the person should hear about now: the other side's new offers and rejections, the end.
+  function news(v, o, cur) {
+    const lines = [];
+    const other = v.role === "buyer" ? "seller" : "buyer";
+    for (const e of o.events.slice(seen.events)) {
+      if (e.by !== other) continue;
+      const said = e.message ? ', saying "' + e.message + '"' : "";
+      if (e.type === "offer_made" && !seen.offers.has(e.offer_id)) {
+        seen.offers.add(e.offer_id);
+        if (!seen.first) lines.push("The " + other + " offers " + money(e.price, cur) + said + ".");
+      } else if (e.type === "offer_rejected" && !seen.first) {
+        lines.push("The " + other + " rejected your offer" + said + ".");
+      }
+    }
+    if (o.outcome && !seen.ended) {
+      seen.ended = true;
+      if (!seen.first) {
+        lines.push("The negotiation has ended: " + outcomeText(o.outcome, cur, o.events, v.role) +
+          "; your surplus " + money(o.outcome.surplus, cur) + ".");
+      }
+    }
+    return lines;
+  }
+
+  // Lists only grow during a negotiation: add the new items, keep the old nodes.
+  function append(id, items, count, make) {
+    const list = byId(id);
+    if (items.length < count) list.replaceChildren();
+    for (const item of items.slice(list.childElementCount)) list.append(make(item));
   }
 
   function withMessage(args, id) {
-    const message = document.getElementById(id).value.trim();
+    const message = byId(id).value.trim();
     if (message) args.message = message;
     return args;
   }
 
+  function refused(text) {
+    byId("refusals").prepend(el("li", { class: "refusal" }, text));
+    setText("notice", text);
+    announce("Refused: " + text);
+  }
+
+  // Controls are never disabled while a call runs (a disabled button loses keyboard focus):
+  // they say so with aria-disabled and ignore presses until the reply.
+  function setBusy(value) {
+    busy = value;
+    for (const node of document.querySelectorAll("#seat-page button")) {
+      node.setAttribute("aria-disabled", String(value));
+    }
+  }
+
   async function call(tool, args) {
     if (busy) return;
-    busy = true;
-    if (view) render(view);
+    setBusy(true);
     try {
       const reply = await DR.api("/web/api/seat/call", { tool, arguments: args || {} });
       if (reply.error) {
-        document.getElementById("refusals").prepend(el("li", { class: "refusal" }, reply.error.text));
+        refused(reply.error.text);
       } else {
-        document.getElementById("replies").prepend(el("li", {}, tool + ": " + reply.text));
-        if (tool === "make_offer" || tool === "reject") document.getElementById("offer-message").value = "";
-        if (tool === "send_message") document.getElementById("message").value = "";
+        setText("notice", "");
+        byId("replies").prepend(el("li", {}, reply.text));
+        if (tool === "make_offer" || tool === "reject") byId("offer-message").value = "";
+        if (tool === "send_message") byId("message").value = "";
       }
     } catch (problem) {
-      document.getElementById("refusals").prepend(el("li", { class: "refusal" }, String(problem.message || problem)));
+      refused(String(problem.message || problem));
     } finally {
-      busy = false;
+      setBusy(false);
       try { render(await DR.api("/web/api/seat")); } catch (problem) { status(String(problem.message), true); }
     }
   }
 
+  function offerId() {
+    return byId("live-offer").dataset.offer;
+  }
+
   function bind() {
-    document.getElementById("make-offer").addEventListener("click", () => {
-      const price = Number(document.getElementById("offer-price").value);
+    byId("offer-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const price = Number(byId("offer-price").value);
       call("make_offer", withMessage({ price }, "offer-message"));
     });
-    document.getElementById("send-message").addEventListener("click", () =>
-      call("send_message", { text: document.getElementById("message").value }));
-    document.getElementById("wait").addEventListener("click", () => call("wait_for_opponent", {}));
-    document.getElementById("walk-away").addEventListener("click", () => {
+    byId("message-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      call("send_message", { text: byId("message").value });
+    });
+    byId("accept").addEventListener("click", () => call("accept", { offer_id: offerId() }));
+    byId("reject").addEventListener("click", () =>
+      call("reject", withMessage({ offer_id: offerId() }, "offer-message")));
+    byId("wait").addEventListener("click", () => call("wait_for_opponent", {}));
+    byId("walk-away").addEventListener("click", () => {
       if (confirm("Walk away for good? The negotiation ends without a deal.")) call("walk_away", {});
     });
-    document.getElementById("next").addEventListener("click", () => call("new_negotiation", {}));
-    document.getElementById("agree").addEventListener("click", async () => {
+    byId("next").addEventListener("click", () => call("new_negotiation", {}));
+    byId("agree").addEventListener("click", async () => {
       try {
         await DR.api("/web/api/seat/consent", {});
         render(await DR.api("/web/api/seat"));
@@ -122,6 +242,12 @@
         status(String(problem.message), true);
       }
     });
+    // What the page does is the study's data (opens, tab hidden and shown again, closes).
+    const page = (event) => DR.beacon("/web/api/seat/page", { event });
+    page("open");
+    document.addEventListener("visibilitychange", () =>
+      page(document.visibilityState === "hidden" ? "hidden" : "visible"));
+    window.addEventListener("pagehide", () => page("close"));
   }
 
   if (!DR.token()) {
