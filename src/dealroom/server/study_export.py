@@ -133,7 +133,7 @@ def _negotiations(study: Study, who: Participant) -> list[NegotiationRow]:
                 seller_cost=played.seller_cost,
                 status=outcome.status,
                 end_reason=outcome.end_reason,
-                end_time_s=outcome.time,
+                end_time_s=round(outcome.time, 3),
                 price=outcome.price,
                 surplus=outcome.surplus,
                 pays=pays,

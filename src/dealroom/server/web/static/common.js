@@ -15,6 +15,12 @@ const DR = (() => {
     return sessionStorage.getItem(store);
   }
 
+  // Another link opened in the same tab changes only the fragment (no new page): load the page
+  // again, so that it never goes on showing the last token's view.
+  window.addEventListener("hashchange", () => {
+    if (/(?:^#|&)token=/.test(location.hash)) location.reload();
+  });
+
   function headers(extra) {
     return Object.assign({ Authorization: "Bearer " + (token() || "") }, extra || {});
   }

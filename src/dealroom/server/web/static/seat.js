@@ -16,6 +16,7 @@
   let view = null;
   let state = null;
   let busy = false;
+  let queued = null;
   let seen = null; // this negotiation: its key, the other side's offers seen, its end seen
 
   function status(message, bad) {
@@ -191,8 +192,14 @@
     }
   }
 
+  // A press while a call is answered (a wait, on the virtual clock) is not lost: the last one
+  // is sent once that answer is in.
   async function call(tool, args) {
-    if (busy) return;
+    if (busy) {
+      queued = [tool, args];
+      setText("notice", "Sent once your last action is answered.");
+      return;
+    }
     setBusy(true);
     try {
       const reply = await DR.api("/web/api/seat/call", { tool, arguments: args || {} });
@@ -209,6 +216,11 @@
     } finally {
       setBusy(false);
       try { render(await DR.api("/web/api/seat")); } catch (problem) { status(String(problem.message), true); }
+      if (queued) {
+        const [next, nextArgs] = queued;
+        queued = null;
+        call(next, nextArgs);
+      }
     }
   }
 
