@@ -66,8 +66,6 @@ def test_a_server_says_in_one_line_on_stderr_where_it_serves(tmp_path: Path, wor
         process.terminate()
         out, _ = process.communicate(timeout=60)
     url = f"http://127.0.0.1:{port}"
-    assert (
-        first
-        == f"dealroom: serving MCP at {url}/mcp, web pages at {url}/web/ (room, seat, tournament)\n"
-    )
+    pages = "room, seat, tournament, study"
+    assert first == f"dealroom: serving MCP at {url}/mcp, web pages at {url}/web/ ({pages})\n"
     assert (process.returncode, out) == (0, "")
