@@ -148,6 +148,7 @@ def test_one_random_payment_is_drawn_from_the_secret_and_the_label() -> None:
         {"participants": ["bad label"]},
         {"house": None},
         {"completion_url": "javascript:alert(1)"},
+        {"matching": "pairs", "house": None, "clock": "virtual"},
         {"secret": "00"},
     ],
 )

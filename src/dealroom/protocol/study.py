@@ -163,6 +163,11 @@ class StudyRequest(Model):
             raise ValueError("a solo study needs a house agent (house)")
         if self.matching == "pairs" and (self.house is not None or self.role != "buyer"):
             raise ValueError("a pair study has no house agent and no fixed role")
+        if self.matching == "pairs" and self.clock == "virtual":
+            raise ValueError(
+                "a pair study runs on the wall clock: on the virtual clock each person's move "
+                "would wait for the other's next one"
+            )
         return self
 
     def run_secret(self) -> Secret:
