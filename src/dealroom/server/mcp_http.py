@@ -59,6 +59,7 @@ from dealroom.server.mcp_app import build_app
 from dealroom.server.room import RoomError
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.tokens import SEAT_SCOPE, SeatTokens, seat_of_request
+from dealroom.server.web.routes import first_error
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -303,7 +304,7 @@ class _AdminApi:
             room_request = RoomRequest.model_validate_json(body or b"{}")
             created = self.registry.create(room_request)
         except ValidationError as exc:
-            return _error(400, _first_error(exc))
+            return _error(400, first_error(exc))
         except ValueError as exc:
             return _error(400, str(exc))
         except RoomError as exc:  # the server cannot journal the room now
@@ -345,12 +346,6 @@ class _AdminApi:
 def _error(status: int, message: str, *, www_authenticate: bool = False) -> Response:
     headers = {"WWW-Authenticate": 'Bearer realm="dealroom-admin"'} if www_authenticate else None
     return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-
-def _first_error(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "body"
-    return f"{where}: {first['msg']}"
 
 
 async def serve_http(

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, cast
 
 import anyio
 import structlog
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -66,6 +67,13 @@ def error(status: int, message: str) -> Response:
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="dealroom-web"'
     return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def first_error(exc: ValidationError) -> str:
+    """A request body's first validation error, in one line: where it is, and what."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "body"
+    return f"{where}: {first['msg']}"
 
 
 def bearer(request: Request) -> str | None:

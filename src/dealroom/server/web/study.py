@@ -32,7 +32,7 @@ from dealroom.server.room import RoomError
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.study import Participant, Study
 from dealroom.server.study_export import EXPORTS, export_csv
-from dealroom.server.web.routes import NO_STORE, WebApi, bearer, error
+from dealroom.server.web.routes import NO_STORE, WebApi, bearer, error, first_error
 from dealroom.server.web.views import View
 
 log = structlog.stdlib.get_logger(__name__)
@@ -141,9 +141,7 @@ class StudyApi:
             study_request = StudyRequest.model_validate_json(body or b"{}")
             created = self.registry.studies.create(study_request)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "body"
-            return error(400, f"{where}: {first['msg']}")
+            return error(400, first_error(exc))
         except ValueError as exc:  # a house agent no one can play
             return error(400, str(exc))
         except RoomError as exc:
