@@ -11,7 +11,7 @@ from mcp_support import acts, house_room, scenario, secret_with_gains
 from dealroom.protocol import Accept, MakeOffer, SendMessage
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.server.web.views import seat_page_view, spectator_view
 
 pytestmark = pytest.mark.anyio
@@ -39,7 +39,7 @@ async def test_the_spectator_view_shows_no_private_value_before_the_end_and_both
     room = house_room(
         opponent=acts(MakeOffer(price=s.list_price), SendMessage(text="take it")), seed=secret
     )
-    buyer = RoomBackend(room, "buyer")
+    buyer = RoomSeat(room, "buyer")
     await buyer.act(MakeOffer(price=Decimal("10.00"), message="hello"))
     await buyer.wait(30)
     before = spectator_view(room)
@@ -60,7 +60,7 @@ async def test_the_spectator_view_shows_no_private_value_before_the_end_and_both
 
 async def test_a_spectator_sees_no_event_that_a_client_seat_has_not_reached_yet() -> None:
     room = two_clients()
-    buyer, seller = RoomBackend(room, "buyer"), RoomBackend(room, "seller")
+    buyer, seller = RoomSeat(room, "buyer"), RoomSeat(room, "seller")
     await buyer.act(MakeOffer(price=Decimal("100.00")))
     # The seller's clock has not reached the offer yet: a spectator link must not show it
     # either (a seat holding that link would otherwise see its future).
@@ -75,7 +75,7 @@ async def test_the_seat_view_carries_the_seats_own_value_and_never_the_other_sid
     secret = secret_with_gains()
     s = scenario(secret)
     room = house_room(opponent=acts(MakeOffer(price=s.list_price)), seed=secret)
-    seat = RoomBackend(room, "buyer")
+    seat = RoomSeat(room, "buyer")
     await seat.act(MakeOffer(price=Decimal("10.00")))
     await seat.wait(30)
     observation = await room.current.observe("buyer", deliver=False)
