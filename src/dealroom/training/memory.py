@@ -132,8 +132,8 @@ def check(
         options.append(("--gradient-checkpointing", True, lora))
     if not lora:
         options.append(("--use-peft", checkpointing, True))
+    tokens = batch * length
     for flag, with_checkpointing, with_lora in options:
-        tokens = batch * length
         if (
             estimate_bytes(shape, tokens=tokens, checkpointing=with_checkpointing, lora=with_lora)
             <= free
