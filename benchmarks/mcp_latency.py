@@ -43,7 +43,7 @@ from dealroom.agents import resolve
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import House, Room
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 
 ADMIN = "bench-admin-token"
 _validate = ClientSession.validate_tool_result
@@ -106,7 +106,7 @@ async def in_memory(calls: int) -> Figures:
     room = Room(
         "bench", scenarios=scenarios, houses={"seller": House("hardliner", resolve("hardliner"))}
     )
-    seat = RoomBackend(room, "buyer")
+    seat = RoomSeat(room, "buyer")
     for validate in (False, True):
         client_validation(validate)
         async with Client(build_app(lambda: seat)) as client:

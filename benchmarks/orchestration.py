@@ -53,7 +53,7 @@ from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.protocol import DEFAULT_RULES, TIERS, model_seat
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.room import House, Room
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
@@ -199,7 +199,7 @@ def model_floor(
 
     async def main() -> None:
         nonlocal spent
-        seat = RoomBackend(room, "buyer")
+        seat = RoomSeat(room, "buyer")
         tools = model_seat.tools(DEFAULT_RULES)
         briefing = await seat.briefing()
         client = ChatCompletions("fake", base_url=base_url, api_key="fake")

@@ -53,6 +53,24 @@ def test_no_public_name_is_defined_in_two_modules() -> None:
     assert not twice, twice
 
 
+WORDS = {"Backend": "play/backends.py"}
+"""Words of class names that mean one idea, and the one module defining such classes: a
+"backend" is where a tournament's jobs run (serial, processes, Ray). What a served seat's tools
+act on is a ``ServedSeat`` (``server/seat.py``)."""
+
+
+def test_a_word_with_one_meaning_names_classes_of_one_module() -> None:
+    elsewhere = {
+        (word, name, module)
+        for name, modules in _public_definitions().items()
+        for word, home in WORDS.items()
+        if word in name and name[0].isupper()
+        for module in modules
+        if module != home
+    }
+    assert not elsewhere, elsewhere
+
+
 def test_the_listed_exceptions_still_exist() -> None:
     found = _public_definitions()
     stale = {name for name, modules in SAME_IDEA.items() if found.get(name) != modules}

@@ -31,7 +31,7 @@ from dealroom.protocol import DEFAULT_RULES
 from dealroom.protocol.generator import dumps_jsonl, scenario_at
 from dealroom.server.mcp_app import DirectSession, build_app
 from dealroom.server.room import House, Room
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.training.trl import BargainToolEnv
 
 pytestmark = pytest.mark.anyio
@@ -108,7 +108,7 @@ async def from_the_llm_seat(
     steps = [[function_call(name, args, call_id=f"p{next(_ids)}")] for name, args in calls]
     model = ScriptedModel(steps)
     the_room = room(index, opponent)
-    seat = RoomBackend(the_room, "buyer")
+    seat = RoomSeat(the_room, "buyer")
     player = LLMPlayer(
         model,
         name="llm:scripted",
@@ -139,7 +139,7 @@ async def test_trl_mcp_and_the_llm_seat_read_the_same_bytes(opponent: str) -> No
     for index in SCENARIOS:
         briefing, calls, texts = script(BargainToolEnv(), index, opponent)
         the_room = room(index, opponent)
-        seat = RoomBackend(the_room, "buyer")
+        seat = RoomSeat(the_room, "buyer")
         app = build_app(lambda seat=seat: seat, series=the_room.series)
         async with Client(app) as client:
             mcp_briefing, mcp_results = await whole_results(client, calls)
@@ -148,7 +148,7 @@ async def test_trl_mcp_and_the_llm_seat_read_the_same_bytes(opponent: str) -> No
         assert mcp_briefing == briefing, (opponent, index)
         assert mcp_texts == texts, (opponent, index)
         direct_room = room(index, opponent)
-        direct = DirectSession(RoomBackend(direct_room, "buyer"), series=direct_room.series)
+        direct = DirectSession(RoomSeat(direct_room, "buyer"), series=direct_room.series)
         direct_briefing, direct_results = await whole_results(direct, calls)
         assert direct_briefing == briefing, (opponent, index)
         assert dumped(direct_results) == dumped(mcp_results), (opponent, index)

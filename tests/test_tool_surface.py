@@ -31,7 +31,7 @@ from dealroom.protocol.tools import (
 )
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import House, Room
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.training import remote
 from dealroom.training.sft import TOOL_SCHEMAS as SFT_TOOLS
 from dealroom.training.trl import BargainToolEnv
@@ -79,7 +79,7 @@ def _room(rules: Rules) -> Room:
 @pytest.mark.parametrize("rules", [DEFAULT_RULES, ODD_RULES], ids=["default", "odd"])
 async def test_the_mcp_tools_are_the_spec_described_under_the_rooms_rules(rules: Rules) -> None:
     room = _room(rules)
-    seat = RoomBackend(room, "buyer")
+    seat = RoomSeat(room, "buyer")
     async with Client(build_app(lambda: seat, series=room.series)) as client:
         listed = (await client.list_tools()).tools
     specs = seat_tools(series=True)

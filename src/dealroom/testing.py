@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from dealroom.agents import resolve
 from dealroom.engine.match import play
@@ -76,14 +77,20 @@ def _guarded(factory: AgentFactory, where: list[str]) -> AgentFactory:
     return build
 
 
+class _Acts(Protocol):
+    """An agent as the checker calls it: what ``act`` returns is checked, not trusted."""
+
+    def act(self, observation: Observation, /) -> object: ...
+
+
 @dataclass
 class _Checked:
-    agent: object
+    agent: _Acts
     where: str
 
     def act(self, observation: Observation) -> Decision:
         try:
-            decision = self.agent.act(observation)  # type: ignore[attr-defined]
+            decision = self.agent.act(observation)
         except Exception as exc:
             raise AgentCheckError(
                 f"{self.where} at t={observation.now}: act raised {exc!r}"

@@ -28,7 +28,7 @@ from dealroom.protocol import (
 from dealroom.protocol.compact_schema import compact_schema
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.room import House, Room
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 
 RESULT_MODELS: list[type[Model]] = [ActionResult, WaitResult, SeatState]
 
@@ -48,7 +48,7 @@ async def _played_results() -> dict[type[Model], list[dict[str, Any]]]:
         scenarios=lambda i: scenario_at(0, i, "mid") if i < 2 else None,
         houses={"seller": House("conceder", resolve("conceder"))},
     )
-    seat = RoomBackend(room, "buyer")
+    seat = RoomSeat(room, "buyer")
     found: dict[type[Model], list[dict[str, Any]]] = {m: [] for m in RESULT_MODELS}
 
     def keep(result: Model) -> None:

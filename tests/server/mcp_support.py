@@ -31,7 +31,7 @@ from dealroom.server.mcp_http import build_http_app, uvicorn_config
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
 from dealroom.store.writer import ResultWriter
 from dealroom.testing import ScriptedAgent
@@ -128,7 +128,7 @@ def house_room(
 
 def client_for(room: Room, role: Role) -> Client:
     """An in-memory MCP client in ``role`` of ``room`` (every tool, as over HTTP)."""
-    seat = RoomBackend(room, role)
+    seat = RoomSeat(room, role)
     return Client(build_app(lambda: seat))
 
 

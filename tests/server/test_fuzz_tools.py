@@ -35,7 +35,7 @@ from dealroom.protocol import ActionResult, ErrorCode, SeatState, SessionErrorCo
 from dealroom.protocol.tools import SEAT_TOOLS
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import Room
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 
 PARAMETERS: dict[str, tuple[str, ...]] = {t.name: tuple(t.args.model_fields) for t in SEAT_TOOLS}
 """Every tool's parameters, from the specs: a new tool is fuzzed with no change here."""
@@ -91,13 +91,13 @@ class Arena:
 
     portal: BlockingPortal
     client: Client
-    seats: list[RoomBackend] = field(default_factory=list)
+    seats: list[RoomSeat] = field(default_factory=list)
     seed: int = 0
 
     def fresh(self) -> Room:
         self.seed += 1
         room = house_room(opponent="boulware", seed=self.seed % 7)
-        self.seats.append(RoomBackend(room, "buyer"))
+        self.seats.append(RoomSeat(room, "buyer"))
         return room
 
     def call(self, tool: str, args: dict[str, Any]) -> CallToolResult:
@@ -112,7 +112,7 @@ class Arena:
 def arena() -> Iterator[Arena]:
     with pytest.MonkeyPatch.context() as patch, start_blocking_portal("asyncio") as portal:
         share_schema_validators(patch)
-        seats: list[RoomBackend] = []
+        seats: list[RoomSeat] = []
         app = build_app(lambda: seats[-1])
         client = Client(app)
         with portal.wrap_async_context_manager(client):

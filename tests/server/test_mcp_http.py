@@ -29,7 +29,7 @@ from mcp_support import (
 from dealroom.cli import main as cli_main
 from dealroom.protocol import Role, RoomRequest, WalkAway
 from dealroom.server.mcp_app import build_app
-from dealroom.server.mcp_proxy import UpstreamBackend
+from dealroom.server.mcp_proxy import UpstreamSeat
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.rooms import RoomRegistry
 
@@ -265,7 +265,7 @@ async def test_the_seat_proxy_reports_an_unreachable_room_server_as_a_tool_error
         async def call_tool(self, name: str, arguments: dict[str, Any]) -> None:
             raise httpx2.ConnectError("connection refused")
 
-    seat = UpstreamBackend(Down(), "http://127.0.0.1:9/mcp")  # type: ignore[arg-type]
+    seat = UpstreamSeat(Down(), "http://127.0.0.1:9/mcp")  # type: ignore[arg-type]
     async with Client(build_app(lambda: seat)) as client:
         result = await client.call_tool("get_state", {})
     assert result.is_error

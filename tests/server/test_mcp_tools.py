@@ -41,7 +41,7 @@ from dealroom.server.mcp_app import (
 )
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
 
 pytestmark = pytest.mark.anyio
@@ -299,7 +299,7 @@ async def test_an_unknown_tool_is_refused_in_one_coded_line_naming_the_tools_the
     series: bool,
 ) -> None:
     room = house_room(opponent=scripted())
-    seat = RoomBackend(room, "buyer")
+    seat = RoomSeat(room, "buyer")
     async with Client(build_app(lambda: seat, series=series)) as client:
         listed = [t.name for t in (await client.list_tools()).tools]
         text = await refused(client, "nope", price=1)

@@ -28,7 +28,7 @@ from mcp_support import client_for, house_room, ok, refused, scripted
 from dealroom.protocol import RoomRequest, WalkAway
 from dealroom.server.room import RECENT_RESULTS, Room
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
 from dealroom.store.spool import PendingRow, Spool
 from dealroom.store.writer import ResultWriter
@@ -105,7 +105,7 @@ async def test_a_row_both_spooled_and_stored_is_stored_once_when_the_spool_is_re
 ) -> None:
     path, disk = tmp_path / "r.db", Disk(full=True)
     writer = ResultWriter(FailingStore(path, disk), Spool.beside(path))
-    await RoomBackend(writer_room(writer), "buyer").act(WalkAway())  # spooled, not stored
+    await RoomSeat(writer_room(writer), "buyer").act(WalkAway())  # spooled, not stored
     spooled = {p.name: p.read_bytes() for p in (tmp_path / "r.db.pending").iterdir()}
     disk.full = False
     await writer.flush()  # stored, and its spool file removed ...
@@ -163,7 +163,7 @@ async def test_a_result_written_nowhere_at_shutdown_is_logged_in_full(
     writer = failing_writer(tmp_path / "r.db", disk)
     room = writer_room(writer)
     with pytest.raises(Exception, match="result_pending"):
-        await RoomBackend(room, "buyer").act(WalkAway())
+        await RoomSeat(room, "buyer").act(WalkAway())
     # Recorded at the logger itself: ``capture_logs`` misses a logger that structlog cached
     # after an in-process CLI test configured logging in the same worker.
     logs: list[dict[str, Any]] = []
@@ -191,7 +191,7 @@ async def test_a_store_locked_by_another_process_holds_up_no_other_room(tmp_path
     results = []
 
     async def end_it() -> None:
-        results.append(await RoomBackend(ending, "buyer").act(WalkAway()))
+        results.append(await RoomSeat(ending, "buyer").act(WalkAway()))
         done.set()
 
     with anyio.fail_after(30):
@@ -240,7 +240,7 @@ async def test_a_slow_spool_write_of_one_room_holds_up_no_call_of_another(tmp_pa
     results = []
 
     async def end_it() -> None:
-        results.append(await RoomBackend(ending, "buyer").act(WalkAway()))
+        results.append(await RoomSeat(ending, "buyer").act(WalkAway()))
 
     with anyio.fail_after(30):
         async with anyio.create_task_group() as group:
@@ -265,7 +265,7 @@ async def test_an_amendment_of_a_row_being_written_lands_after_it(tmp_path: Path
     room = writer_room(writer)
     with anyio.fail_after(30):
         async with anyio.create_task_group() as group:
-            group.start_soon(RoomBackend(room, "buyer").act, WalkAway())  # saves its row
+            group.start_soon(RoomSeat(room, "buyer").act, WalkAway())  # saves its row
             await anyio.to_thread.run_sync(spool.writing.wait, 10)
             row = writer.pending()[0]
             writer.amend(row, {"v": 2})  # the row is being spooled: it cannot change in place
@@ -286,7 +286,7 @@ async def test_an_amendment_of_a_row_being_written_lands_after_it(tmp_path: Path
 async def test_a_long_series_keeps_its_replies_and_memory_bounded(tmp_path: Path) -> None:
     writer = ResultWriter(ResultsStore(tmp_path / "r.db"))
     room = writer_room(writer)
-    seat = RoomBackend(room, "buyer")
+    seat = RoomSeat(room, "buyer")
     first = weakref.ref(room.current)
     sizes = {}
     for number in range(1, 101):

@@ -55,7 +55,7 @@ from dealroom.protocol.text import describe_event
 from dealroom.server import mcp_http, rooms
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
 from dealroom.server.room import House, Room
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.server.tokens import TokenTable, new_token
 
 pytestmark = pytest.mark.anyio
@@ -247,7 +247,7 @@ async def test_what_a_seat_receives_is_the_same_whatever_the_other_sides_value()
 
 async def test_refusals_take_as_long_whatever_the_other_sides_value() -> None:
     # Coarse by design (shared CI machines): the median of paired ratios within a factor of 1.5.
-    seats: list[RoomBackend] = []
+    seats: list[RoomSeat] = []
     app = build_app(lambda: seats[-1])
     times: dict[str, list[float]] = {"low": [], "high": []}
     costs = {"low": Decimal("50.00"), "high": Decimal("9000.00")}
@@ -255,7 +255,7 @@ async def test_refusals_take_as_long_whatever_the_other_sides_value() -> None:
         for round_ in range(30):
             for name in ("low", "high") if round_ % 2 else ("high", "low"):
                 house = acts(MakeOffer(price=Decimal("2000.00")), wait=5)
-                seats.append(RoomBackend(two_rooms(house=house, seller_cost=costs[name]), "buyer"))
+                seats.append(RoomSeat(two_rooms(house=house, seller_cost=costs[name]), "buyer"))
                 await ok(client, "make_offer", price=100)
                 for offer_id in ("o1", "o99"):  # their existing offer's neighbour, and none
                     start = time.perf_counter()

@@ -16,7 +16,7 @@ from dealroom.protocol.study import PayoffRule, StudyRequest, paid_negotiations
 from dealroom.server.instructions import blocks
 from dealroom.server.journal import Journals
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.server.study_export import EXPORTS, export_csv
 
 SECRET = "5f0c2a9e7d13b84f6a21c9e0d57b3a18"
@@ -56,7 +56,7 @@ async def test_a_solo_participant_gets_a_room_after_consent_and_a_completion_aft
     assert current is not None and study.state(who) == "playing"
     room, role = current
     assert role == "buyer" and room.run == "s1" and not room.needs_consent(role)
-    seat = RoomBackend(room, role)
+    seat = RoomSeat(room, role)
     await seat.act(WalkAway())
     assert study.completion(who) is None and room.can_start_next()
     await seat.new_negotiation()
@@ -87,7 +87,7 @@ async def test_pairs_are_matched_as_they_arrive_and_alternate_the_buyer(tmp_path
     first = study.current(a)
     assert first is not None and first[1] == "buyer"
     assert study.current(c) == (first[0], "seller") and study.state(b) == "invited"
-    await RoomBackend(*first).act(WalkAway())
+    await RoomSeat(*first).act(WalkAway())
     assert study.played(a) == study.played(c) == 1
     assert study.next(a) and not study.next(a)  # once in the queue
     study.arrive(b)
@@ -123,7 +123,7 @@ async def test_a_restart_restores_results_once_and_the_exports_read_the_same(
     study.agree(who)
     current = study.current(who)
     assert current is not None
-    await RoomBackend(*current).act(WalkAway())
+    await RoomSeat(*current).act(WalkAway())
     before = {name: export_csv(study, name) for name in EXPORTS}
     assert len(who.results) == 1
     again = registry(tmp_path)

@@ -15,7 +15,7 @@ from dealroom.server.journal import Journals
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.seat import CallRefused, RoomBackend
+from dealroom.server.seat import CallRefused, RoomSeat
 from dealroom.store.results import ResultsStore
 from dealroom.store.writer import ResultWriter
 
@@ -47,7 +47,7 @@ def close(registry: RoomRegistry) -> None:
     registry.writer.store.close()  # type: ignore[union-attr]
 
 
-async def next_one(seat: RoomBackend) -> None:
+async def next_one(seat: RoomSeat) -> None:
     await seat.act(WalkAway())
     await seat.new_negotiation()
 

@@ -117,6 +117,30 @@ def test_an_unreachable_endpoint_is_one_line() -> None:
     assert opponent.calls[0].error is not None
 
 
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        ({"choices": []}, "has no message"),
+        ({"choices": [{"message": "hi"}]}, "has no message"),
+        (
+            {"choices": [{"message": {"tool_calls": [{"function": {"arguments": "{}"}}]}}]},
+            "names no function",
+        ),
+    ],
+)
+def test_a_reply_without_a_message_or_a_named_call_is_one_recorded_line(
+    reply: dict[str, object], says: str
+) -> None:
+    opponent = LLMOpponent("frontier", lambda _negotiation, _body: reply)
+    env = BargainToolEnv(opponent=opponent)
+    env.reset(index=0)
+    with pytest.raises(OpponentError, match=says) as caught:
+        env.make_offer(700.0)
+        env.wait_for_opponent()
+    assert "\n" not in str(caught.value)
+    assert opponent.calls[-1].error == str(caught.value)
+
+
 def test_training_opponent_specs() -> None:
     assert training_opponent("boulware:e=0.2") == "boulware:e=0.2"
     llm = training_opponent("llm:frontier", base_url="http://127.0.0.1:9/v1")

@@ -52,7 +52,7 @@ from dealroom.protocol import (
 from dealroom.protocol.arguments import arguments_of
 from dealroom.protocol.errors import DealroomError
 from dealroom.server.mcp_app import DirectSession
-from dealroom.server.seat import SeatBackend
+from dealroom.server.seat import ServedSeat
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -139,7 +139,7 @@ class SeatClient:
         return cls(app)
 
     @classmethod
-    def local(cls, seat: SeatBackend) -> SeatClient:
+    def local(cls, seat: ServedSeat) -> SeatClient:
         """A seat of a room in this process, its tools called as functions (``DirectSession``):
         the same tools, results and briefing as over MCP, without the protocol's CPU (local
         matches and tournaments). No series tool: one negotiation."""

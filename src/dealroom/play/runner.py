@@ -49,7 +49,7 @@ from dealroom.protocol.wire import ClockKind
 from dealroom.server.mcp_app import build_app
 from dealroom.server.negotiation import Negotiation, RoomLimits
 from dealroom.server.room import House, Room, SeatPlayer
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
 
 log = structlog.stdlib.get_logger(__name__)
@@ -182,7 +182,7 @@ def _finish(
 
 def seat_app(room: Room, role: Role):
     """The server's MCP app for one seat of an in-process room (no series tool)."""
-    seat = RoomBackend(room, role)
+    seat = RoomSeat(room, role)
     return build_app(lambda: seat, name=f"dealroom-{role}", series=False)
 
 
@@ -223,7 +223,7 @@ async def _seat_player(
     error: str | None = None
     data: Mapping[str, Any] = {}
     try:
-        async with SeatClient.local(RoomBackend(room, role)) as seat:
+        async with SeatClient.local(RoomSeat(room, role)) as seat:
             data = await player.play(seat, context)
     except PlayerFailed as failure:
         error, data = failure.message, failure.extra
@@ -246,7 +246,7 @@ async def _walk_away(room: Room, negotiation: Negotiation, role: Role, cleanup_s
         return
     with anyio.move_on_after(cleanup_s):
         try:
-            await RoomBackend(room, role).act(WalkAway(message=FAILED_MESSAGE))
+            await RoomSeat(room, role).act(WalkAway(message=FAILED_MESSAGE))
         except Exception as exc:
             log.info("walk-away for failed seat refused", seat=role, error=str(exc))
 

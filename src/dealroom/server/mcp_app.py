@@ -57,11 +57,11 @@ from dealroom.protocol.tools import (
     seat_tools,
     validate_arguments,
 )
-from dealroom.server.seat import CallRefused, SeatBackend
+from dealroom.server.seat import CallRefused, ServedSeat
 
 log = structlog.stdlib.get_logger(__name__)
 
-SeatProvider = Callable[[], SeatBackend]
+SeatProvider = Callable[[], ServedSeat]
 """The seat the current call acts for."""
 
 OBSERVATION_URI = "dealroom://seat/observation"
@@ -118,27 +118,27 @@ class _SeatTool(Tool):
         return await super().run(arguments, context, convert_result=convert_result)
 
 
-async def render(backend: SeatBackend, result: ActionResult | WaitResult | SeatState) -> str:
+async def render(seat: ServedSeat, result: ActionResult | WaitResult | SeatState) -> str:
     """A tool result's model-facing text (``seat_text``), as every surface shows it."""
     match result:
         case SeatState():
             return seat_text.state_text(result)
         case ActionResult() | WaitResult():
-            role, currency = await backend.viewer()
+            role, currency = await seat.viewer()
             return seat_text.update_text(result, role, currency)
         case _:
             assert_never(result)
 
 
-async def _respond(backend: SeatBackend, spec: SeatTool, args: Any) -> CallToolResult:
+async def _respond(seat: ServedSeat, spec: SeatTool, args: Any) -> CallToolResult:
     """One call of a tool whose arguments are valid: its text and JSON, or its refusal."""
-    with structlog.contextvars.bound_contextvars(**backend.log_context, tool=spec.name):
+    with structlog.contextvars.bound_contextvars(**seat.log_context, tool=spec.name):
         try:
-            result = await dispatch(backend, spec, args)
+            result = await dispatch(seat, spec, args)
         except CallRefused as error:
             log.info("tool refused", code=error.payload.code)
             return _error_result(error.payload.text())
-        text = await render(backend, result)
+        text = await render(seat, result)
         return _text_result(text, result.model_dump(mode="json"))
 
 
@@ -163,7 +163,7 @@ def _function(seat: SeatProvider, spec: SeatTool) -> Callable[..., Awaitable[Cal
 
 
 async def dispatch(
-    backend: SeatBackend, spec: SeatTool, args: Any
+    seat: ServedSeat, spec: SeatTool, args: Any
 ) -> ActionResult | WaitResult | SeatState:
     """Make one seat tool call with its validated arguments (every surface calls the seat
     through here: the MCP tools and the web seat page)."""
@@ -171,14 +171,14 @@ async def dispatch(
         case "action":
             action = action_of(args)
             assert action is not None
-            return await backend.act(action)
+            return await seat.act(action)
         case "wait":
             assert isinstance(args, WaitArgs)
-            return await backend.wait(args.timeout_s)
+            return await seat.wait(args.timeout_s)
         case "state" if spec.name == "new_negotiation":
-            return await backend.new_negotiation()
+            return await seat.new_negotiation()
         case "state":
-            return await backend.state()
+            return await seat.state()
         case _:
             assert_never(spec.result)
 
@@ -215,7 +215,7 @@ def _tool_templates(series: bool) -> dict[str, _SeatTool]:
     """The tools built once per process: their schemas and argument models (pydantic's schema
     generation, the bulk of building an app) do not depend on the seat."""
 
-    def unbound() -> SeatBackend:
+    def unbound() -> ServedSeat:
         raise RuntimeError("a template tool is never called")
 
     return {spec.name: _build(unbound, spec) for spec in seat_tools(series=series)}
@@ -346,7 +346,7 @@ class DirectSession:
     than the negotiation itself. Its methods are those of ``mcp.Client`` that seats use.
     """
 
-    def __init__(self, seat: SeatBackend, *, series: bool = True) -> None:
+    def __init__(self, seat: ServedSeat, *, series: bool = True) -> None:
         self._seat = seat
         self._series = series
         self._specs = {spec.name: spec for spec in seat_tools(series=series)}

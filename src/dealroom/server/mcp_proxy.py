@@ -196,8 +196,8 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return found
 
 
-class UpstreamBackend:
-    """A SeatBackend that relays to a seat of an HTTP room through an MCP client."""
+class UpstreamSeat:
+    """A ServedSeat that relays to a seat of an HTTP room through an MCP client."""
 
     def __init__(self, upstream: Upstream | Client, server: str, *, call_s: float = 20.0) -> None:
         self.upstream = upstream
@@ -326,7 +326,7 @@ async def serve_proxy(
     """Relay stdin/stdout MCP to ``server`` (the room server's /mcp URL) until stdin closes;
     ``on_refused`` is told, once, the line of a token the room server refuses."""
     upstream = Upstream(server, token, on_refused=on_refused)
-    seat = UpstreamBackend(upstream, server)
+    seat = UpstreamSeat(upstream, server)
     app = build_app(lambda: seat, name="dealroom-seat")
     async with anyio.create_task_group() as group:
         await group.start(upstream.run)

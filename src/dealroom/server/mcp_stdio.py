@@ -15,14 +15,14 @@ import structlog
 from dealroom.protocol import Role
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import Room
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.server.stdio_wire import serve_stdio_wire
 
 
 async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> None:
     """Serve ``role`` of ``room`` on stdin/stdout until the client closes the stream."""
     structlog.contextvars.bind_contextvars(room=room.id, seat=role)
-    seat = RoomBackend(room, role)
+    seat = RoomSeat(room, role)
     app = build_app(lambda: seat, series=room.series)
 
     async def reap() -> None:

@@ -149,7 +149,7 @@ class Room:
         self.consent = consent
         """Experiments: the consent line the web seat page asks the person to agree to."""
         self.in_flight: dict[Role, int] = dict.fromkeys(ROLES, 0)
-        """Each seat's calls being served now, on every route (``RoomBackend``)."""
+        """Each seat's calls being served now, on every route (``RoomSeat``)."""
         self.agreed: dict[Role, str] = {}
         """When (UTC, ISO 8601) each seat's person agreed to ``consent`` on the web page."""
         self.houses: dict[Role, House] = dict(houses or {})

@@ -26,7 +26,7 @@ from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.server.journal import JournalFile, Journals, RoomJournal, reason_of
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room, RoomError, SeatPlayer
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.server.studies import Studies
 from dealroom.server.tokens import Grant, TokenTable, digest, new_token
 from dealroom.store.writer import ResultWriter
@@ -263,9 +263,9 @@ class RoomRegistry:
         grant = self.tokens.lookup(token)
         return grant if grant is not None and grant.room in self.rooms else None
 
-    def seat(self, room_id: str, role: Role) -> RoomBackend:
+    def seat(self, room_id: str, role: Role) -> RoomSeat:
         """The seat object for a room and role."""
-        return RoomBackend(self.rooms[room_id], role)
+        return RoomSeat(self.rooms[room_id], role)
 
     async def reap(self, interval: float = 1.0) -> None:
         """Forever: advance wall clocks, end abandoned negotiations, forget old finished rooms;

@@ -1,7 +1,7 @@
 """One seat, as the MCP tools see it: a Protocol with a local and a remote implementation.
 
-``RoomBackend`` plays a seat of a ``Room`` in this process (stdio house mode, HTTP rooms);
-``dealroom.server.mcp_proxy.UpstreamBackend`` forwards to a seat of a room on an HTTP server.
+``RoomSeat`` plays a seat of a ``Room`` in this process (stdio house mode, HTTP rooms);
+``dealroom.server.mcp_proxy.UpstreamSeat`` forwards to a seat of a room on an HTTP server.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ class CallRefused(Refusal):
     """A call the served seat refused (a rule, the room, the seat's limits). Nothing changed."""
 
 
-class SeatBackend(Protocol):
-    """What the tools, resources and prompt of one seat need."""
+class ServedSeat(Protocol):
+    """One seat as the server serves it: what its tools, resources and prompt act on."""
 
     @property
     def log_context(self) -> Mapping[str, str]:
@@ -99,7 +99,7 @@ class SeatBackend(Protocol):
         ...
 
 
-class RoomBackend:
+class RoomSeat:
     """A seat of a room in this process."""
 
     def __init__(self, room: Room, role: Role) -> None:

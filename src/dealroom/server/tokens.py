@@ -20,7 +20,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from dealroom.protocol import Role
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 
 SEAT_SCOPE = "seat"
 
@@ -84,10 +84,10 @@ class SeatTokens(TokenVerifier):
         return AccessToken(token=token, client_id=room, subject=role, scopes=[SEAT_SCOPE])
 
 
-def seat_of_request(seat: Callable[[str, Role], RoomBackend]) -> Callable[[], RoomBackend]:
+def seat_of_request(seat: Callable[[str, Role], RoomSeat]) -> Callable[[], RoomSeat]:
     """A SeatProvider reading the seat from the request's verified bearer token."""
 
-    def provider() -> RoomBackend:
+    def provider() -> RoomSeat:
         token = get_access_token()
         if token is None or token.subject not in ("buyer", "seller"):
             # The transport rejects requests without a valid token before any tool runs.

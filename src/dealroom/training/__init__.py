@@ -54,7 +54,10 @@ def _register() -> None:
     except ImportError:  # the rl extra is not installed
         return
     if ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=ENV_ID, entry_point="dealroom.training.gym_env:BargainEnv")
+        # gymnasium annotates register's `kwargs` as a bare `dict` (partially unknown).
+        gymnasium.register(  # pyright: ignore[reportUnknownMemberType]
+            id=ENV_ID, entry_point="dealroom.training.gym_env:BargainEnv"
+        )
 
 
 _register()

@@ -89,7 +89,8 @@ def lean_sft_trainer() -> type:
             num_items_in_batch: Any = None,
         ) -> Any:
             if return_outputs:  # evaluation asking for logits: TRL's own path
-                return super().compute_loss(model, inputs, True, num_items_in_batch)
+                sft_trainer: Any = super()  # trl.SFTTrainer, reached through lib(): untyped
+                return sft_trainer.compute_loss(model, inputs, True, num_items_in_batch)
             loss, correct, counted = lean_loss(model, inputs, num_items_in_batch)
             metrics = getattr(self, "_metrics", None)
             if metrics is not None:

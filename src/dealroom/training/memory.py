@@ -127,13 +127,17 @@ def check(
         f"this SFT run needs about {gib(need)} (batch {batch} x {length:,} tokens) and the "
         f"machine has {gib(free)} free"
     )
-    options = []
+    options: list[tuple[str, bool, bool]] = []  # (flag, checkpointing, lora) with the flag
     if not checkpointing:
-        options.append(("--gradient-checkpointing", dict(checkpointing=True, lora=lora)))
+        options.append(("--gradient-checkpointing", True, lora))
     if not lora:
-        options.append(("--use-peft", dict(checkpointing=checkpointing, lora=True)))
-    for flag, changed in options:
-        if estimate_bytes(shape, tokens=batch * length, **changed) <= free:
+        options.append(("--use-peft", checkpointing, True))
+    tokens = batch * length
+    for flag, with_checkpointing, with_lora in options:
+        if (
+            estimate_bytes(shape, tokens=tokens, checkpointing=with_checkpointing, lora=with_lora)
+            <= free
+        ):
             raise TrainingSetupError(f"{head}: {flag} would make it fit")
     if (
         batch > 1

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any, assert_never, cast
 
 from dealroom.engine.calls import OtherSeat
 from dealroom.play.registry import AgentSpecError, resolve
@@ -50,6 +50,7 @@ from dealroom.protocol.briefing import briefing
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS, result_text
 from dealroom.protocol.tools import TOOLS_BY_NAME, ArgumentError, validate_arguments
+from dealroom.training._chat import ChatAssistantMessage, ChatToolCall, NoMessage, assistant_message
 
 Transport = Callable[[str, dict[str, Any]], dict[str, Any]]
 """Sends one chat-completions request body for a negotiation (``scenario_id/role``); returns
@@ -95,6 +96,7 @@ def openai_transport(
 ) -> Transport:
     """A transport to an OpenAI-compatible endpoint (``base_url`` like ``http://host/v1``)."""
     import openai
+    from openai.types.chat import ChatCompletion
 
     client = openai.OpenAI(
         base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=retries
@@ -103,7 +105,9 @@ def openai_transport(
     def send(negotiation: str, body: dict[str, Any]) -> dict[str, Any]:
         del negotiation
         try:
-            reply = client.chat.completions.create(**body)
+            # ``body`` never sets ``stream`` (LLMOpponent.body): create()'s non-streaming
+            # overload, which pyright cannot pick from a dict of keyword arguments.
+            reply = cast(ChatCompletion, client.chat.completions.create(**body))
         except openai.OpenAIError as exc:
             raise OpponentError(f"opponent model call failed: {_one_line(exc)}") from None
         return reply.model_dump(mode="json")
@@ -158,7 +162,7 @@ class LLMOpponent:
     max_tool_rounds: int = MAX_TOOL_ROUNDS
     rules: Rules = DEFAULT_RULES
     log: Path | None = None
-    calls: list[ModelCall] = field(default_factory=list)
+    calls: list[ModelCall] = field(default_factory=list[ModelCall])
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -235,7 +239,7 @@ class ModelSeat:
         rounds = 0
         while True:
             message = self._ask()
-            calls: list[dict[str, Any]] = message.get("tool_calls") or []
+            calls = message.get("tool_calls", [])
             if not calls or rounds >= self._owner.max_tool_rounds:
                 return
             rounds += 1
@@ -247,7 +251,7 @@ class ModelSeat:
             if not seat.calls.referee.is_open:
                 return
 
-    def _run(self, call: Mapping[str, Any]) -> Generator[Action | float, str, str]:
+    def _run(self, call: ChatToolCall) -> Generator[Action | float, str, str]:
         """One call: the text it reads (after it settled, for an action or a wait)."""
         function = call["function"]
         bound = model_seat.bind(function["name"], model_seat.parse_arguments(function["arguments"]))
@@ -273,7 +277,7 @@ class ModelSeat:
             case _:
                 assert_never(tool.result)
 
-    def _ask(self) -> dict[str, Any]:
+    def _ask(self) -> ChatAssistantMessage:
         """One model call on the conversation so far; its reply joins the conversation."""
         owner = self._owner
         body = owner.body(self.messages)
@@ -288,33 +292,17 @@ class ModelSeat:
             owner.record(ModelCall(self._key, n, body, None, str(exc), seconds, key))
             raise
         owner.record(ModelCall(self._key, n, body, reply, None, time.perf_counter() - started, key))
-        self.messages.append(message)
+        self.messages.append(dict(message))
         return message
 
 
-def _message(reply: Mapping[str, Any]) -> dict[str, Any]:
+def _message(reply: Mapping[str, Any]) -> ChatAssistantMessage:
     """The assistant message of a chat-completions reply, as it goes back into the history
     (no text: ``content`` null, as the lean client of the ``llm:`` seat stores it)."""
     try:
-        message = reply["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        raise OpponentError("opponent model reply has no message") from None
-    out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or None}
-    calls = [
-        {
-            "id": call.get("id") or f"call_{i}",
-            "type": "function",
-            "function": {
-                "name": call["function"]["name"],
-                "arguments": call["function"].get("arguments") or "{}",
-            },
-        }
-        for i, call in enumerate(message.get("tool_calls") or [])
-        if isinstance(call, Mapping) and "function" in call
-    ]
-    if calls:
-        out["tool_calls"] = calls
-    return out
+        return assistant_message(reply)
+    except NoMessage as exc:
+        raise OpponentError(f"opponent model reply {exc}") from None
 
 
 def _one_line(exc: BaseException) -> str:

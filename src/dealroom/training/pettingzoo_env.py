@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium.spaces import Space
-from pettingzoo import AECEnv
+from pettingzoo import AECEnv  # pyright: ignore[reportMissingTypeStubs]  # no py.typed
 
 from dealroom.engine.virtual import VirtualRoom, Wake
 from dealroom.protocol import DEFAULT_RULES, ROLES, Role, Rules, Tier

@@ -35,13 +35,35 @@ import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 PROTOCOL_VERSION = "2025-11-25"
 """Requested MCP revision (the newest with the initialize handshake); the server may pick an
 older one, which is then sent on every request."""
 
 _ACCEPT = "application/json, text/event-stream"
+
+_Json = dict[str, Any]
+"""A JSON object as received: its values are whatever the server sent (checked where read)."""
+
+
+class _Request(TypedDict):
+    """A JSON-RPC request, or a notification (no ``id``): what this client sends."""
+
+    jsonrpc: Literal["2.0"]
+    method: str
+    id: NotRequired[int]
+    params: NotRequired[_Json]
+
+
+def _object(value: object) -> _Json | None:
+    """``value`` as a JSON object, None if it is not one."""
+    return cast(_Json, value) if isinstance(value, dict) else None
+
+
+def _array(value: object) -> list[object]:
+    """``value`` as a JSON array, empty if it is not one."""
+    return cast(list[object], value) if isinstance(value, list) else []
 
 
 class RemoteError(Exception):
@@ -68,7 +90,7 @@ class ToolResult:
     text: str
     structured: dict[str, Any] | None = None
     is_error: bool = False
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    raw: dict[str, Any] = field(default_factory=dict[str, Any], repr=False)
 
     @property
     def error_code(self) -> str | None:
@@ -82,9 +104,10 @@ class ToolResult:
         return code if sep and code.replace("_", "").isalnum() else "error"
 
 
-def _sse_messages(body: str) -> list[dict[str, Any]]:
+def _sse_messages(body: str) -> list[_Json]:
     """JSON-RPC messages from a text/event-stream body (comments and pings skipped)."""
-    messages, data = [], []
+    messages: list[_Json] = []
+    data: list[str] = []
     for line in [*body.splitlines(), ""]:
         if line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
@@ -92,10 +115,10 @@ def _sse_messages(body: str) -> list[dict[str, Any]]:
             payload = "\n".join(data)
             data = []
             try:
-                message = json.loads(payload)
+                message = _object(json.loads(payload))
             except json.JSONDecodeError:
                 continue
-            if isinstance(message, dict):
+            if message is not None:
                 messages.append(message)
     return messages
 
@@ -142,7 +165,7 @@ class McpHttpClient:
             },
         )
         self._version = str(result.get("protocolVersion") or PROTOCOL_VERSION)
-        self.server_info = dict(result.get("serverInfo") or {})
+        self.server_info = dict(_object(result.get("serverInfo")) or {})
         self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def close(self) -> None:
@@ -165,7 +188,9 @@ class McpHttpClient:
         cursor: str | None = None
         while True:
             result = self._rpc("tools/list", {"cursor": cursor} if cursor else {})
-            tools += result.get("tools", [])
+            tools += [
+                tool for item in _array(result.get("tools")) if (tool := _object(item)) is not None
+            ]
             cursor = result.get("nextCursor")
             if not cursor:
                 return tools
@@ -174,15 +199,13 @@ class McpHttpClient:
         """Call one tool; a refused call is a ToolResult with ``is_error``, not an exception."""
         self.connect()
         result = self._rpc("tools/call", {"name": name, "arguments": arguments or {}})
-        texts = [
-            str(part.get("text", ""))
-            for part in result.get("content", [])
-            if isinstance(part, dict) and part.get("type") == "text"
+        parts = [
+            part for item in _array(result.get("content")) if (part := _object(item)) is not None
         ]
-        structured = result.get("structuredContent")
+        texts = [str(part.get("text", "")) for part in parts if part.get("type") == "text"]
         return ToolResult(
             text="\n".join(texts),
-            structured=structured if isinstance(structured, dict) else None,
+            structured=_object(result.get("structuredContent")),
             is_error=bool(result.get("isError", False)),
             raw=result,
         )
@@ -199,7 +222,7 @@ class McpHttpClient:
             headers["MCP-Protocol-Version"] = self._version
         return headers
 
-    def _rpc(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def _rpc(self, method: str, params: _Json) -> _Json:
         self._next_id += 1
         request_id = self._next_id
         replies = self._post(
@@ -209,15 +232,14 @@ class McpHttpClient:
             if reply.get("id") != request_id:
                 continue  # a notification or a server request on the stream
             if "error" in reply:
-                error = reply["error"] or {}
+                error = _object(reply["error"]) or {}
                 raise McpError(
                     int(error.get("code", 0)), str(error.get("message", "")), error.get("data")
                 )
-            result = reply.get("result")
-            return result if isinstance(result, dict) else {}
+            return _object(reply.get("result")) or {}
         raise RemoteError(f"no response to {method} from {self.url}")
 
-    def _post(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+    def _post(self, message: _Request) -> list[_Json]:
         data = json.dumps(message).encode("utf-8")
         request = urllib.request.Request(
             self.url, data=data, method="POST", headers=self._headers()
@@ -242,11 +264,11 @@ class McpHttpClient:
         if kind.startswith("text/event-stream"):
             return _sse_messages(body)
         try:
-            parsed = json.loads(body)
+            parsed: object = json.loads(body)
         except json.JSONDecodeError:
             raise RemoteError(f"not JSON from {self.url}: {body[:200]!r}") from None
-        items = parsed if isinstance(parsed, list) else [parsed]
-        return [item for item in items if isinstance(item, dict)]
+        items = _array(parsed) or [parsed]  # a batch, or one message
+        return [reply for item in items if (reply := _object(item)) is not None]
 
 
 class HttpSeatClient(McpHttpClient):

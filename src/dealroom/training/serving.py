@@ -31,15 +31,24 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import structlog
 
 from dealroom.protocol.errors import DealroomError
+from dealroom.training._chat import (
+    ChatAssistantMessage,
+    ChatCompletion,
+    ChatToolCall,
+    JsonObject,
+    arguments_text,
+    json_list,
+    json_object,
+)
 from dealroom.training.models import check_tool_template, lib, require_train_extra
 
 log = structlog.get_logger(__name__)
@@ -69,8 +78,9 @@ class Completer(Protocol):
 
     def complete(
         self, body: Mapping[str, Any], cancelled: Callable[[], bool] = ...
-    ) -> dict[str, Any]:
-        """One chat completion; raises ValueError (400), Cancelled when ``cancelled()``."""
+    ) -> Mapping[str, object]:
+        """One chat completion (JSON: ``ChatModel``'s is a ``ChatCompletion``); raises
+        ValueError (400), Cancelled when ``cancelled()``."""
         ...
 
 
@@ -113,11 +123,11 @@ class ChatModel:
 
     def complete(
         self, body: Mapping[str, Any], cancelled: Callable[[], bool] = not_cancelled
-    ) -> dict[str, Any]:
+    ) -> ChatCompletion:
         """One chat completion (OpenAI's JSON shape) for a request body; Cancelled when
         ``cancelled()`` turns true before or during generation."""
         torch = lib("torch")
-        messages = [_template_message(m) for m in body.get("messages") or []]
+        messages = [_template_message(m) for m in json_list(body.get("messages"))]
         if not messages:
             raise ValueError("messages must be a non-empty list")
         tools = body.get("tools") or None
@@ -151,25 +161,25 @@ class ChatModel:
         prompt = inputs["input_ids"][0].tolist()
         return _completion(self.name, n, self._parse(new, prompt), prompt_tokens, len(new))
 
-    def _parse(self, ids: list[int], prompt: list[int]) -> dict[str, Any]:
+    def _parse(self, ids: list[int], prompt: list[int]) -> ChatAssistantMessage:
         try:
             parsed = self.tokenizer.parse_response(ids, prefix=prompt)
         except Exception:  # a malformed call reads as text, as it would from any API
             parsed = {"content": self.tokenizer.decode(ids, skip_special_tokens=True)}
-        message: dict[str, Any] = {"role": "assistant", "content": parsed.get("content") or ""}
-        calls = []
+        message: ChatAssistantMessage = {
+            "role": "assistant",
+            "content": parsed.get("content") or "",
+        }
+        calls: list[ChatToolCall] = []
         for i, call in enumerate(parsed.get("tool_calls") or []):
             function = call.get("function", call)
-            arguments = function.get("arguments", {})
             calls.append(
                 {
                     "id": f"call_{i}",
                     "type": "function",
                     "function": {
                         "name": str(function.get("name", "")),
-                        "arguments": arguments
-                        if isinstance(arguments, str)
-                        else json.dumps(arguments),
+                        "arguments": arguments_text(function.get("arguments", {})),
                     },
                 }
             )
@@ -192,19 +202,26 @@ def _stop_when(cancelled: Callable[[], bool]) -> Any:
     return transformers.StoppingCriteriaList([Cancel()])
 
 
-def _template_message(message: Mapping[str, Any]) -> dict[str, Any]:
+def _template_message(message: object) -> JsonObject:
     """An OpenAI request message as the chat template reads it (text content, object args)."""
-    out = dict(message)
+    fields = json_object(message)
+    if fields is None:
+        raise ValueError("each message must be a JSON object")
+    out = dict(fields)
     content = out.get("content")
     if isinstance(content, list):
-        out["content"] = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+        parts = [json_object(item) for item in cast(list[object], content)]
+        out["content"] = "".join(_text(part.get("text")) for part in parts if part is not None)
     elif content is None:
         out["content"] = ""
     calls = out.get("tool_calls")
     if calls:
-        converted = []
-        for call in calls:
-            function = dict(call.get("function") or {})
+        converted: list[JsonObject] = []
+        for item in json_list(calls):
+            call = json_object(item)
+            if call is None:
+                raise ValueError("each tool call must be a JSON object")
+            function = dict(json_object(call.get("function")) or {})
             raw = function.get("arguments")
             if isinstance(raw, str):
                 with contextlib.suppress(json.JSONDecodeError):  # else as the model wrote it
@@ -214,9 +231,14 @@ def _template_message(message: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _text(value: object) -> str:
+    """A content part's text ("" when it has none)."""
+    return value if isinstance(value, str) else ""
+
+
 def _completion(
-    model: str, n: int, message: dict[str, Any], prompt_tokens: int, completion_tokens: int
-) -> dict[str, Any]:
+    model: str, n: int, message: ChatAssistantMessage, prompt_tokens: int, completion_tokens: int
+) -> ChatCompletion:
     return {
         "id": f"chatcmpl-{n}",
         "object": "chat.completion",
@@ -260,7 +282,7 @@ class Queue:
             return ticket
 
     @contextmanager
-    def turn(self, ticket: int) -> Iterator[None]:
+    def turn(self, ticket: int) -> Generator[None]:
         """Hold the model while the block runs, after every earlier ticket."""
         with self._cond:
             self._cond.wait_for(lambda: self._serving == ticket)
@@ -331,8 +353,8 @@ def _handler(chat: Completer, queue: Queue) -> type[BaseHTTPRequestHandler]:
                 self._error(400, f"body must be 1 to {MAX_BODY} bytes")
                 return
             try:
-                body = json.loads(self.rfile.read(length))
-                if not isinstance(body, dict):
+                body = json_object(json.loads(self.rfile.read(length)))
+                if body is None:
                     raise ValueError("body must be a JSON object")
                 if body.get("stream"):
                     raise ValueError("streaming is not supported")
@@ -341,7 +363,7 @@ def _handler(chat: Completer, queue: Queue) -> type[BaseHTTPRequestHandler]:
                 return
             self._complete(body)
 
-        def _complete(self, body: dict[str, Any]) -> None:
+        def _complete(self, body: JsonObject) -> None:
             ticket = queue.enter()
             if ticket is None:
                 log.warning("serve.busy", limit=queue.limit)
@@ -377,7 +399,7 @@ def _one_line(exc: BaseException) -> str:
 @contextmanager
 def serve(
     chat: Completer, host: str = "127.0.0.1", port: int = 0, *, max_queue: int = MAX_QUEUE
-) -> Iterator[ServedEndpoint]:
+) -> Generator[ServedEndpoint]:
     """Serve ``chat`` in a background thread for the duration of the block."""
     queue = Queue(max_queue)
     server = ThreadingHTTPServer((host, port), _handler(chat, queue))

@@ -186,7 +186,7 @@ def template_rows(
 ) -> list[Row]:
     """Rows as the trainer feeds them to the chat template: ``messages`` and ``tools`` only,
     tool-call arguments as objects (or JSON strings), optionally cut to the first turns."""
-    out = []
+    out: list[Row] = []
     for row in rows:
         cut = first_turns(row, max_turns) if max_turns is not None else row
         messages = [with_arguments(m, arguments) for m in cut["messages"]]
@@ -219,7 +219,7 @@ def reference_rows(settings: GRPOSettings, count: int = 8) -> list[Row]:
     house: AgentFactory = resolve(spec)
     learner = resolve(REFERENCE_LEARNER)
     seed, rules = settings.scenario_seed, settings.rules
-    rows = []
+    rows: list[Row] = []
     for index in range(min(count, settings.scenarios)):
         scenario = scenario_at(seed, index, settings.tier)
         pair = (learner, house) if settings.role == "buyer" else (house, learner)

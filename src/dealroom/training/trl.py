@@ -69,6 +69,7 @@ from dealroom.protocol.tools import (
     seat_tools,
     validate_arguments,
 )
+from dealroom.training._chat import json_object
 from dealroom.training._seat import OpponentFactory, opponent_factory
 from dealroom.training.rewards import RewardSpec
 
@@ -82,8 +83,8 @@ def separator(row: Mapping[str, Any]) -> str:
     prompt = row.get("prompt")
     if not isinstance(prompt, list) or not prompt:
         return ""
-    last = cast(list[Any], prompt)[-1]
-    content = last.get("content") if isinstance(last, dict) else None
+    last = json_object(cast(list[object], prompt)[-1])
+    content = last.get("content") if last is not None else None
     if not isinstance(content, str) or not content or content[-1].isspace():
         return ""
     return "\n\n"
@@ -101,7 +102,17 @@ class BargainToolEnv(ToolMethods[str]):
     rules: Rules = DEFAULT_RULES
     """The rules the class's tool docstrings describe."""
 
-    def __new__(cls, *, rules: Rules = DEFAULT_RULES, **_: Any) -> BargainToolEnv:
+    def __new__(
+        cls,
+        *,
+        opponent: str | OpponentFactory = "boulware",
+        role: Role = "buyer",
+        tier: Tier = "mid",
+        seed: int = 0,
+        reward: RewardSpec | None = None,
+        rules: Rules = DEFAULT_RULES,
+    ) -> BargainToolEnv:
+        del opponent, role, tier, seed, reward  # __init__'s
         chosen = cls if rules == cls.rules else _with_rules(cls, rules.model_dump_json())
         return object.__new__(chosen)
 
@@ -141,7 +152,7 @@ class BargainToolEnv(ToolMethods[str]):
         if tier not in TIERS:
             raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
         seed, index = int(config["seed"]), int(config["index"])
-        scenario = scenario_at(seed, index, cast(Tier, tier))
+        scenario = scenario_at(seed, index, tier)
         them = other(role)
         house = opponent_factory(config["opponent"], self._rules)(
             seat_view(scenario, them), seat_rng(seed, scenario.id, them)

@@ -14,7 +14,7 @@ from dealroom.protocol.study import StudyRequest
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.seat import RoomBackend
+from dealroom.server.seat import RoomSeat
 from dealroom.server.web.views import seat_page_view, spectator_view
 
 pytestmark = pytest.mark.anyio
@@ -44,7 +44,7 @@ async def test_the_spectator_view_shows_no_private_value_before_the_end_and_both
     room = house_room(
         opponent=acts(MakeOffer(price=s.list_price), SendMessage(text="take it")), seed=secret
     )
-    buyer = RoomBackend(room, "buyer")
+    buyer = RoomSeat(room, "buyer")
     await buyer.act(MakeOffer(price=Decimal("10.00"), message="hello"))
     await buyer.wait(30)
     before = spectator_view(room)
@@ -65,7 +65,7 @@ async def test_the_spectator_view_shows_no_private_value_before_the_end_and_both
 
 async def test_a_spectator_sees_no_event_that_a_client_seat_has_not_reached_yet() -> None:
     room = two_clients()
-    buyer, seller = RoomBackend(room, "buyer"), RoomBackend(room, "seller")
+    buyer, seller = RoomSeat(room, "buyer"), RoomSeat(room, "seller")
     await buyer.act(MakeOffer(price=Decimal("100.00")))
     # The seller's clock has not reached the offer yet: a spectator link must not show it
     # either (a seat holding that link would otherwise see its future).
@@ -80,7 +80,7 @@ async def test_the_seat_view_carries_the_seats_own_value_and_never_the_other_sid
     secret = secret_with_gains()
     s = scenario(secret)
     room = house_room(opponent=acts(MakeOffer(price=s.list_price)), seed=secret)
-    seat = RoomBackend(room, "buyer")
+    seat = RoomSeat(room, "buyer")
     await seat.act(MakeOffer(price=Decimal("10.00")))
     await seat.wait(30)
     observation = await room.current.observe("buyer", deliver=False)
@@ -104,7 +104,7 @@ async def test_a_pair_participants_view_counts_their_own_series_across_rooms() -
         study.arrive(b)
         seated = study.current(a)
         assert seated is not None
-        await RoomBackend(*seated).act(WalkAway())
+        await RoomSeat(*seated).act(WalkAway())
         study.next(a)
         study.next(b)
     ticket = rooms.studies.lookup(tokens["a"])

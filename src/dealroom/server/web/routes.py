@@ -34,7 +34,7 @@ from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.mcp_app import dispatch
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.seat import CallRefused, RoomBackend
+from dealroom.server.seat import CallRefused, RoomSeat
 from dealroom.server.studies import Ticket
 from dealroom.server.study import PAGE_EVENTS
 from dealroom.server.web.views import (
@@ -311,14 +311,14 @@ class Person(NamedTuple):
     """Who holds a seat page's token: the seat they play now (None: none yet) and, for a
     study participant, their ticket."""
 
-    seat: RoomBackend | None
+    seat: RoomSeat | None
     ticket: Ticket | None
 
 
 def _person(ticket: Ticket) -> Person:
     assert ticket.who is not None
     current = ticket.study.current(ticket.who)
-    return Person(None if current is None else RoomBackend(*current), ticket)
+    return Person(None if current is None else RoomSeat(*current), ticket)
 
 
 def _holder(person: Person) -> tuple[str, str]:
@@ -361,7 +361,7 @@ async def _body_within(request: Request, limit: int) -> bytes | None:
     return bytes(body)
 
 
-async def _call(seat: RoomBackend, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+async def _call(seat: RoomSeat, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """One tool call as an MCP client would make it: ``{"text", "result"}`` or ``{"error"}``."""
     offered = {t.name: t for t in seat_tools(series=seat.room.series)}
     spec = offered.get(name)
