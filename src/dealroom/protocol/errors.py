@@ -39,6 +39,7 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     ├── NotReplayable                  not_replayable training  an SFT record that does not replay
     ├── ContextTooLong (ValueError)    context_too_long training a prompt over the model's context
     ├── Cancelled                      cancelled      training  a served request whose client left
+    ├── NoMessage (ValueError)         no_message     training  a chat reply with no message
     └── UsageError                     usage          cli       a bad command-line value
 
 Not under the root, on purpose: ``dealroom.training.remote.RemoteError`` (that module is the

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Literal, NotRequired, TypedDict, cast
 
+from dealroom.protocol.errors import DealroomError
+
 JsonObject = dict[str, object]
 """A JSON object as ``json.loads`` gives it, its values not yet checked."""
 
@@ -81,8 +83,10 @@ def arguments_text(arguments: object) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
-class NoMessage(ValueError):
+class NoMessage(DealroomError, ValueError):
     """A reply with no assistant message in its first choice, or a tool call without a name."""
+
+    kind = "no_message"
 
 
 def assistant_message(reply: object) -> ChatAssistantMessage:

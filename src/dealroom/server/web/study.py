@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Literal
 
 import anyio
 import structlog
@@ -67,7 +68,7 @@ class ParticipantLine(View):
 class StudyView(View):
     """The study page: every participant's state, live."""
 
-    kind: str = "study"
+    kind: Literal["study"] = "study"
     study: str
     matching: str
     house: str | None
