@@ -131,6 +131,7 @@ async def test_a_restart_restores_results_once_and_the_exports_read_the_same(
     back = again.studies.studies["s1"]
     assert len(back.participants["p01"].results) == 1
     assert {name: export_csv(back, name) for name in EXPORTS} == before
+    assert back.spectators == study.spectators and len(study.spectators) == 1  # watch links
 
 
 def test_one_random_payment_is_drawn_from_the_secret_and_the_label() -> None:

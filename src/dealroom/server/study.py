@@ -112,6 +112,9 @@ class Study:
         self._matches = 0
         self._rooms: dict[str, dict[Role, str]] = {}
         """Each room of the study: who sits where."""
+        self.spectators: dict[str, str] = {}
+        """Each room's spectator token, for the study page's watch links (kept in clear in the
+        study's private journal, as its secret is)."""
 
     # -- what a participant does ---------------------------------------------------------------
 
@@ -249,8 +252,9 @@ class Study:
                 self.participants[label].opened = True
             case ["consent", label, when]:
                 self.participants[label].agreed = str(when)
-            case ["seat", room_id, seats]:
+            case ["seat", room_id, seats, spectator]:
                 self._seat(room_id, {role: str(label) for role, label in dict(seats).items()})
+                self.spectators[room_id] = str(spectator)
             case ["queue", label, since]:
                 self.participants[label].waiting_since = float(since)
             case ["result", label, data]:
@@ -272,7 +276,7 @@ class Study:
                 index=0, negotiations=request.negotiations, seats={role: who.label}
             ).model_copy(update={"participant": who.label, **house})
         )
-        self._seated(created.room, {role: who.label})
+        self._seated(created, {role: who.label})
 
     def _enqueue(self, who: Participant) -> None:
         who.waiting_since = round(time.time(), 3)
@@ -291,7 +295,7 @@ class Study:
         created = self._create_room(
             self._room_request(index=self._matches, negotiations=1, seats=seats)
         )
-        self._seated(created.room, seats)
+        self._seated(created, seats)
         log.info("participants matched", study=self.id, room=created.room, **seats)
 
     def _room_request(
@@ -310,10 +314,13 @@ class Study:
             study=StudySeats(id=self.id, participants=seats),
         )
 
-    def _seated(self, room_id: str, seats: dict[Role, str]) -> None:
+    def _seated(self, created: RoomCreated, seats: dict[Role, str]) -> None:
         """Seat participants in a new room, journaled; their consent carries over to it."""
+        room_id = created.room
         self._seat(room_id, seats)
-        self._log(["seat", room_id, seats])
+        if created.spectator is not None:
+            self.spectators[room_id] = created.spectator
+        self._log(["seat", room_id, seats, created.spectator])
         room = self._room(room_id)
         for role, label in seats.items():
             agreed = self.participants[label].agreed

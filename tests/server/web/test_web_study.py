@@ -115,6 +115,10 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
         assert (lines["p01"]["state"], lines["p01"]["played"]) == ("done", 2)
         assert (lines["p02"]["state"], lines["p02"]["role"]) == ("playing", "seller")
         assert lines["p02"]["last_event"] == "hidden" and lines["p02"]["payment"] is None
+        for line in lines.values():  # a watch link: the room page of where they play
+            watch = line["watch"].partition("#token=")[2]
+            room = await http.get(f"{url}/web/api/room", headers=auth(watch))
+            assert room.status_code == 200 and room.json()["room"] == line["room"]
 
         exports = {
             name: (await http.get(f"{url}/web/api/study/{name}.csv", headers=auth(study)))

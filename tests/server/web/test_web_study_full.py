@@ -140,6 +140,10 @@ def test_a_whole_study_of_two_solo_participants_and_a_pair_is_run_followed_and_e
             assert width <= size[0], f"{study}: the page scrolls sideways"
             states = driver.find_elements("css selector", "#participants tr[data-state]")
             assert {s.get_attribute("data-state") for s in states} == {"done"}
+            watch = driver.find_elements(
+                "css selector", "#participants a[href^='/web/room#token=']"
+            )
+            assert len(watch) == 2  # a watch link to each participant's room
             if folder := os.environ.get("DEALROOM_SCREENSHOTS"):  # docs/images comes from it
                 driver.save_screenshot(str(Path(folder) / f"web-study-page-{study}.png"))
             exports[study] = {

@@ -52,6 +52,9 @@ class ParticipantLine(View):
     played: int
     room: str | None
     """The room they play in now (or last played in)."""
+    watch: str | None
+    """That room's page for spectators (``/web/room#token=...``): its offers and messages live,
+    both values once a negotiation has ended."""
     role: Role | None
     waiting_s: int | None
     """Seconds they have waited for a partner (pairs), while they wait."""
@@ -103,11 +106,13 @@ def _line(study: Study, who: Participant, now: float) -> ParticipantLine:
     completion = study.completion(who)
     payoff = None if completion is None else completion.payoff
     last = who.page[-1] if who.page else None
+    spectator = None if room is None else study.spectators.get(room)
     return ParticipantLine(
         label=who.label,
         state=study.state(who),
         played=study.played(who),
         room=room,
+        watch=None if spectator is None else f"/web/room#token={spectator}",
         role=role,
         waiting_s=None if who.waiting_since is None else int(now - who.waiting_since),
         total_surplus=sum((p.result.outcome.surplus for p in who.results), Decimal("0.00")),

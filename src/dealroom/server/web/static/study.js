@@ -35,7 +35,8 @@
         el("th", { scope: "row", text: p.label }),
         el("td", { text: p.state }),
         el("td", { text: p.played + " of " + view.negotiations }),
-        el("td", { text: where(p) }),
+        el("td", {}, where(p), p.watch && p.state !== "waiting"
+          ? [" · ", el("a", { href: p.watch, target: "_blank", rel: "noopener" }, "watch")] : null),
         el("td", { text: money(p.total_surplus, p.currency) }),
         el("td", { text: p.payment === null ? "–" : money(p.payment, p.payment_currency) }),
         el("td", { text: p.last_event === null ? "–" : p.last_event + " " + ago(p.last_event_s) }))));
