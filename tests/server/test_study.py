@@ -134,6 +134,22 @@ async def test_a_restart_restores_results_once_and_the_exports_read_the_same(
     assert back.spectators == study.spectators and len(study.spectators) == 1  # watch links
 
 
+def test_a_study_journal_that_cannot_be_read_is_set_aside_and_named_and_the_rest_restore(
+    tmp_path: Path,
+) -> None:
+    rooms = registry(tmp_path)
+    rooms.studies.create(solo())
+    rooms.studies.create(solo(id="s2"))
+    rooms.studies.close()
+    journal = tmp_path / "rooms" / "studies" / "study-s1.jsonl"
+    journal.write_bytes(journal.read_bytes() + b'[0, ["result", "p01", {"not": "a result"}]]\n')
+    again = registry(tmp_path)
+    again.restore()  # no exception: the server starts
+    assert set(again.studies.studies) == {"s2"} and journal.exists()
+    (why,) = again.studies.unrestored.values()
+    assert "\n" not in why and list(again.studies.unrestored) == ["s1"]
+
+
 def test_one_random_payment_is_drawn_from_the_secret_and_the_label() -> None:
     rule = PayoffRule(exchange_rate=Decimal("1"), pays="one_random")
     secret = Secret.from_hex(SECRET)

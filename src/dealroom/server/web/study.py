@@ -1,7 +1,8 @@
 """Studies over HTTP: the admin API that creates them, and the researcher's study page.
 
     POST /admin/studies                      StudyRequest -> StudyCreated (201)   admin token
-    GET  /admin/studies/{study}              the study's view (as the page's)     admin token
+    GET  /admin/studies/{study}              the study's view (as the page's; 410 admin token
+                                             and why for a journal not restored)
     GET  /admin/studies/{study}/{name}.csv   an export (``study_export``)         admin token
     GET  /web/study#token=STUDY              the study page
     GET  /web/api/study[/events]             the study's view (JSON, or live)     study token
@@ -158,7 +159,10 @@ class StudyApi:
     def _admin_study(self, request: Request) -> Study | Response:
         if (refused := self.admin(request)) is not None:
             return refused
-        study = self.registry.studies.studies.get(str(request.path_params["study"]))
+        name = str(request.path_params["study"])
+        study = self.registry.studies.studies.get(name)
+        if study is None and (why := self.registry.studies.unrestored.get(name)) is not None:
+            return error(410, f"study not restored at start: {why}")  # its journal is there
         return error(404, "no such study") if study is None else study
 
     async def show(self, request: Request) -> Response:
