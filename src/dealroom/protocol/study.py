@@ -299,3 +299,25 @@ class PageEventRow(Model):
     event: PageEvent
     room: str | None
     room_negotiation: int | None
+
+
+class EventRow(Model):
+    """One row of a study's ``events.csv``: one event of one of its negotiations (offers,
+    answers, messages, the end), in the order the referee recorded them."""
+
+    study: str
+    key: str
+    """The negotiation's key in the results store (``NegotiationRow.key``)."""
+    seq: int
+    t: float
+    """Seconds on the negotiation's clock."""
+    type: str
+    role: Role | None
+    """The seat that acted (the end: the seat that ended it, None at the deadline)."""
+    by: str | None
+    """Who sat there: a participant's label, or the house agent's spec."""
+    offer_id: str | None
+    price: Money | None
+    text: str | None
+    """The message sent, or the one that came with an offer, a rejection or a walk-away."""
+    end_reason: EndReason | None

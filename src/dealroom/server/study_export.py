@@ -1,29 +1,44 @@
 """A study's data as its researcher exports it (pure, no I/O): one row per negotiation of each
-participant, one per participant (their payment) and one per page event, and the CSV text of
-any of them, whose columns are the row model's fields in order (``dealroom.protocol.study``).
+participant, one per participant (their payment), one per page event and one per event of its
+negotiations, and the CSV text of any of them, whose columns are the row model's fields in order
+(``dealroom.protocol.study``).
 
 The rows are built from what the study recorded as each negotiation ended (``Study.recorded``,
 journaled), the same facts its participants' pages and payments read; the results store holds
-the full records under the same keys (``NegotiationRow.key``, run: the study's id).
+the full records under the same keys (``NegotiationRow.key``, run: the study's id), and the
+events are read from there.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, Literal, assert_never, get_args
 
 from dealroom.protocol._base import CENT, Model
+from dealroom.protocol.events import (
+    EndReason,
+    Event,
+    MessageSent,
+    NegotiationEnded,
+    OfferAccepted,
+    OfferMade,
+    OfferRejected,
+    OfferWithdrawn,
+    WalkedAway,
+)
 from dealroom.protocol.study import (
+    EventRow,
     NegotiationRow,
     PageEventRow,
     PaymentRow,
     paid_negotiations,
 )
 from dealroom.server.study import Participant, Study
+from dealroom.store.results import StoredNegotiation
 
 
 def negotiation_rows(study: Study) -> list[NegotiationRow]:
@@ -71,18 +86,57 @@ def page_event_rows(study: Study) -> list[PageEventRow]:
     ]
 
 
-EXPORTS: dict[str, tuple[type[Model], Callable[[Study], Sequence[Model]]]] = {
-    "negotiations": (NegotiationRow, negotiation_rows),
-    "payments": (PaymentRow, payment_rows),
-    "page_events": (PageEventRow, page_event_rows),
-}
-"""The exports by name (``<name>.csv``): their row model and their rows."""
+def event_rows(study: Study, stored: Iterable[StoredNegotiation]) -> list[EventRow]:
+    """Every event of the study's stored negotiations (of ``stored``, the results store's rows
+    of its run), negotiation by negotiation, each with who sat in the seat that acted."""
+    rows: list[EventRow] = []
+    for row in stored:
+        seated = _seated(study, row.key)
+        for event in row.record.events:
+            offer_id, price, text, reason = _cells(event)
+            rows.append(
+                EventRow(
+                    study=study.id,
+                    key=row.key,
+                    seq=event.seq,
+                    t=round(event.t, 3),
+                    type=event.type,
+                    role=event.by,
+                    by=None if event.by is None else seated.get(event.by),
+                    offer_id=offer_id,
+                    price=price,
+                    text=text,
+                    end_reason=reason,
+                )
+            )
+    return rows
 
 
-def export_csv(study: Study, name: str) -> str:
-    """One export's CSV text (KeyError for a name not in ``EXPORTS``)."""
-    model, rows = EXPORTS[name]
-    return csv_text(model, rows(study))
+Export = Literal["negotiations", "payments", "page_events", "events"]
+EXPORTS: tuple[Export, ...] = get_args(Export)
+"""The exports by name (``<name>.csv``)."""
+
+
+def export_named(name: str) -> Export | None:
+    """The export of that name, if there is one."""
+    named: dict[str, Export] = {export: export for export in EXPORTS}
+    return named.get(name)
+
+
+def export_csv(study: Study, name: Export, stored: Iterable[StoredNegotiation] = ()) -> str:
+    """One export's CSV text; ``events`` reads ``stored`` (the results store's rows of the
+    study's run), the others the study alone."""
+    match name:
+        case "negotiations":
+            return csv_text(NegotiationRow, negotiation_rows(study))
+        case "payments":
+            return csv_text(PaymentRow, payment_rows(study))
+        case "page_events":
+            return csv_text(PageEventRow, page_event_rows(study))
+        case "events":
+            return csv_text(EventRow, event_rows(study, stored))
+        case _:
+            assert_never(name)
 
 
 def csv_text(model: type[Model], rows: Sequence[Model]) -> str:
@@ -157,3 +211,35 @@ def _pays(study: Study, who: Participant, negotiation: int) -> bool | None:
     if study.done(who):
         return negotiation in paid_negotiations(rule, study.secret, who.label, study.played(who))
     return True if rule.pays == "all" else None
+
+
+def _seated(study: Study, key: str) -> dict[str, str]:
+    """Who sat in each seat of a stored negotiation of the study, by role: a participant's
+    label, or (opposite a participant) the house agent's spec."""
+    for who in study.participants.values():
+        for played in who.results:
+            if played.key == key:
+                other = "seller" if played.role == "buyer" else "buyer"
+                return {played.role: who.label, other: played.counterpart}
+    return {}
+
+
+def _cells(event: Event) -> tuple[str | None, Decimal | None, str | None, EndReason | None]:
+    """An event's offer id, price, text and end reason, where it has them."""
+    match event:
+        case OfferMade():
+            return event.offer_id, event.price, event.message, None
+        case OfferWithdrawn():
+            return event.offer_id, None, None, None
+        case OfferAccepted():
+            return event.offer_id, event.price, None, None
+        case OfferRejected():
+            return event.offer_id, None, event.message, None
+        case MessageSent():
+            return None, None, event.text, None
+        case WalkedAway():
+            return None, None, event.message, None
+        case NegotiationEnded():
+            return None, event.price, None, event.reason
+        case _:
+            assert_never(event)

@@ -19,7 +19,7 @@ import pytest
 from mcp_support import ADMIN, HttpServer, http_server, tls
 
 from dealroom.cli import main as cli_main
-from dealroom.protocol.study import NegotiationRow, PageEventRow, PaymentRow
+from dealroom.protocol.study import EventRow, NegotiationRow, PageEventRow, PaymentRow
 from dealroom.store.results import ResultsStore
 
 pytestmark = pytest.mark.anyio
@@ -120,6 +120,13 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
             room = await http.get(f"{url}/web/api/room", headers=auth(watch))
             assert room.status_code == 200 and room.json()["room"] == line["room"]
 
+        for _ in range(200):  # the writer stores results as they come: bounded wait
+            with ResultsStore(tmp_path / "results.db", create=False) as store:
+                stored = {row.key: row for row in store.iter("s1")}
+            if len(stored) == 3:
+                break
+            await anyio.sleep(0.05)
+
         exports = {
             name: (await http.get(f"{url}/web/api/study/{name}.csv", headers=auth(study)))
             for name in view["exports"]
@@ -134,19 +141,13 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
         for name, response in exports.items():
             assert (out / f"s1-{name}.csv").read_bytes() == response.content
 
-        for _ in range(200):  # the writer stores results as they come: bounded wait
-            with ResultsStore(tmp_path / "results.db", create=False) as store:
-                stored = {row.key: row for row in store.iter("s1")}
-            if len(stored) == 3:
-                break
-            await anyio.sleep(0.05)
-
     negotiations = rows(exports["negotiations"].text)
     assert list(negotiations[0]) == list(NegotiationRow.model_fields)
     assert [(r["participant"], r["negotiation"], r["role"]) for r in negotiations] == [
         ("p01", "1", "buyer"), ("p01", "2", "buyer"), ("p02", "1", "seller")
     ]  # fmt: skip
     assert set(stored) == {r["key"] for r in negotiations}
+    p01_first = negotiations[0]["key"]
     for row in negotiations:  # every value, price and surplus as the store holds it
         record = stored[row["key"]].record
         scenario, outcome = record.scenario, record.outcome
@@ -159,6 +160,16 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
         assert Decimal(row["payoff"]) == (Decimal("0.5") * own).quantize(Decimal("0.01"))
     assert [r["page_opens"] for r in negotiations] == ["1", "0", "1"]
     assert negotiations[2]["page_hidden"] == "1"
+
+    events = rows(exports["events"].text)  # every event, who acted, read from the store
+    assert list(events[0]) == list(EventRow.model_fields)
+    assert len(events) == sum(len(record.record.events) for record in stored.values())
+    first = [
+        (e["type"], e["by"], e["price"], e["end_reason"]) for e in events if e["key"] == p01_first
+    ]
+    assert first[0] == ("offer_made", "p01", "5.00", "")
+    assert first[1][:2] == ("offer_accepted", "accept-any")
+    assert (first[-1][0], first[-1][3]) == ("negotiation_ended", "accepted")
 
     payments = {r["participant"]: r for r in rows(exports["payments"].text)}
     assert list(rows(exports["payments"].text)[0]) == list(PaymentRow.model_fields)

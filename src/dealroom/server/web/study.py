@@ -33,9 +33,10 @@ from dealroom.protocol.wire import ClockKind
 from dealroom.server.room import RoomError
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.study import Participant, Study
-from dealroom.server.study_export import EXPORTS, export_csv
+from dealroom.server.study_export import EXPORTS, export_csv, export_named
 from dealroom.server.web.routes import NO_STORE, WebApi, bearer, error, first_error
 from dealroom.server.web.views import View
+from dealroom.store.results import ResultsStore, StoreError
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -177,7 +178,33 @@ class StudyApi:
         study = self._admin_study(request)
         if isinstance(study, Response):
             return study
-        return _csv(study, str(request.path_params["name"]))
+        return await self._csv(study, str(request.path_params["name"]))
+
+    async def _csv(self, study: Study, name: str) -> Response:
+        """One export (``study_export``); ``events`` read from the results store, in a worker
+        thread."""
+        found = export_named(name)
+        if found is None:
+            return error(404, f"no export {name[:40]!r}; exports: {', '.join(EXPORTS)}")
+        export = found
+        writer = self.registry.writer
+        if export == "events" and writer is None:
+            return error(404, "this server keeps no results store: its events are nowhere")
+
+        def work() -> str:
+            if export != "events" or writer is None:
+                return export_csv(study, export)
+            with ResultsStore(writer.store.path, create=False) as store:
+                return export_csv(study, export, store.iter(study.id))
+
+        try:
+            text = await anyio.to_thread.run_sync(work)
+        except StoreError as exc:
+            return error(503, str(exc))
+        disposition = f'attachment; filename="{study.id}-{name}.csv"'
+        headers = {**NO_STORE, "Content-Disposition": disposition}
+        log.info("study exported", study=study.id, export=name)
+        return Response(text, media_type="text/csv; charset=utf-8", headers=headers)
 
     # -- the study page (its own token) ---------------------------------------------------------
 
@@ -211,17 +238,9 @@ class StudyApi:
         study = self._study(request)
         if isinstance(study, Response):
             return study
-        return _csv(study, str(request.path_params["name"]))
+        return await self._csv(study, str(request.path_params["name"]))
 
 
 def _view(study: Study) -> Response:
     body = study_view(study, time.time()).model_dump_json()
     return Response(body, media_type="application/json", headers=NO_STORE)
-
-
-def _csv(study: Study, name: str) -> Response:
-    if name not in EXPORTS:
-        return error(404, f"no export {name[:40]!r}; exports: {', '.join(EXPORTS)}")
-    headers = {**NO_STORE, "Content-Disposition": f'attachment; filename="{study.id}-{name}.csv"'}
-    log.info("study exported", study=study.id, export=name)
-    return Response(export_csv(study, name), media_type="text/csv; charset=utf-8", headers=headers)
