@@ -76,6 +76,11 @@ class Participant:
         return self.results[-1].currency if self.results else "USD"
 
     @property
+    def total_surplus(self) -> Decimal:
+        """Their surplus over every negotiation they played."""
+        return sum((p.result.outcome.surplus for p in self.results), Decimal("0.00"))
+
+    @property
     def buyer_times(self) -> int:
         return sum(role == "buyer" for _, role in self.seats)
 
@@ -203,7 +208,7 @@ class Study:
         paid = () if rule is None else paid_negotiations(rule, self.secret, who.label, len(results))
         return StudyCompletion(
             negotiations=len(results),
-            total_surplus=sum((r.outcome.surplus for r in results), Decimal("0.00")),
+            total_surplus=who.total_surplus,
             currency=who.currency,
             payoff=None if rule is None else payoff(rule, results, paid, len(results)),
             code=self.request.completion_code,

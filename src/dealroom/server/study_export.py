@@ -58,7 +58,7 @@ def payment_rows(study: Study) -> list[PaymentRow]:
                 participant=who.label,
                 state=study.state(who),
                 negotiations=study.played(who),
-                total_surplus=sum((p.result.outcome.surplus for p in who.results), Decimal("0.00")),
+                total_surplus=who.total_surplus,
                 paid="" if payoff is None else ";".join(str(n) for n in payoff.paid),
                 currency=None if payoff is None else payoff.currency,
                 show_up_fee=None if payoff is None else payoff.show_up_fee,

@@ -117,7 +117,7 @@ def _line(study: Study, who: Participant, now: float) -> ParticipantLine:
         watch=None if spectator is None else f"/web/room#token={spectator}",
         role=role,
         waiting_s=None if who.waiting_since is None else int(now - who.waiting_since),
-        total_surplus=sum((p.result.outcome.surplus for p in who.results), Decimal("0.00")),
+        total_surplus=who.total_surplus,
         currency=who.currency,
         payment=None if payoff is None else payoff.total,
         payment_currency=None if payoff is None else payoff.currency,

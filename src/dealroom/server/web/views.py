@@ -206,7 +206,7 @@ def seat_page_view(
         mine = [played.result for played in who.results]  # their own side only
         number, length = _number_in_series(who, room), study.request.negotiations
         results, finished = tuple(mine[-20:]), len(mine)
-        total = sum((r.outcome.surplus for r in mine), Decimal("0.00"))
+        total = who.total_surplus
     return SeatPageView(
         room=room.id,
         role=role,
