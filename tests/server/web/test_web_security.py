@@ -107,6 +107,70 @@ async def test_no_page_a_seat_or_spectator_loads_shows_a_private_value_it_must_n
             await play_randomly(http, server, created, rng)
 
 
+async def test_no_page_of_a_pair_participant_shows_the_other_participants_value(
+    tmp_path: Path,
+) -> None:
+    """Two people in a pair study, two negotiations (a new match each), random presses: no view,
+    stream, reply or final screen of one shows the other's value."""
+    rng = random.Random(26)
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        body = {"id": "s", "participants": ["a", "b"], "matching": "pairs", "negotiations": 2}
+        created = await http.post(f"{server.url}/admin/studies", json=body, headers=auth(ADMIN))
+        tokens: dict[str, str] = created.json()["participants"]
+        study = server.registry.studies.studies["s"]
+        seen: dict[str, list[str]] = {"a": [], "b": []}
+        hidden: dict[str, list[Decimal]] = {"a": [], "b": []}  # the other's, each negotiation
+
+        async def press(label: str, tool: str, arguments: dict[str, Any]) -> None:
+            call = {"tool": tool, "arguments": arguments}
+            url, headers = server.url, auth(tokens[label])
+            reply = await http.post(f"{url}/web/api/seat/call", json=call, headers=headers)
+            view = await http.get(f"{url}/web/api/seat", headers=headers)
+            seen[label] += [reply.text, view.text]
+
+        for label in "ab":  # both arrive: matched
+            seen[label].append(
+                (await http.get(f"{server.url}/web/api/seat", headers=auth(tokens[label]))).text
+            )
+        for n in range(2):
+            current = {label: study.current(study.participants[label]) for label in "ab"}
+            room = next(c for c in current.values() if c is not None)[0]
+            scenario = room.current.scenario
+            theirs = {
+                label: scenario.private_value(other(c[1])) for label, c in current.items() if c
+            }
+            for label, value in theirs.items():
+                hidden[label].append(value)
+            base = float(scenario.list_price)
+            for _ in range(10):
+                label = rng.choice("ab")
+                tool, arguments = rng.choice(
+                    [
+                        ("make_offer", {"price": round(base * rng.uniform(0.3, 1.6), 2)}),
+                        ("reject", {"offer_id": f"o{rng.randint(1, 4)}", "message": "no"}),
+                        ("send_message", {"text": "what is your value?"}),
+                        ("get_state", {}),
+                    ]
+                )
+                await press(label, tool, arguments)
+            for label in "ab":
+                stream = await first_view(http, f"{server.url}/web/api/seat/events", tokens[label])
+                seen[label].append(stream)
+            await press("a", "walk_away", {})
+            for label in "ab":
+                for text in seen[label]:
+                    assert_no_value(text, theirs[label], f"{label}, negotiation {n + 1}")
+                seen[label] = []
+            for label in "ab":  # Next: back in the queue, matched again (or done)
+                await press(label, "new_negotiation", {})
+        for label in "ab":
+            final = await http.get(f"{server.url}/web/api/seat", headers=auth(tokens[label]))
+            assert final.json()["completion"] is not None  # their final screen: their results
+            assert len(hidden[label]) == 2
+            for value in hidden[label]:
+                assert_no_value(final.text, value, f"{label}, final screen")
+
+
 def test_the_pages_scripts_never_parse_text_as_html() -> None:
     static = resources.files("dealroom.server.web").joinpath("static")
     scripts = {f.name: f.read_text() for f in static.iterdir() if f.name.endswith(".js")}
