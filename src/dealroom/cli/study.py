@@ -101,8 +101,16 @@ def create_study(args: argparse.Namespace) -> int:
     participants = {
         label: f"{server}/web/seat#token={token}" for label, token in created.participants.items()
     }
-    _write_private(links, _links_csv(participants))
     page = f"{server}/web/study#token={created.token}"
+    try:
+        _write_private(links, _links_csv(participants))
+    except OSError as exc:  # the study is open: its links exist nowhere else, so print them
+        sys.stdout.write(f"study page,{page}\n" + _links_csv(participants))
+        sys.stderr.write(
+            f"dealroom: error: {links}: {exc.strerror}; study {created.study} is open and its "
+            "links are printed above (the server keeps no copy)\n"
+        )
+        return 1
     if args.json:
         out = {
             "study": created.study,
@@ -198,11 +206,9 @@ def _links_csv(participants: dict[str, str]) -> str:
 
 
 def _write_private(path: Path, text: str) -> None:
-    """Create ``path`` readable by its owner only (it holds credentials); never overwrite."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError as exc:
-        raise usage_error(f"{path}: {exc.strerror}") from None
+    """Create ``path`` readable by its owner only (it holds credentials); never overwrite
+    (OSError if it exists or cannot be written)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
         handle.write(text)
 

@@ -246,3 +246,27 @@ def test_study_create_refuses_bad_flags_and_an_existing_links_file_before_openin
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err, err
     assert links.read_text() == "kept\n" and not (tmp_path / "x.csv").exists()
+
+
+async def test_links_that_cannot_be_written_are_printed_not_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DEALROOM_ADMIN_TOKEN", ADMIN)
+
+    def full_disk(path: Path, text: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("dealroom.cli.study._write_private", full_disk)
+    async with http_server(tmp_path) as server:
+        argv = [
+            *("study", "create", "--server", server.url, "--id", "s3", "--count", "2"),
+            *("--house", "boulware", "--links", str(tmp_path / "links.csv")),
+        ]
+        assert await anyio.to_thread.run_sync(cli_main, argv) == 1
+        captured = capsys.readouterr()
+        assert captured.err.count("\n") == 1 and "No space left on device" in captured.err
+        printed = rows(captured.out.split("\n", 1)[1])  # after the study page's line
+        assert [row["participant"] for row in printed] == ["p01", "p02"]
+        token = printed[0]["link"].partition("#token=")[2]
+        ticket = server.registry.studies.lookup(token)
+        assert ticket is not None and ticket.who is not None and ticket.who.label == "p01"
