@@ -18,7 +18,15 @@ import anyio
 import httpx2
 import pytest
 from anyio.from_thread import start_blocking_portal
-from browser_support import WAIT_S, chromium, needs_browser, server_thread, until
+from browser_support import (
+    WAIT_S,
+    axe_violations,
+    chromium,
+    needs_axe,
+    needs_browser,
+    server_thread,
+    until,
+)
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import ADMIN
@@ -29,7 +37,7 @@ from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.protocol import people_text
 from dealroom.store.results import ResultsStore
 
-pytestmark = [needs_browser(), pytest.mark.slow]  # a real browser: seconds a test
+pytestmark = [needs_browser(), needs_axe(), pytest.mark.slow]  # a real browser: seconds a test
 
 XSS = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
 
@@ -171,6 +179,7 @@ def test_a_spectator_page_follows_two_mcp_clients_live(tmp_path: Path) -> None:
             for secret in (scenario.buyer_value, scenario.seller_cost):
                 assert f"{secret:,.2f}" not in page  # no private value before the end
             screenshot(driver, "web-room.png")
+            assert axe_violations(driver) == []  # accessible, as the seat page is
             theirs = tool(b, "get_state")["observation"]["live_offers"]
             offer = next(o for o in theirs if o["by"] == "seller")
             together(
@@ -183,6 +192,7 @@ def test_a_spectator_page_follows_two_mcp_clients_live(tmp_path: Path) -> None:
         assert driver.title == "dealroom: live room"
         assert by_id(driver, "messages").find_elements("tag name", "img") == []
         screenshot(driver, "web-room-ended.png")
+        assert axe_violations(driver) == []
 
 
 def test_a_participant_agrees_then_plays_on_the_wall_clock_and_the_deal_is_stored(
@@ -248,6 +258,7 @@ def test_the_tournament_page_shows_a_runs_progress_and_leaderboard(tmp_path: Pat
         features = driver.find_elements("css selector", "#plots-feature img")
         assert len(features) == len(FEATURE_LABELS)
         screenshot(driver, "web-tournament.png")
+        assert axe_violations(driver) == []
         driver.find_element("link text", "a-killed").click()
         until(lambda: "Not finished" in by_id(driver, "progress-text").text, "the killed run")
         assert "3 of 48 negotiations stored" in by_id(driver, "progress-text").text
