@@ -22,7 +22,9 @@ from dealroom.agents.llm import LLMPlayer, LLMSettings, RetryPolicy
 from dealroom.cli import _mcp_match, _players, main
 from dealroom.cli import play as cli_play
 from dealroom.engine.match import play
+from dealroom.play import settings as settings_module
 from dealroom.protocol.generator import scenario_at
+from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 from dealroom.protocol.secret import Secret
 from dealroom.protocol.tools import seat_tools
 from dealroom.store.results import ResultsStore
@@ -213,12 +215,13 @@ def test_an_llm_without_a_key_or_endpoint_is_a_usage_error(
 
 
 def test_the_llm_flag_defaults_are_the_settings_defaults() -> None:
-    settings, retry = LLMSettings(), RetryPolicy()
-    assert settings.max_tool_rounds == _players.MAX_TOOL_ROUNDS
-    assert retry.timeout_s == _players.MODEL_TIMEOUT_S
-    assert retry.attempts == _players.MODEL_ATTEMPTS
-    assert retry.initial_s == _players.MODEL_BACKOFF_S
-    assert retry.max_s == _players.MODEL_MAX_BACKOFF_S
+    settings, retry, flags = LLMSettings(), RetryPolicy(), settings_module.SeatSettings()
+    assert flags.max_tool_rounds == settings.max_tool_rounds
+    assert settings.max_tool_rounds == MAX_TOOL_ROUNDS
+    assert retry.timeout_s == settings_module.MODEL_TIMEOUT_S
+    assert retry.attempts == settings_module.MODEL_ATTEMPTS
+    assert retry.initial_s == settings_module.MODEL_BACKOFF_S
+    assert retry.max_s == settings_module.MODEL_MAX_BACKOFF_S
 
 
 def test_a_person_plays_a_seat_in_the_terminal(

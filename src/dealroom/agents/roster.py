@@ -23,26 +23,24 @@ unknown keys, a missing key variable, a bad URL; ``probe`` then asks each endpoi
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from dealroom.play.players import Endpoint
+from dealroom.play.settings import ENTRY_NAME, RosterEntry
 from dealroom.protocol.errors import DealroomError
 
 if TYPE_CHECKING:  # the Agents SDK loads only when an entry's player is built
     from dealroom.agents.llm import LLMPlayer, LLMSettings
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-DEFAULT_CONCURRENCY = 16
 PROBE_TIMEOUT_S = 5.0
 
 
@@ -50,37 +48,6 @@ class RosterError(DealroomError, ValueError):
     """A roster that cannot be used: one sentence naming the file, the entry and the problem."""
 
     kind = "roster"
-
-
-class RosterEntry(BaseModel):
-    """One LLM entry of a roster."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    model: str = Field(min_length=1)
-    endpoint: str = Field(min_length=1)
-    key_env: str = "OPENAI_API_KEY"
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
-    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
-    concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1, le=4096)
-    input_price: float | None = Field(default=None, ge=0)
-    output_price: float | None = Field(default=None, ge=0)
-    cached_input_price: float | None = Field(default=None, ge=0)
-
-    @property
-    def litellm(self) -> bool:
-        """The endpoint is a LiteLLM route, not a base URL."""
-        return self.endpoint.startswith("litellm/")
-
-    def describe(self) -> dict[str, object]:
-        """What a run records about the entry (no secrets): resuming with other settings is
-        refused."""
-        data = self.model_dump(mode="json", exclude={"name", "concurrency"})
-        if data["cached_input_price"] is None:  # as runs recorded before it existed
-            del data["cached_input_price"]
-        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +105,7 @@ def load(path: Path) -> list[RosterEntry]:
 
 def _entry(path: Path, name: str, table: object) -> RosterEntry:
     where = f"{path}: [models.{name}]"
-    if not NAME.match(name):
+    if not ENTRY_NAME.match(name):
         raise RosterError(f"{where}: a name is letters, digits, '.', '_' and '-'")
     if not isinstance(table, dict):
         raise RosterError(f"{where}: not a table")

@@ -9,27 +9,26 @@ from __future__ import annotations
 
 import argparse
 import secrets
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dealroom.cli._common import ADMIN_TOKEN_ENV, positive_int, usage_error
 from dealroom.play.registry import AgentSpecError, PlayerOptions, is_scripted, resolve_player
+from dealroom.play.settings import (
+    MODEL_ATTEMPTS,
+    MODEL_BACKOFF_S,
+    MODEL_MAX_BACKOFF_S,
+    MODEL_TIMEOUT_S,
+    PlaySettings,
+    SeatSettings,
+)
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
 if TYPE_CHECKING:
-    from dealroom.agents.llm import LLMSettings
+    from dealroom.agents.lineup import Lineup
     from dealroom.play.players import Player
     from dealroom.protocol.record import NegotiationRecord
-
-
-# Defaults of RetryPolicy (a test keeps them equal), as literals so that building the parser
-# does not import the Agents SDK (the round limit is the one model seat's own).
-MODEL_TIMEOUT_S = 60.0
-MODEL_ATTEMPTS = 4
-MODEL_BACKOFF_S = 0.5
-MODEL_MAX_BACKOFF_S = 8.0
 
 
 def scripted(spec: str) -> bool:
@@ -139,43 +138,24 @@ def store_match(path: Path, record: NegotiationRecord, extra: Mapping[str, Any])
         raise usage_error(f"{path}: cannot write the results store ({exc})") from None
 
 
-def llm_settings(args: argparse.Namespace) -> LLMSettings:
-    """The LLM settings the flags choose."""
-    from dealroom.agents.llm import LLMSettings, RetryPolicy
-
-    retry = RetryPolicy(
-        attempts=args.model_attempts,
-        initial_s=args.model_backoff,
-        max_s=max(args.model_backoff, MODEL_MAX_BACKOFF_S),
-        timeout_s=args.model_timeout,
-    )
-    return LLMSettings(
+def seat_settings(args: argparse.Namespace) -> SeatSettings:
+    """How model seats play, from the LLM flags (``add_llm_flags``)."""
+    return SeatSettings(
+        base_url=args.base_url,
         max_tool_rounds=args.max_tool_rounds,
-        retry=retry,
-        tracing=args.trace,
+        model_timeout_s=args.model_timeout,
+        model_attempts=args.model_attempts,
+        model_backoff_s=args.model_backoff,
+        trace=args.trace,
         elicit_beliefs=args.elicit_beliefs,
     )
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class SpecResolver:
-    """Specs to players with the options of one command (picklable: worker processes and Ray
-    tasks build the same players). Roster entries (``--models``) come first, by name."""
-
-    options: PlayerOptions
-    roster: Mapping[str, Callable[[], Player]] = field(default_factory=dict[str, Any])
-    """Roster entries' player builders (``dealroom.agents.roster.RosterPlayer``), by name."""
-
-    def __call__(self, spec: str) -> Player:
-        build = self.roster.get(spec.strip())
-        if build is not None:
-            return build()
-        return resolve_player(spec, None if is_scripted(spec) else self.options)
-
-
 def player_options(args: argparse.Namespace) -> PlayerOptions:
     """The options the LLM flags give seat players (this imports the Agents SDK)."""
-    return PlayerOptions(base_url=args.base_url, settings=llm_settings(args))
+    from dealroom.agents.lineup import player_options as options
+
+    return options(seat_settings(args))
 
 
 def player(spec: str, args: argparse.Namespace) -> Player:
@@ -188,70 +168,12 @@ def player(spec: str, args: argparse.Namespace) -> Player:
         raise usage_error(str(exc)) from None
 
 
-@dataclass(frozen=True, slots=True)
-class Lineup:
-    """The agents of a tournament, how to build each, and what is recorded about the LLM
-    entries (so a resume with other models or sampling settings is refused)."""
-
-    agents: tuple[str, ...]
-    resolver: SpecResolver
-    entries: dict[str, Any]
-
-
-def lineup(specs: list[str], args: argparse.Namespace) -> Lineup:
-    """Roster entries (``--models``) then ``specs``; every player is built once and every
-    endpoint probed once, so a bad roster, a missing key or an unreachable endpoint is a usage
-    error before anything starts."""
+def lineup(play: PlaySettings) -> Lineup:
+    """``dealroom.agents.lineup.lineup``, its errors as usage errors."""
+    from dealroom.agents.lineup import lineup as build
     from dealroom.agents.roster import RosterError
 
     try:
-        return _lineup(specs, args)
-    except RosterError as exc:
+        return build(play)
+    except (RosterError, AgentSpecError) as exc:
         raise usage_error(str(exc)) from None
-
-
-def _lineup(specs: list[str], args: argparse.Namespace) -> Lineup:
-    roster: dict[str, Any] = {}
-    entries: dict[str, Any] = {}
-    probes: dict[str, str | None] = {}
-    extra: list[Any] = list(getattr(args, "extra_entries", ()))
-    if args.models is not None or extra:
-        from dealroom.agents import roster as rosters
-
-        loaded = [*(rosters.load(args.models) if args.models is not None else []), *extra]
-        if len({entry.name for entry in loaded}) != len(loaded):
-            raise usage_error("two roster entries share a name")
-        roster = rosters.players(loaded, llm_settings(args))
-        for entry in loaded:
-            if _registered(entry.name):
-                raise usage_error(f"{args.models}: [models.{entry.name}] is a registered agent")
-            entries[entry.name] = entry.describe()
-            probes.setdefault(entry.endpoint, roster[entry.name].api_key)
-    agents = [*roster, *(spec for spec in specs if spec not in roster)]
-    seats = [spec for spec in agents if spec not in roster and not scripted(spec)]
-    chosen = SpecResolver(player_options(args) if seats else PlayerOptions(), roster)
-    for spec in agents:
-        try:
-            chosen(spec)
-        except AgentSpecError as exc:
-            raise usage_error(str(exc)) from None
-    if any(spec.startswith("llm:") for spec in seats):
-        import os
-
-        from dealroom.agents._llm_model import API_KEY_ENV, DEFAULT_BASE_URL_ENV
-
-        url = args.base_url or os.environ.get(DEFAULT_BASE_URL_ENV) or "https://api.openai.com/v1"
-        probes.setdefault(url, os.environ.get(API_KEY_ENV))
-    if probes:
-        from dealroom.agents.roster import probe_all
-
-        probe_all(probes)
-    return Lineup(tuple(agents), chosen, entries)
-
-
-def _registered(name: str) -> bool:
-    try:
-        is_scripted(name)
-    except AgentSpecError:
-        return False
-    return True

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from dealroom.cli._common import (
     Commands,
@@ -19,12 +19,12 @@ from dealroom.cli._common import (
     tier_list,
     usage_error,
 )
-from dealroom.cli._players import Lineup, add_llm_flags, lineup, scripted
+from dealroom.cli._players import add_llm_flags, lineup, scripted, seat_settings
 from dealroom.play.backends import Backend, ProcessBackend, RayBackend, SerialBackend
 from dealroom.play.jobs import TournamentError
 from dealroom.play.progress import Budget, Progress
+from dealroom.play.settings import DEFAULT_RUN, PlaySettings, RunSettings
 from dealroom.play.tournament import (
-    DEFAULT_RUN,
     ConfigMismatchError,
     RunExistsError,
     Tournament,
@@ -32,8 +32,11 @@ from dealroom.play.tournament import (
     stored_seed,
 )
 from dealroom.protocol import TIERS
-from dealroom.protocol.secret import Seed
+from dealroom.protocol.secret import Secret, Seed
 from dealroom.store.results import ResultsStore, StoreError
+
+if TYPE_CHECKING:
+    from dealroom.agents.lineup import Lineup
 
 
 def add(commands: Commands) -> None:
@@ -139,25 +142,60 @@ def agent_list(text: str) -> list[str]:
     return specs
 
 
-def _backend(args: argparse.Namespace) -> Backend:
-    if args.backend == "ray":
+def settings(args: argparse.Namespace) -> tuple[PlaySettings, RunSettings]:
+    """What the flags play, and how the run is stored and driven."""
+    if not args.agents and args.models is None:
+        raise usage_error("give --agents, --models or both")
+    secret, given = run_secret(args, public=True)
+    play = PlaySettings(
+        agents=tuple(args.agents),
+        roster=args.models,
+        tiers=tuple(args.tiers),
+        per_pair=args.per_pair,
+        secret=secret if given else None,
+        self_play=args.self_play,
+        learner=args.learner,
+        learner_role=args.learner_role,
+        seats=seat_settings(args),
+    )
+    run = RunSettings(
+        out=args.out,
+        run=args.run,
+        resume=args.resume,
+        concurrency=args.concurrency,
+        llm_concurrency=args.llm_concurrency,
+        backend=args.backend,
+        ray_address=args.ray_address,
+        max_cost_usd=args.max_cost,
+        max_calls=args.max_calls,
+    )
+    return play, run
+
+
+def run(args: argparse.Namespace) -> int:
+    """``dealroom tournament``: the flags' settings, played."""
+    return run_tournament(*settings(args))
+
+
+def _backend(run: RunSettings) -> Backend:
+    if run.backend == "ray":
         try:
             importlib.import_module("ray")
         except ImportError:
             raise usage_error("the ray backend needs Ray: pip install 'dealroom[ray]'") from None
-        cpus = None if args.ray_address else args.concurrency
-        return RayBackend(address=args.ray_address, num_cpus=cpus)
-    if args.ray_address:
+        cpus = None if run.ray_address else run.concurrency
+        return RayBackend(address=run.ray_address, num_cpus=cpus)
+    if run.ray_address:
         raise usage_error("--ray-address needs --backend ray")
-    return SerialBackend() if args.concurrency == 1 else ProcessBackend(args.concurrency)
+    return SerialBackend() if run.concurrency == 1 else ProcessBackend(run.concurrency)
 
 
 BUDGET_STOP = 3
 """Exit status of a run stopped by --max-cost or --max-calls (resume it to go on)."""
 
 
-def _budget(args: argparse.Namespace, players: Lineup) -> Budget:
-    if args.max_cost is not None:
+def _budget(run: RunSettings, players: Lineup) -> Budget:
+    if run.max_cost_usd is not None:
         entries = players.entries
         unpriced = [
             name
@@ -169,81 +207,81 @@ def _budget(args: argparse.Namespace, players: Lineup) -> Budget:
                 f"--max-cost needs a price for every LLM entry; {unpriced[0]!r} has none "
                 "(give input_price and output_price in the --models roster)"
             )
-    return Budget(max_cost_usd=args.max_cost, max_requests=args.max_calls)
+    return Budget(max_cost_usd=run.max_cost_usd, max_requests=run.max_calls)
 
 
-def _seed(args: argparse.Namespace) -> Seed:
-    """--secret or $DEALROOM_SECRET; else, resuming, the secret stored with the run; else a
-    fresh one (stored with the run: ``dealroom report`` is not needed to find it again)."""
-    secret, given = run_secret(args, public=True)
-    if given or not args.resume or not args.out.exists():
-        return secret
-    try:
-        with ResultsStore(args.out, create=False) as store:
-            stored = stored_seed(store, args.run)
-    except StoreError as exc:
-        raise usage_error(str(exc)) from None
-    return secret if stored is None else stored
+def _seed(play: PlaySettings, run: RunSettings) -> Seed:
+    """The given secret; else, resuming, the secret stored with the run; else a fresh one
+    (stored with the run: ``dealroom report`` is not needed to find it again)."""
+    if play.secret is not None:
+        return play.secret
+    if run.resume and run.out.exists():
+        try:
+            with ResultsStore(run.out, create=False) as store:
+                stored = stored_seed(store, run.run)
+        except StoreError as exc:
+            raise usage_error(str(exc)) from None
+        if stored is not None:
+            return stored
+    return Secret.new()
 
 
-def run(args: argparse.Namespace) -> int:
+def run_tournament(play: PlaySettings, run: RunSettings) -> int:
     """Play the round robin, then print one summary line on stderr."""
-    if not args.agents and args.models is None:
-        raise usage_error("give --agents, --models or both")
-    players = lineup(args.agents, args)
-    budget = _budget(args, players)
+    players = lineup(play)
+    budget = _budget(run, players)
     try:
         config = TournamentConfig(
             agents=players.agents,
-            tiers=tuple(args.tiers),
-            per_pair=args.per_pair,
-            seed=_seed(args),
-            self_play=args.self_play,
+            tiers=play.tiers,
+            per_pair=play.per_pair,
+            seed=_seed(play, run),
+            self_play=play.self_play,
             entries=players.entries,
-            learner=args.learner,
-            learner_role=args.learner_role,
+            learner=play.learner,
+            learner_role=play.learner_role,
         )
     except TournamentError as exc:
         raise usage_error(str(exc)) from None
-    backend = _backend(args)
+    backend = _backend(run)
     try:
-        store = ResultsStore(args.out)
+        store = ResultsStore(run.out)
     except StoreError as exc:
         raise usage_error(str(exc)) from None
     bar = ProgressBar(sys.stderr)
     with store:
         try:
-            tournament = Tournament(config, store, run_name=args.run)
+            tournament = Tournament(config, store, run_name=run.run)
         except TournamentError as exc:
             raise usage_error(str(exc)) from None
         try:
             progress = tournament.run(
                 players.resolver,
                 backend=backend,
-                resume=args.resume,
+                resume=run.resume,
                 on_progress=bar.update,
-                concurrency=args.llm_concurrency,
+                concurrency=run.llm_concurrency,
                 budget=budget,
             )
         except RunExistsError as exc:
             raise usage_error(
-                f"{args.out} already holds {exc.stored} negotiations of run {exc.run!r}: pass "
+                f"{run.out} already holds {exc.stored} negotiations of run {exc.run!r}: pass "
                 "--resume to continue it, or choose another --out or --run"
             ) from None
         except ConfigMismatchError as exc:
             raise usage_error(
-                f"cannot resume run {exc.run!r} in {args.out}: it was recorded with a different "
+                f"cannot resume run {exc.run!r} in {run.out}: it was recorded with a different "
                 f"configuration ({'; '.join(exc.differences)})"
             ) from None
         except KeyboardInterrupt:
             bar.close()
             sys.stderr.write(
                 f"dealroom: interrupted; {tournament.progress.done:,} negotiations were saved "
-                f"to {args.out}: rerun with --resume to finish\n"
+                f"to {run.out}: rerun with --resume to finish\n"
             )
             raise
         bar.close()
-    sys.stderr.write(summary_line(progress, bar.elapsed(), args.out, args.run) + "\n")
+    sys.stderr.write(summary_line(progress, bar.elapsed(), run.out, run.run) + "\n")
     if progress.stopped is not None:
         sys.stderr.write(
             f"dealroom: stopped: {progress.stopped}; {progress.remaining:,} negotiations left: "

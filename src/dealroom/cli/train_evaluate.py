@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
 
 from dealroom.cli._common import Commands, positive_int, tier_list, usage_error
+from dealroom.play.settings import PlaySettings, RosterEntry, RunSettings, SeatSettings
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
 KEY_ENV = "DEALROOM_EVALUATE_API_KEY"
@@ -81,9 +81,7 @@ def _names(text: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Build the learner's roster entry and run the tournament."""
-    from dealroom.agents.roster import RosterEntry
     from dealroom.cli import tournament
-    from dealroom.cli._players import MODEL_ATTEMPTS, MODEL_BACKOFF_S, MODEL_TIMEOUT_S
 
     if not args.base_url.startswith(("http://", "https://")):
         raise usage_error(f"--base-url {args.base_url!r} is not an http(s) URL")
@@ -108,31 +106,22 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise usage_error(f"the model's entry: {exc}") from None
-    settings: dict[str, Any] = {
-        "agents": [name, *args.opponents],
-        "tiers": args.tiers,
-        "per_pair": args.scenarios,
-        "secret": args.scenario_seed,
-        "out": args.out,
-        "run": args.run,
-        "concurrency": 1,
-        "llm_concurrency": max(args.concurrency, 1) * 4,
-        "resume": args.resume,
-        "self_play": False,
-        "backend": "local",
-        "ray_address": None,
-        "models": args.models,
-        "max_cost": None,
-        "max_calls": None,
-        "learner": name,
-        "learner_role": args.role,
-        "extra_entries": [learner],
-        "base_url": None,
-        "max_tool_rounds": args.max_tool_calling_iterations,
-        "model_timeout": MODEL_TIMEOUT_S,
-        "model_attempts": MODEL_ATTEMPTS,
-        "model_backoff": MODEL_BACKOFF_S,
-        "trace": False,
-        "elicit_beliefs": False,
-    }
-    return tournament.run(argparse.Namespace(**settings))
+    play = PlaySettings(
+        agents=(name, *args.opponents),
+        roster=args.models,
+        entries=(learner,),
+        tiers=tuple(args.tiers),
+        per_pair=args.scenarios,
+        secret=args.scenario_seed,
+        learner=name,
+        learner_role=args.role,
+        seats=SeatSettings(max_tool_rounds=args.max_tool_calling_iterations),
+    )
+    run = RunSettings(
+        out=args.out,
+        run=args.run,
+        resume=args.resume,
+        concurrency=1,
+        llm_concurrency=max(args.concurrency, 1) * 4,
+    )
+    return tournament.run_tournament(play, run)

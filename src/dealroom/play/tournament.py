@@ -52,6 +52,7 @@ from dealroom.play.jobs import (
 from dealroom.play.players import close_players
 from dealroom.play.progress import NO_BUDGET, Budget, Progress, ProgressCallback
 from dealroom.play.registry import resolve_player
+from dealroom.play.settings import DEFAULT_RUN
 from dealroom.protocol import DEFAULT_RULES, TIERS, Role, Rules, Tier
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret, Seed, seed_from_json, seed_json
@@ -60,8 +61,6 @@ from dealroom.store.results import ResultsStore, SerializedRecord
 
 AsyncPlay = Callable[["Job"], Awaitable[NegotiationRecord]]
 """Plays one job asynchronously (for agents that wait on I/O)."""
-
-DEFAULT_RUN = "tournament"
 
 
 class RunExistsError(TournamentError):
