@@ -23,6 +23,7 @@ ORDER = [
     "play",  # players, runners, the agent registry, tournaments
     "training",  # rewards, SFT export, TRL / Gymnasium / PettingZoo adapters
     "agents",  # scripted strategies, the LLM seat, the human seat
+    "harnesses",  # Inspect AI and OpenEnv: dealroom inside other tools
     "testing",  # test doubles shipped to users
     "sdk",  # the agent SDK's one namespace: names from client, play, agents, testing
     "cli",  # the command line
