@@ -33,7 +33,7 @@ from pydantic import Field
 
 from dealroom_verifiers._remote import HttpSeatClient
 from dealroom_verifiers.seat import MAX_TOOL_ROUNDS, Message, ModelSeat
-from dealroom_verifiers.server import AdminApi
+from dealroom_verifiers.server import AdminApi, ServerError
 
 ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 SECRET_ENV = "DEALROOM_SECRET"
@@ -104,7 +104,12 @@ class DealroomTask(vf.Task[DealroomData, vf.State, vf.TaskConfig]):
         }
         if data.run is not None:
             request["participant"] = data.run
-        opened = await _to_thread(api.open_room, request)
+        try:
+            opened = await _to_thread(api.open_room, request)
+        except ServerError as error:
+            # A setting every rollout shares (the opponent spec, the tier) is wrong: stop the
+            # run with the server's one line rather than fail each rollout on its own.
+            raise SystemExit(f"dealroom-verifiers: {error}") from None
         runtime.env = {**runtime.env, SEAT_TOKEN_ENV: opened.token}
         del runtime.env[SECRET_ENV]  # the harness needs no secret
         trace.info["dealroom"] = {"room": opened.room, "mcp": api.mcp_url}
@@ -172,7 +177,10 @@ class DealroomTaskset(vf.Taskset[DealroomTask, DealroomConfig]):
     def load(self) -> Iterator[DealroomTask]:
         """Check the server and the admin token once, then one task per scenario index."""
         config = self.config
-        AdminApi(config.server, os.environ.get(ADMIN_TOKEN_ENV, "")).check()
+        try:
+            AdminApi(config.server, os.environ.get(ADMIN_TOKEN_ENV, "")).check()
+        except ServerError as error:
+            raise SystemExit(f"dealroom-verifiers: {error}") from None
         for index in range(config.start, config.start + config.n):
             data = DealroomData(
                 id=f"{config.tier}-{index}",
