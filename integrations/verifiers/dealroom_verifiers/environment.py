@@ -27,7 +27,7 @@ import secrets
 from collections.abc import Iterator
 from typing import Any, Literal, cast
 
-import verifiers.v1 as vf
+import verifiers.v1 as vf  # pyright: ignore[reportMissingTypeStubs] (typed, no py.typed)
 from openai import AsyncOpenAI
 from pydantic import Field
 
@@ -39,6 +39,9 @@ ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 SECRET_ENV = "DEALROOM_SECRET"
 SEAT_TOKEN_ENV = "DEALROOM_SEAT_TOKEN"
 """Where setup puts the seat token for the harness (the rollout's runtime environment)."""
+
+Trace = vf.Trace[Any, Any, Any]
+"""A rollout's trace (verifiers leaves its task data and state generic)."""
 
 Role = Literal["buyer", "seller"]
 Tier = Literal["low", "mid", "high"]
@@ -90,7 +93,7 @@ class DealroomTask(vf.Task[DealroomData, vf.State, vf.TaskConfig]):
         """The secret, for setup only (live, not traced)."""
         return {SECRET_ENV: self._secret}
 
-    async def setup(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
+    async def setup(self, trace: Trace, runtime: vf.Runtime) -> None:
         """Open this rollout's room; the seat token goes to the harness, the room id to the
         trace."""
         data = self.data
@@ -114,7 +117,7 @@ class DealroomTask(vf.Task[DealroomData, vf.State, vf.TaskConfig]):
         del runtime.env[SECRET_ENV]  # the harness needs no secret
         trace.info["dealroom"] = {"room": opened.room, "mcp": api.mcp_url}
 
-    async def finalize(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
+    async def finalize(self, trace: Trace, runtime: vf.Runtime) -> None:
         """Read the negotiation's full outcome (admin only) once the harness has played it."""
         info = cast(dict[str, Any], trace.info.get("dealroom") or {})
         if "room" not in info:
@@ -122,7 +125,7 @@ class DealroomTask(vf.Task[DealroomData, vf.State, vf.TaskConfig]):
         api = AdminApi(self.data.server, os.environ.get(ADMIN_TOKEN_ENV, ""))
         info["outcome"] = await _to_thread(api.outcome, str(info["room"]))
 
-    def _outcome(self, trace: vf.Trace) -> dict[str, Any]:
+    def _outcome(self, trace: Trace) -> dict[str, Any]:
         info = cast(dict[str, Any], trace.info.get("dealroom") or {})
         outcome = info.get("outcome")
         if outcome is None:
@@ -133,7 +136,7 @@ class DealroomTask(vf.Task[DealroomData, vf.State, vf.TaskConfig]):
         return float(outcome[f"{self.data.role}_surplus"])
 
     @vf.reward(weight=1.0)
-    async def surplus_share(self, trace: vf.Trace) -> float:
+    async def surplus_share(self, trace: Trace) -> float:
         """Own surplus / gains from trade, as dealroom's ``surplus_share`` counts each
         negotiation (0 without a deal); 0 where no deal was possible (gains <= 0), which
         dealroom leaves out of its mean (the ``has_gains`` metric marks them)."""
@@ -142,27 +145,27 @@ class DealroomTask(vf.Task[DealroomData, vf.State, vf.TaskConfig]):
         return self._surplus(outcome) / gains if gains > 0 else 0.0
 
     @vf.metric
-    async def surplus(self, trace: vf.Trace) -> float:
+    async def surplus(self, trace: Trace) -> float:
         """Own surplus in money (value - price, or price - cost; 0 without a deal)."""
         return self._surplus(self._outcome(trace))
 
     @vf.metric
-    async def has_gains(self, trace: vf.Trace) -> float:
+    async def has_gains(self, trace: Trace) -> float:
         """1 where a deal was possible (gains > 0): dealroom's means count these only."""
         return float(float(self._outcome(trace)["gains"]) > 0)
 
     @vf.metric
-    async def deal(self, trace: vf.Trace) -> float:
+    async def deal(self, trace: Trace) -> float:
         """1 for a deal."""
         return float(self._outcome(trace)["status"] == "deal")
 
     @vf.metric
-    async def ir_violation(self, trace: vf.Trace) -> float:
+    async def ir_violation(self, trace: Trace) -> float:
         """1 for a deal at a price worse than the seat's own value."""
         return float(bool(self._outcome(trace)[f"{self.data.role}_ir_violation"]))
 
     @vf.metric
-    async def invalid_actions(self, trace: vf.Trace) -> float:
+    async def invalid_actions(self, trace: Trace) -> float:
         """The seat's actions the referee refused."""
         return float(self._outcome(trace)["invalid_actions"][self.data.role])
 
@@ -182,7 +185,7 @@ class DealroomTaskset(vf.Taskset[DealroomTask, DealroomConfig]):
         except ServerError as error:
             raise SystemExit(f"dealroom-verifiers: {error}") from None
         for index in range(config.start, config.start + config.n):
-            data = DealroomData(
+            data = DealroomData(  # pyright: ignore[reportCallIssue] (a defaulted Field(...))
                 id=f"{config.tier}-{index}",
                 name=f"{config.role} vs {config.opponent}, {config.tier} #{index}",
                 prompt="",  # the briefing: read from the seat once its room is open
@@ -211,7 +214,7 @@ class DealroomHarness(vf.Harness[DealroomHarnessConfig]):
     async def launch(
         self,
         ctx: vf.ModelContext,
-        trace: vf.Trace,
+        trace: Trace,
         runtime: vf.Runtime,
         endpoint: str,
         secret: str,
@@ -256,7 +259,7 @@ class DealroomHarness(vf.Harness[DealroomHarnessConfig]):
         return vf.ProgramResult(exit_code=0, stdout="", stderr="")
 
     @vf.metric
-    async def tool_rounds(self, trace: vf.Trace) -> float:
+    async def tool_rounds(self, trace: Trace) -> float:
         """Replies whose tool calls were made."""
         return float(cast(dict[str, Any], trace.info.get("dealroom") or {}).get("tool_rounds", 0))
 

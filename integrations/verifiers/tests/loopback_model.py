@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 
 def policy(messages: list[dict[str, Any]]) -> tuple[list[tuple[str, dict[str, Any]]], str]:
@@ -78,17 +78,19 @@ class LoopbackModel(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: LoopbackModel
+    @property
+    def model(self) -> LoopbackModel:
+        return cast(LoopbackModel, self.server)
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         if not self.path.endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
-        with self.server.lock:
-            self.server.requests.append(body)
-            if self.server.log:
-                with open(self.server.log, "a", encoding="utf-8") as out:
+        with self.model.lock:
+            self.model.requests.append(body)
+            if self.model.log:
+                with open(self.model.log, "a", encoding="utf-8") as out:
                     out.write(json.dumps(body) + "\n")
         self._send(200, completion(body))
 
