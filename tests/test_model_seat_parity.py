@@ -10,7 +10,9 @@ the buyer seat against scripted sellers on:
 - the evaluation surface: TRL's rollout loop over ``BargainToolEnv`` (``training.evaluate``);
 - GRPO's LLM opponent (``training.opponents``), in the other seat of the training environment;
 - the SFT rows: the stored conversation exported (``conversation_example``), and a scripted
-  seat's replay (``sft_example``).
+  seat's replay (``sft_example``);
+- the verifiers environment (integrations/verifiers, a venv of its own): ``vf-eval``'s requests
+  on a served room, as its test recorded them (tests/golden/verifiers_requests.json).
 
 Every request's conversation as the model reads it (``model_seat.canonical``: no call ids, no
 JSON strings) is equal on every surface, the tools are equal byte for byte, a reply without tool
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +37,7 @@ from dealroom.play.registry import resolve
 from dealroom.play.runner import play_match
 from dealroom.protocol import DEFAULT_RULES, model_seat, seat_view
 from dealroom.protocol.generator import scenario_at
+from dealroom.protocol.secret import Secret
 from dealroom.training.evaluate import Completion, rollout
 from dealroom.training.opponents import LLMOpponent, openai_transport
 from dealroom.training.sft import RecordingSeat, conversation_example, sft_example
@@ -173,3 +177,35 @@ async def test_the_training_opponent_sends_what_the_llm_seat_sends() -> None:
                 k: v for k, v in theirs.items() if k != "messages"
             }
         assert local.referee.outcome == played.record.outcome, index
+
+
+GOLDEN_VERIFIERS = Path(__file__).parent / "golden" / "verifiers_requests.json"
+
+
+async def test_the_verifiers_environment_sends_what_the_llm_seat_sends() -> None:
+    """The verifiers environment (integrations/verifiers) runs in a venv of its own, so its
+    test records what ``vf-eval`` sent the loopback model (this policy, the buyer against
+    boulware on a served room of the recorded secret and index: tests/golden/
+    verifiers_requests.json, byte for byte what it sends, or that test fails); here the
+    tournament's ``llm:`` seat plays the same scenario with the same replies: the same
+    conversation, request by request, and the same tools."""
+    recorded = json.loads(GOLDEN_VERIFIERS.read_text(encoding="utf-8"))
+    secret = Secret.from_hex(recorded["secret"])
+    scenario = scenario_at(secret, recorded["index"], recorded["tier"])
+    assert recorded["role"] == "buyer"
+    with serve(wire_brain) as fake:
+        model = ChatCompletions("m", base_url=fake.base_url, api_key="k")
+        player = LLMPlayer(model, name="llm:m", settings=LLMSettings(retry=FAST_RETRY))
+        opponent = ScriptedPlayer(resolve(recorded["opponent"]), recorded["opponent"])
+        try:
+            await play_match(scenario, player, opponent, seed=secret)
+        finally:
+            await player.aclose()
+        wire = list(fake.requests)
+    theirs = recorded["requests"]
+    assert len(wire) == len(theirs) == 3  # offer, wait, then the text reply
+    assert [model_seat.canonical(r["messages"]) for r in wire] == [
+        model_seat.canonical(r["messages"]) for r in theirs
+    ]
+    assert json.dumps(theirs[0]["tools"]) == json.dumps(wire[0]["tools"])
+    assert all(r["tools"] == model_seat.tools(DEFAULT_RULES) for r in theirs)

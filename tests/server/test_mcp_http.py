@@ -27,8 +27,8 @@ from mcp_support import (
 )
 
 from dealroom.cli import main as cli_main
-from dealroom.protocol import Role, RoomRequest, WalkAway
-from dealroom.server.mcp_app import build_app
+from dealroom.protocol import DEFAULT_RULES, Role, RoomRequest, WalkAway, model_seat
+from dealroom.server.mcp_app import MODEL_TOOLS_URI, build_app
 from dealroom.server.mcp_proxy import UpstreamSeat
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.rooms import RoomRegistry
@@ -254,10 +254,13 @@ async def test_the_seat_proxy_relays_a_stdio_host_to_its_room(tmp_path: Path) ->
                 await ok(client, "make_offer", price=100)
                 update = await ok(client, "wait_for_opponent", timeout_s=10)
                 briefing = await client.get_prompt("briefing")
+                model_tools = await client.read_resource(MODEL_TOOLS_URI)
     assert "new_negotiation" in tools and state["observation"]["role"] == "buyer"
     assert refusal.startswith("offer_not_found: ")
     assert update["outcome"]["status"] == "deal"
     assert "You are the buyer" in briefing.messages[0].content.text  # type: ignore[union-attr]
+    relayed = model_tools.contents[0].text  # type: ignore[union-attr]
+    assert json.loads(relayed) == model_seat.tools(DEFAULT_RULES)  # the room server's, relayed
 
 
 async def test_the_seat_proxy_reports_an_unreachable_room_server_as_a_tool_error() -> None:

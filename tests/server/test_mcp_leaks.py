@@ -18,7 +18,7 @@ from mcp import Client
 from mcp_support import client_for, dumps, house_room, scenario, share_schema_validators
 
 from dealroom.protocol import Role, other
-from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI
+from dealroom.server.mcp_app import MODEL_TOOLS_URI, OBSERVATION_URI, TRANSCRIPT_URI
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
 
@@ -65,7 +65,7 @@ class Recorder:
         return None if result.is_error else result.structured_content
 
     async def look(self) -> None:
-        for uri in (OBSERVATION_URI, TRANSCRIPT_URI):
+        for uri in (OBSERVATION_URI, TRANSCRIPT_URI, MODEL_TOOLS_URI):
             resource = await self.client.read_resource(uri)
             self.received.append(dumps([c.model_dump() for c in resource.contents]))
         prompt = await self.client.get_prompt("briefing")

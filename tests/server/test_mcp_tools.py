@@ -22,6 +22,7 @@ from mcp_support import (
 )
 
 from dealroom.protocol import (
+    DEFAULT_RULES,
     Accept,
     Decision,
     ErrorCode,
@@ -30,10 +31,12 @@ from dealroom.protocol import (
     SendMessage,
     SessionErrorCode,
     WalkAway,
+    model_seat,
 )
 from dealroom.protocol.tools import seat_tools
 from dealroom.server.mcp_app import (
     INSTRUCTIONS,
+    MODEL_TOOLS_URI,
     OBSERVATION_URI,
     TRANSCRIPT_URI,
     DirectSession,
@@ -359,7 +362,7 @@ async def test_the_observation_resource_is_the_seats_own_view() -> None:
         await ok(client, "wait_for_opponent")
         resource = await client.read_resource(OBSERVATION_URI)
         listed = {str(r.uri) for r in (await client.list_resources()).resources}
-    assert listed == {OBSERVATION_URI, TRANSCRIPT_URI}
+    assert listed == {OBSERVATION_URI, TRANSCRIPT_URI, MODEL_TOOLS_URI}
     text = resource.contents[0].text  # type: ignore[union-attr]
     observation = Observation.model_validate(json.loads(text))
     assert observation.role == "seller"
@@ -377,6 +380,22 @@ async def test_the_transcript_resource_lists_every_event_from_the_seats_side() -
     assert 'seller said: "Hi!"' in text
     assert 'you offered $600.00 (o1): "Hello"' in text
     assert "seller walked away" in text and "Your result: no_deal" in text
+
+
+async def test_the_model_tools_resource_is_the_one_model_seats_tools() -> None:
+    """What a harness running its own model loop offers the model: ``model_seat.tools`` under
+    the room's rules (not the MCP listing's schemas), byte for byte."""
+    rules = DEFAULT_RULES.model_copy(update={"max_message_chars": 77})
+    room = house_room(opponent="boulware", rules=rules)
+    async with client_for(room, "buyer") as client:
+        resource = await client.read_resource(MODEL_TOOLS_URI)
+        listed = await client.list_tools()
+    text = resource.contents[0].text  # type: ignore[union-attr]
+    assert text == json.dumps(model_seat.tools(rules))
+    assert text != json.dumps(model_seat.tools(DEFAULT_RULES))  # rendered from the room's rules
+    assert [t["function"]["name"] for t in json.loads(text)] == sorted(
+        t.name for t in listed.tools if t.name != "new_negotiation"
+    )
 
 
 async def test_the_briefing_prompt_tells_the_seat_everything_it_needs() -> None:

@@ -53,7 +53,7 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.text import describe_event
 from dealroom.server import mcp_http, rooms
-from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
+from dealroom.server.mcp_app import MODEL_TOOLS_URI, OBSERVATION_URI, TRANSCRIPT_URI, build_app
 from dealroom.server.room import House, Room
 from dealroom.server.seat import RoomSeat
 from dealroom.server.tokens import TokenTable, new_token
@@ -105,7 +105,11 @@ async def test_no_resource_uri_or_prompt_argument_opens_the_other_seat(role: Rol
     theirs = room.current.scenario.private_value(other(role))
     async with client_for(room, role) as client:
         listed = await client.list_resources()
-        assert {str(r.uri) for r in listed.resources} == {OBSERVATION_URI, TRANSCRIPT_URI}
+        assert {str(r.uri) for r in listed.resources} == {
+            OBSERVATION_URI,
+            TRANSCRIPT_URI,
+            MODEL_TOOLS_URI,
+        }
         assert (await client.list_resource_templates()).resource_templates == []
         for uri in GUESSED_URIS:
             try:

@@ -188,3 +188,22 @@ def test_a_seat_on_a_real_dealroom_server_negotiates_through_the_adapter(
         assert state.structured is not None
         assert state.structured["observation"]["role"] == "buyer"
         assert "seller_cost" not in state.text
+
+
+def test_a_seat_reads_what_a_model_reads_through_the_adapter(dealroom_url: str) -> None:
+    """The briefing prompt and the model_tools resource: the opening and the tools of the one
+    model seat, as dealroom's own MCP client reads them from the same seat."""
+    from dealroom.protocol import DEFAULT_RULES, model_seat
+    from dealroom.server.mcp_app import MODEL_TOOLS_URI
+    from dealroom.training import remote
+
+    with HttpSeatClient(f"{dealroom_url}/mcp", token=buyer_token(dealroom_url)) as seat:
+        briefing = seat.briefing()
+        tools = seat.model_tools()
+        state = seat.get_state()
+    assert remote.MODEL_TOOLS_URI == MODEL_TOOLS_URI
+    assert tools == model_seat.tools(DEFAULT_RULES)
+    assert briefing.startswith("You are the buyer")
+    assert state.structured is not None
+    value = state.structured["observation"]["private_value"]
+    assert f"{value:,.2f}" in briefing  # the seat's own value, and only its own

@@ -66,6 +66,11 @@ SeatProvider = Callable[[], ServedSeat]
 
 OBSERVATION_URI = "dealroom://seat/observation"
 TRANSCRIPT_URI = "dealroom://seat/transcript"
+MODEL_TOOLS_URI = "dealroom://seat/model_tools"
+"""The seat's tools as the one model seat offers them to a model (``model_seat.tools``: OpenAI
+function schemas in name order, one negotiation's tools), which ``tools/list`` does not give:
+its schemas are MCP's, with the long descriptions. For a harness that runs the model's loop
+itself (the verifiers integration) and must send the model what the ``llm:`` seat sends."""
 
 INSTRUCTIONS = """You hold one seat (buyer or seller) in a one-item negotiation run by this \
 server. Read the `briefing` prompt first: it tells you the item, your own private value and \
@@ -310,6 +315,16 @@ def add_resources_and_prompt(app: MCPServer, seat: SeatProvider) -> None:
     )
     async def transcript() -> str:
         return await _or_mcp_error(seat().transcript())
+
+    @app.resource(
+        MODEL_TOOLS_URI,
+        name="model_tools",
+        description="Your tools as a model is offered them (JSON: OpenAI function schemas, "
+        "in name order), for a harness that runs its model's tool loop itself.",
+        mime_type="application/json",
+    )
+    async def model_tools() -> str:
+        return await _or_mcp_error(seat().model_tools())
 
     @app.prompt(name="briefing", description=_BRIEFING)
     async def briefing() -> str:

@@ -41,7 +41,12 @@ from dealroom.protocol import (
     seat_text,
 )
 from dealroom.protocol.arguments import arguments_of
-from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI, build_app
+from dealroom.server.mcp_app import (
+    MODEL_TOOLS_URI,
+    OBSERVATION_URI,
+    TRANSCRIPT_URI,
+    build_app,
+)
 from dealroom.server.seat import CallRefused
 from dealroom.server.stdio_wire import serve_stdio_wire
 
@@ -257,6 +262,10 @@ class UpstreamSeat:
     async def transcript(self) -> str:
         """The upstream transcript resource."""
         return await self._resource(TRANSCRIPT_URI)
+
+    async def model_tools(self) -> str:
+        """The upstream model_tools resource."""
+        return await self._resource(MODEL_TOOLS_URI)
 
     async def briefing(self) -> str:
         """The upstream briefing prompt."""

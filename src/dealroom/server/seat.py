@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Generator, Mapping
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -22,6 +23,7 @@ from dealroom.protocol import (
     SessionErrorCode,
     ToolErrorPayload,
     WaitResult,
+    model_seat,
     seat_text,
 )
 from dealroom.protocol.arguments import arguments_of
@@ -96,6 +98,11 @@ class ServedSeat(Protocol):
 
     async def briefing(self) -> str:
         """The briefing prompt (text)."""
+        ...
+
+    async def model_tools(self) -> str:
+        """The model_tools resource: the seat's tools as the one model seat offers them to a
+        model (JSON)."""
         ...
 
 
@@ -271,3 +278,7 @@ class RoomSeat:
         negotiation = self.room.current
         observation = await negotiation.observe(self.role, deliver=False)
         return texts.briefing(observation, self.room.rules, clock=self.room.clock)
+
+    async def model_tools(self) -> str:
+        """``model_seat.tools`` under the room's rules, as JSON: the tools a model reads."""
+        return json.dumps(model_seat.tools(self.room.rules))

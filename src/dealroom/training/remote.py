@@ -16,6 +16,7 @@ Usage::
             print(result.error_code, result.text)   # e.g. price_out_of_range
         update = seat.wait_for_opponent()
         print(update.structured)               # the server's structured result, if any
+        seat.briefing(), seat.model_tools()    # what a model reads: its opening and its tools
 
 Errors:
 
@@ -42,6 +43,9 @@ PROTOCOL_VERSION = "2025-11-25"
 older one, which is then sent on every request."""
 
 _ACCEPT = "application/json, text/event-stream"
+
+MODEL_TOOLS_URI = "dealroom://seat/model_tools"
+"""The resource of a seat's tools as a model reads them (``dealroom.server.mcp_app``)."""
 
 _Json = dict[str, Any]
 """A JSON object as received: its values are whatever the server sent (checked where read)."""
@@ -210,6 +214,25 @@ class McpHttpClient:
             raw=result,
         )
 
+    def get_prompt(self, name: str) -> str:
+        """A prompt's text: its messages' text contents, one per line."""
+        self.connect()
+        result = self._rpc("prompts/get", {"name": name})
+        messages = [
+            m for item in _array(result.get("messages")) if (m := _object(item)) is not None
+        ]
+        contents = [_object(message.get("content")) or {} for message in messages]
+        return "\n".join(str(c.get("text", "")) for c in contents if c.get("type") == "text")
+
+    def read_resource(self, uri: str) -> str:
+        """A resource's text contents, joined."""
+        self.connect()
+        result = self._rpc("resources/read", {"uri": uri})
+        contents = [
+            c for item in _array(result.get("contents")) if (c := _object(item)) is not None
+        ]
+        return "".join(str(content.get("text", "")) for content in contents)
+
     # -- wire -----------------------------------------------------------------------------
 
     def _headers(self) -> dict[str, str]:
@@ -321,3 +344,15 @@ class HttpSeatClient(McpHttpClient):
     def new_negotiation(self) -> ToolResult:
         """Start the next negotiation of a series."""
         return self.call("new_negotiation")
+
+    # -- what a model reads ---------------------------------------------------------------
+
+    def briefing(self) -> str:
+        """The seat's briefing (the ``briefing`` prompt): a model's only opening message."""
+        return self.get_prompt("briefing")
+
+    def model_tools(self) -> list[dict[str, Any]]:
+        """The seat's tools as a model is offered them (the ``model_tools`` resource: OpenAI
+        function schemas in name order, what the ``llm:`` seat offers), not MCP's listing."""
+        tools = _array(json.loads(self.read_resource(MODEL_TOOLS_URI)))
+        return [tool for item in tools if (tool := _object(item)) is not None]

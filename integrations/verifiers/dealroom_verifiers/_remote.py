@@ -1,0 +1,1 @@
+../../../src/dealroom/training/remote.py
