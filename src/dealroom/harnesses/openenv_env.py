@@ -36,7 +36,7 @@ import functools
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Self
 
 from fastapi import FastAPI
 from pydantic import Field
@@ -396,6 +396,11 @@ def store_sink(store: ResultsStore, run: str = "openenv") -> Sink:
 class BargainClient(EnvClient[BargainAction, BargainObservation, BargainState]):
     """OpenEnv's WebSocket client for a dealroom server (``async with BargainClient(url)``, or
     ``BargainClient(url).sync()``); a server's error raises ``RuntimeError``."""
+
+    async def __aenter__(self) -> Self:
+        # EnvClient's own says it returns an EnvClient of unknown types: connect, return self.
+        await getattr(self, "connect")()  # noqa: B009
+        return self
 
     def _step_payload(self, action: BargainAction) -> dict[str, Any]:
         return action.model_dump(exclude={"metadata"})
