@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -36,6 +36,7 @@ from dealroom.play.registry import resolve
 from dealroom.play.runner import play_match
 from dealroom.protocol import DEFAULT_RULES, model_seat, seat_view
 from dealroom.protocol.generator import scenario_at
+from dealroom.protocol.tools import ToolName
 from dealroom.training.evaluate import Completion, rollout
 from dealroom.training.opponents import LLMOpponent, openai_transport
 from dealroom.training.sft import RecordingSeat, conversation_example, sft_example
@@ -121,8 +122,9 @@ def openenv(opponent: str, index: int) -> tuple[list[dict[str, Any]], Any]:
             break
         for n, (name, arguments) in enumerate(calls):
             step = env.step(BargainAction(tool=name, arguments=arguments))
+            call_id = f"c{len(requests)}_{n}"
             messages += model_seat.call_messages(
-                f"c{len(requests)}_{n}", name, arguments, step.result
+                call_id, cast("ToolName", name), arguments, step.result
             )
             done = step.done
     assert done and env.record is not None
