@@ -158,8 +158,6 @@ async def test_whole_negotiations_in_sessions_at_once_score_as_dealroom(
         assert record.scenario == job.scenario()
         assert (record.buyer, record.seller) == (job.buyer, job.seller)
         assert last["outcome"] == record.outcome.status
-        reward = [s for s in seen if s["result"] or s is last][-1]
-        assert reward is last
         deals += record.outcome.status == "deal"
         assert client_reward(seen) == pytest.approx(scored(record, first["role"]))
         # Nothing the seat reads holds the other side's private value.

@@ -53,6 +53,7 @@ from dealroom.harnesses._openenv import (
     StepResult,
     create_app,
 )
+from dealroom.play.jobs import TournamentError
 from dealroom.play.settings import PlaySettings, SeatSettings
 from dealroom.play.tournament import TournamentConfig
 from dealroom.protocol import DEFAULT_RULES, TIERS, Role, Tier, model_seat
@@ -177,7 +178,7 @@ class Served:
                 learner=LEARNER,
                 learner_role=settings.learner_role,
             )
-        except Exception as exc:  # TournamentError: one sentence
+        except TournamentError as exc:  # one sentence
             raise ValueError(str(exc)) from None
         self.pairings = config.pairings()
         self.opponents = tuple(a for a in settings.agents if a != LEARNER)
