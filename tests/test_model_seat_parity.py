@@ -8,6 +8,8 @@ the buyer seat against scripted sellers on:
   (the requests as they go over the wire), in an in-process room (``play_match``);
 - the same seat through the Agents SDK's contract (``SDKChatModel``), as LiteLLM models play;
 - the evaluation surface: TRL's rollout loop over ``BargainToolEnv`` (``training.evaluate``);
+- the OpenEnv environment (``harnesses.openenv_env``): the conversation a client builds from its
+  observations (the briefing, the tools, each step's result text), one tool call a step;
 - GRPO's LLM opponent (``training.opponents``), in the other seat of the training environment;
 - the SFT rows: the stored conversation exported (``conversation_example``), and a scripted
   seat's replay (``sft_example``);
@@ -25,7 +27,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -38,6 +40,7 @@ from dealroom.play.runner import play_match
 from dealroom.protocol import DEFAULT_RULES, model_seat, seat_view
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.secret import Secret
+from dealroom.protocol.tools import ToolName
 from dealroom.training.evaluate import Completion, rollout
 from dealroom.training.opponents import LLMOpponent, openai_transport
 from dealroom.training.sft import RecordingSeat, conversation_example, sft_example
@@ -99,15 +102,54 @@ def evaluation(opponent: str, index: int) -> tuple[list[dict[str, Any]], Any]:
     return requests, played
 
 
+def openenv(opponent: str, index: int) -> tuple[list[dict[str, Any]], Any]:
+    """The requests a client of the OpenEnv environment makes (the conversation built from its
+    observations) and the environment's record."""
+    from dealroom.harnesses.openenv_env import (
+        BargainAction,
+        BargainEnvironment,
+        Served,
+        served_settings,
+    )
+
+    env = BargainEnvironment(Served(served_settings(opponents=OPPONENTS, secret=SEED)))
+    opened = env.reset(seed=0, role="buyer", opponent=opponent, tier="mid", index=index)
+    messages = model_seat.opening(opened.briefing)
+    requests: list[dict[str, Any]] = []
+    done = False
+    while not done:
+        requests.append({"messages": json.loads(json.dumps(messages)), "tools": opened.tools})
+        calls, text = policy(model_seat.canonical(messages))
+        if not calls:
+            messages.append({"role": "assistant", "content": text})
+            done = env.step(BargainAction(tool=None)).done
+            break
+        for n, (name, arguments) in enumerate(calls):
+            step = env.step(BargainAction(tool=name, arguments=arguments))
+            call_id = f"c{len(requests)}_{n}"
+            messages += model_seat.call_messages(
+                call_id, cast("ToolName", name), arguments, step.result
+            )
+            done = step.done
+    assert done and env.record is not None
+    return requests, env.record
+
+
 @pytest.mark.parametrize("opponent", OPPONENTS)
 async def test_the_llm_seat_and_the_evaluation_send_the_same_requests(opponent: str) -> None:
     deals = 0
     for index in INDEXES:
         wire, record, stored = await seat_requests(opponent, index)
         evaluated, played = evaluation(opponent, index)
+        stepped, stepped_record = openenv(opponent, index)
         assert [model_seat.canonical(r["messages"]) for r in wire] == [
             model_seat.canonical(r["messages"]) for r in evaluated
         ], (opponent, index)
+        assert [model_seat.canonical(r["messages"]) for r in wire] == [
+            model_seat.canonical(r["messages"]) for r in stepped
+        ], (opponent, index)
+        assert json.dumps(stepped[0]["tools"]) == json.dumps(wire[0]["tools"])
+        assert (stepped_record.outcome, stepped_record.events) == (record.outcome, record.events)
         tools = model_seat.tools(DEFAULT_RULES)
         assert all(r["tools"] == tools for r in wire) and all(
             r["tools"] == tools for r in evaluated

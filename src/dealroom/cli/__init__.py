@@ -39,6 +39,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "room": ("room", "create and inspect rooms on an HTTP server"),
     "seat": ("seat", "stdio MCP server forwarding to one seat of an HTTP room"),
     "study": ("study", "run a study with people on an HTTP server"),
+    "openenv": (
+        "openenv_serve",
+        "serve negotiations as an OpenEnv environment (reset, step, /ws sessions)",
+    ),
 }
 """Each subcommand, in the order ``dealroom --help`` lists them: the module under
 ``dealroom.cli`` that defines it (``add(subparsers)``) and its one-line help. Only the module

@@ -60,6 +60,7 @@ from dealroom.protocol.arguments import WaitArgs, action_of
 from dealroom.protocol.briefing import briefing
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.model_seat import ToolMethods, result_text
+from dealroom.protocol.secret import Secret, Seed
 from dealroom.protocol.tools import (
     TOOLS_BY_NAME,
     ArgumentError,
@@ -108,7 +109,7 @@ class BargainToolEnv(ToolMethods[str]):
         opponent: str | OpponentFactory = "boulware",
         role: Role = "buyer",
         tier: Tier = "mid",
-        seed: int = 0,
+        seed: Seed = 0,
         reward: RewardSpec | None = None,
         rules: Rules = DEFAULT_RULES,
     ) -> BargainToolEnv:
@@ -122,7 +123,7 @@ class BargainToolEnv(ToolMethods[str]):
         opponent: str | OpponentFactory = "boulware",
         role: Role = "buyer",
         tier: Tier = "mid",
-        seed: int = 0,
+        seed: Seed = 0,
         reward: RewardSpec | None = None,
         rules: Rules = DEFAULT_RULES,
     ) -> None:
@@ -140,7 +141,9 @@ class BargainToolEnv(ToolMethods[str]):
     # -- the TRL contract ---------------------------------------------------------------
 
     def reset(self, **row: Any) -> str:
-        """Start a negotiation; ``row`` may set seed, tier, index, role and opponent.
+        """Start a negotiation; ``row`` may set seed (an int, or a run's ``Secret``: then
+        scenario ``index`` of a tier is the tournament's job of that index), tier, index, role
+        and opponent.
 
         Other keys are ignored, except that the dataset's ``prompt`` decides the separator.
         Returns the seat's briefing: the first user message, as on every surface.
@@ -151,7 +154,8 @@ class BargainToolEnv(ToolMethods[str]):
             raise ValueError(f"role must be 'buyer' or 'seller', not {role!r}")
         if tier not in TIERS:
             raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
-        seed, index = int(config["seed"]), int(config["index"])
+        seed: Seed = config["seed"] if isinstance(config["seed"], Secret) else int(config["seed"])
+        index = int(config["index"])
         scenario = scenario_at(seed, index, tier)
         them = other(role)
         house = opponent_factory(config["opponent"], self._rules)(
