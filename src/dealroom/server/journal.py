@@ -23,6 +23,10 @@ write that fails (a full disk) sets the journal aside (``<room>.jsonl.stopped``,
 deleted if it cannot be renamed) and the room plays on without one: it will not survive a
 restart, but nothing is ever restored behind the store (``RoomRegistry.restore`` checks that
 too, for a server killed between the failure and the rename).
+
+A study's journal is a ``WholeJournal``: a study's state is small and all in memory, so a failed
+write leaves its journal behind, never aside, and the journal is written whole again as soon as
+the disk allows (a study is never lost to a moment of full disk).
 """
 
 from __future__ import annotations
@@ -189,6 +193,75 @@ class RoomJournal:
         self.close()
         with contextlib.suppress(OSError):
             self.path.unlink(missing_ok=True)
+
+
+class WholeJournal(RoomJournal):
+    """The journal of something whose whole state is small and in memory (a study): a failed
+    append never sets it aside. It falls *behind* instead (logged once), and the next append,
+    or ``catch_up`` (the reaper's tick, the server's stop), writes the whole journal again from
+    ``whole()``, the header and every entry the state stands for, into a temporary file renamed
+    over the old one (atomic: the file on disk is always the old journal or the new one whole).
+    So a moment of full disk loses nothing, and a server killed while behind restarts from the
+    last whole journal (a prefix of the inputs), never from nothing."""
+
+    def __init__(
+        self, path: Path, whole: Callable[[], tuple[Mapping[str, Any], Sequence[Op]]]
+    ) -> None:
+        super().__init__(path)
+        self.behind = False
+        """True while the file misses inputs the state holds (a write failed)."""
+        self._whole = whole
+
+    def append(self, number: int, op: Op) -> None:
+        """Write one entry (the state already holds it); when behind, the whole journal."""
+        if self._closed:
+            return
+        if self.behind:
+            self.catch_up()
+            return
+        line = (json.dumps({"n": number, "op": op}, separators=(",", ":")) + "\n").encode()
+        try:
+            _append(self.path, line)
+        except OSError as exc:
+            self.behind = True
+            log.error(
+                "journal write failed; kept in memory, written whole once the disk allows",
+                path=str(self.path),
+                error=str(exc),
+            )
+
+    def catch_up(self) -> bool:
+        """If behind, write the whole journal again; True once the file holds the state."""
+        if not self.behind:
+            return True
+        header, entries = self._whole()
+        lines = [json.dumps(dict(header), sort_keys=True)]
+        lines += [json.dumps({"n": 0, "op": op}, separators=(",", ":")) for op in entries]
+        data = ("\n".join(lines) + "\n").encode()
+        temporary = self.path.with_name(self.path.name + ".new")
+        try:
+            fd = open_private(temporary)
+            try:
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, "short write to a journal")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
+            log.debug("journal still behind", path=str(self.path), error=str(exc))
+            return False
+        self.behind = False
+        log.info("journal written whole again", path=str(self.path), entries=len(entries))
+        return True
+
+    def close(self) -> None:
+        """Stop writing, once the file holds the state if the disk allows."""
+        if not self._closed:
+            self.catch_up()
+        super().close()
 
 
 def _append(path: Path, data: bytes) -> None:

@@ -301,6 +301,7 @@ class RoomRegistry:
 
     async def tick(self) -> None:
         """One pass of the reaper."""
+        self.studies.catch_up()
         now = self._timer()
         for room_id, room in list(self.rooms.items()):
             try:

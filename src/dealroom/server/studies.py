@@ -8,14 +8,16 @@ its header holds the study's secret.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import structlog
 
 from dealroom.protocol import RoomCreated, RoomRequest, SessionErrorCode
 from dealroom.protocol.study import StudyCreated, StudyRequest
-from dealroom.server.journal import Journals, RoomJournal, reason_of
+from dealroom.server.journal import Journals, Op, WholeJournal, reason_of
 from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room, RoomError
 from dealroom.server.study import Participant, Study
@@ -76,13 +78,14 @@ class Studies:
                 "token": digest(token).hex(),
                 "participants": {label: digest(t).hex() for label, t in tokens.items()},
             }
-            study.journal = self.journals.create(f"study-{request.id}", header)
-            if study.journal is None:
+            journal = self.journals.create(f"study-{request.id}", header)
+            if journal is None:
                 raise RoomError(
                     SessionErrorCode.JOURNAL_UNAVAILABLE,
                     "The server cannot journal a new study now (its disk or file descriptors "
                     "ran out); no study was opened. Try again later.",
                 )
+            study.journal = _whole(journal.path, study, header)
         self._grant(study, digest(token), {label: digest(t) for label, t in tokens.items()})
         log.info("study created", study=request.id, participants=len(tokens))
         return StudyCreated(study=request.id, token=token, participants=tokens)
@@ -109,7 +112,7 @@ class Studies:
                 self.unrestored[name] = reason_of(exc)
                 log.error("study journal cannot be restored", path=str(path), error=reason_of(exc))
                 continue
-            study.journal = RoomJournal(path)
+            study.journal = _whole(path, study, journal.header)
             self._grant(study, bytes.fromhex(journal.header["token"]), participants)
         if self.studies or self.unrestored:
             log.info("studies restored", studies=len(self.studies), failed=len(self.unrestored))
@@ -127,8 +130,16 @@ class Studies:
         if room.study is not None and (study := self.studies.get(room.study.id)) is not None:
             study.recorded(room, negotiation)
 
+    def catch_up(self) -> None:
+        """Write again, whole, every study journal a failed write left behind (the reaper's
+        tick: once the disk has room again, nothing is missing from them)."""
+        for study in self.studies.values():
+            if isinstance(study.journal, WholeJournal):
+                study.journal.catch_up()
+
     def close(self) -> None:
-        """Stop writing the journals (the server stops; they stay for the next start)."""
+        """Stop writing the journals, each whole if the disk allows (the server stops; they
+        stay for the next start)."""
         for study in self.studies.values():
             if study.journal is not None:
                 study.journal.close()
@@ -141,3 +152,13 @@ class Studies:
         self._tokens[token] = (study.id, None)
         for label, token_digest in participants.items():
             self._tokens[token_digest] = (study.id, label)
+
+
+def _whole(path: Path, study: Study, header: Mapping[str, Any]) -> WholeJournal:
+    """A study's journal: behind after a failed write, written whole from its state again."""
+    kept = dict(header)
+
+    def whole() -> tuple[Mapping[str, Any], list[Op]]:
+        return kept, study.entries()
+
+    return WholeJournal(path, whole)

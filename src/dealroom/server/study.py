@@ -341,6 +341,25 @@ class Study:
             who.seats.append((room_id, role))
             who.waiting_since = None
 
+    def entries(self) -> list[Op]:
+        """The study's whole state as journal entries, in an order ``replay`` rebuilds it from
+        (a journal written whole again after a failed write: ``WholeJournal``)."""
+        ops: list[Op] = []
+        people = list(self.participants.values())
+        for who in people:
+            if who.opened:
+                ops.append(["opened", who.label])
+            if who.agreed is not None:
+                ops.append(["consent", who.label, who.agreed])
+        for room_id, seats in self._rooms.items():  # in the order they were seated
+            ops.append(["seat", room_id, dict(seats), self.spectators.get(room_id)])
+        for who in people:
+            ops += [["result", who.label, p.model_dump(mode="json")] for p in who.results]
+            ops += [["page", who.label, e, when, at, n] for when, e, at, n in who.page]
+            if who.waiting_since is not None:  # after their seats, which end a wait
+                ops.append(["queue", who.label, who.waiting_since])
+        return ops
+
     def _log(self, op: Op) -> None:
         if self.journal is not None:
             self.journal.append(0, op)

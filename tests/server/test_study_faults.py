@@ -1,0 +1,165 @@
+"""A study on a hostile machine: a disk full for a moment, a server killed while its journal was
+behind. A study's state is small and in memory, so nothing of it is lost: its journal is written
+whole again once the disk allows, and a study is never set aside at a restart.
+
+The full disk is real where the machine allows a mount (a 1 MiB tmpfs, ``store_faults``), and a
+stand-in that fails the study journal's appends elsewhere.
+"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+from pathlib import Path
+
+import pytest
+from test_study import SECRET, registry, solo
+
+from dealroom.protocol import WalkAway
+from dealroom.protocol.study import StudyRequest
+from dealroom.server import journal as journal_module
+from dealroom.server.journal import WholeJournal
+from dealroom.server.rooms import RoomRegistry
+from dealroom.server.seat import RoomSeat
+from dealroom.server.study_export import EXPORTS, export_csv
+from store_faults import Disk, fill, mount_tmpfs, unmount
+
+
+def full_study_disk(monkeypatch: pytest.MonkeyPatch, disk: Disk) -> None:
+    """While ``disk`` is full, every append to a study's journal fails as a full disk does."""
+    append = journal_module._append  # pyright: ignore[reportPrivateUsage]
+
+    def failing(path: Path, data: bytes) -> None:
+        if disk.full and path.name.startswith("study-"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        append(path, data)
+
+    monkeypatch.setattr(journal_module, "_append", failing)
+
+
+def agree_and_look(rooms: RoomRegistry, token: str) -> None:
+    ticket = rooms.studies.lookup(token)
+    assert ticket is not None and ticket.who is not None
+    ticket.study.agree(ticket.who)
+    ticket.study.page(ticket.who, "open")
+
+
+def test_a_failed_write_to_a_study_journal_loses_nothing_once_the_disk_has_room_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = Disk()
+    full_study_disk(monkeypatch, disk)
+    rooms = registry(tmp_path)
+    created = rooms.studies.create(solo())
+    agree_and_look(rooms, created.participants["p01"])
+    disk.full = True
+    agree_and_look(rooms, created.participants["p02"])  # consent, a room, a page event: lost?
+    disk.full = False
+    rooms.studies.catch_up()  # the reaper's tick: the journal is written whole
+    study = rooms.studies.studies["s1"]
+    before = {name: export_csv(study, name) for name in EXPORTS}
+    journals = tmp_path / "rooms" / "studies"
+    assert [p.name for p in journals.iterdir()] == ["study-s1.jsonl"]  # nothing set aside
+
+    again = registry(tmp_path)
+    again.restore()
+    assert again.studies.unrestored == {}
+    for label in ("p01", "p02"):
+        back = again.studies.lookup(created.participants[label])
+        assert back is not None and back.who is not None, label
+        was = study.participants[label]
+        assert (back.who.agreed, back.who.page, back.who.seats) == (was.agreed, was.page, was.seats)
+        assert back.study.current(back.who) is not None  # their room too
+    assert again.studies.lookup(created.token) is not None  # the study page's link
+    assert {name: export_csv(again.studies.studies["s1"], name) for name in EXPORTS} == before
+
+
+def test_a_server_killed_while_its_study_journal_is_behind_restarts_with_the_study(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = Disk()
+    full_study_disk(monkeypatch, disk)
+    rooms = registry(tmp_path)
+    created = rooms.studies.create(solo())
+    agree_and_look(rooms, created.participants["p01"])
+    disk.full = True
+    agree_and_look(rooms, created.participants["p02"])
+    # killed here: no catch-up, no close
+
+    again = registry(tmp_path)
+    again.restore()
+    assert "s1" in again.studies.studies and again.studies.unrestored == {}
+    first = again.studies.lookup(created.participants["p01"])
+    assert first is not None and first.who is not None and first.who.agreed is not None
+    assert again.studies.lookup(created.participants["p02"]) is not None  # the link still works
+    assert again.studies.lookup(created.token) is not None
+
+
+def test_a_study_on_a_really_full_disk_is_written_whole_once_space_returns(
+    tmp_path: Path,
+) -> None:
+    disk = tmp_path / "disk"
+    if not mount_tmpfs(disk):
+        pytest.skip("needs root and mount(8) for a small tmpfs")
+    try:
+        rooms = registry(disk)
+        created = rooms.studies.create(solo(participants=["p01", "p02", "p03"]))
+        agree_and_look(rooms, created.participants["p01"])
+        filler = fill(disk)
+        ticket = rooms.studies.lookup(created.participants["p01"])
+        assert ticket is not None and ticket.who is not None
+        for _ in range(40):  # past the journal's last page: a line is lost
+            ticket.study.page(ticket.who, "hidden")
+            ticket.study.page(ticket.who, "visible")
+        rooms.studies.catch_up()  # still full: it stays behind, and serving goes on
+        filler.unlink()
+        rooms.studies.catch_up()
+        events = list(ticket.who.page)
+
+        again = registry(disk)
+        again.restore()
+        back = again.studies.lookup(created.participants["p01"])
+        assert back is not None and back.who is not None and back.who.page == events
+        assert again.studies.lookup(created.participants["p03"]) is not None  # never opened
+        assert not list((disk / "rooms" / "studies").glob("*.stopped"))
+    finally:
+        shutil.rmtree(disk / "rooms", ignore_errors=True)
+        unmount(disk)
+
+
+@pytest.mark.anyio
+async def test_a_study_journal_written_whole_restores_every_match_result_and_wait(
+    tmp_path: Path,
+) -> None:
+    rooms = registry(tmp_path)
+    request = StudyRequest(
+        id="pairs", participants=("a", "b", "c"), matching="pairs", negotiations=2, secret=SECRET
+    )
+    created = rooms.studies.create(request)
+    study = rooms.studies.studies["pairs"]
+    a, b, c = (study.participants[label] for label in "abc")
+    for who in (a, c):
+        study.arrive(who)
+        study.page(who, "open")
+    first = study.current(a)
+    assert first is not None
+    await RoomSeat(*first).act(WalkAway())
+    assert study.next(a)
+    study.arrive(b)
+    assert study.next(c)  # c waits
+    journal = study.journal
+    assert isinstance(journal, WholeJournal)
+    journal.behind = True
+    assert journal.catch_up()
+    before = {name: export_csv(study, name) for name in EXPORTS}
+
+    again = registry(tmp_path)
+    again.restore()
+    back = again.studies.studies["pairs"]
+    for label in "abc":
+        was, now = study.participants[label], back.participants[label]
+        assert (now.seats, now.results, now.page) == (was.seats, was.results, was.page)
+        assert now.waiting_since == was.waiting_since and now.opened == was.opened
+    assert back.spectators == study.spectators and back.sitting(first[0].id)
+    assert {name: export_csv(back, name) for name in EXPORTS} == before
+    assert again.studies.lookup(created.participants["c"]) is not None
