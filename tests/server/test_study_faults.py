@@ -12,13 +12,16 @@ import errno
 import shutil
 from pathlib import Path
 
+import httpx2
 import pytest
+from mcp_support import ADMIN, HttpServer, http_server, tls
 from test_study import SECRET, registry, solo
 
-from dealroom.protocol import WalkAway
+from dealroom.protocol import RoomCreated, RoomRequest, SessionErrorCode, WalkAway
 from dealroom.protocol.study import StudyRequest
 from dealroom.server import journal as journal_module
 from dealroom.server.journal import WholeJournal
+from dealroom.server.room import RoomError
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomSeat
 from dealroom.server.study_export import EXPORTS, export_csv
@@ -163,3 +166,53 @@ async def test_a_study_journal_written_whole_restores_every_match_result_and_wai
     assert back.spectators == study.spectators and back.sitting(first[0].id)
     assert {name: export_csv(back, name) for name in EXPORTS} == before
     assert again.studies.lookup(created.participants["c"]) is not None
+
+
+# -- rooms that cannot be opened ------------------------------------------------------------------
+
+
+def unjournaled_rooms(monkeypatch: pytest.MonkeyPatch, server: HttpServer, disk: Disk) -> None:
+    """While ``disk`` is full, every room a study opens is refused as a full disk refuses it."""
+    studies = server.registry.studies
+    create = studies._create_room  # pyright: ignore[reportPrivateUsage]
+
+    def failing(request: RoomRequest) -> RoomCreated:
+        if disk.full:
+            raise RoomError(SessionErrorCode.JOURNAL_UNAVAILABLE, "the disk is full")
+        return create(request)
+
+    monkeypatch.setattr(studies, "_create_room", failing)
+
+
+@pytest.mark.anyio
+async def test_a_participant_whose_room_cannot_be_opened_waits_and_gets_it_once_it_can(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    disk = Disk(full=True)
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        unjournaled_rooms(monkeypatch, server, disk)
+        pairs = {"id": "p", "participants": ["a", "b"], "matching": "pairs", "secret": SECRET}
+        for body in (solo().model_dump(mode="json"), pairs):
+            response = await http.post(
+                f"{server.url}/admin/studies",
+                json=body,
+                headers={"Authorization": f"Bearer {ADMIN}"},
+            )
+            assert response.status_code == 201, response.text
+            tokens = response.json()["participants"]
+            for token in tokens.values():
+                headers = {"Authorization": f"Bearer {token}"}
+                if body["id"] == "s1":
+                    await http.post(f"{server.url}/web/api/seat/consent", headers=headers)
+                view = await http.get(f"{server.url}/web/api/seat", headers=headers)
+                assert view.status_code == 200, view.text  # not a 500
+                assert view.json()["kind"] == "lobby" and not view.json()["needs_consent"]
+        await server.registry.tick()  # still full: nothing opens, nothing breaks
+        disk.full = False
+        await server.registry.tick()  # the reaper tries again
+        for study in server.registry.studies.studies.values():
+            for who in study.participants.values():
+                assert study.current(who) is not None, (study.id, who.label)
+    out = capsys.readouterr().out
+    assert "Traceback" not in out
+    assert out.count("cannot be opened now") == 2  # one line per study, not one a second

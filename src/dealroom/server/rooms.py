@@ -301,7 +301,7 @@ class RoomRegistry:
 
     async def tick(self) -> None:
         """One pass of the reaper."""
-        self.studies.catch_up()
+        await self.studies.tick()
         now = self._timer()
         for room_id, room in list(self.rooms.items()):
             try:

@@ -130,6 +130,15 @@ class Studies:
         if room.study is not None and (study := self.studies.get(room.study.id)) is not None:
             study.recorded(room, negotiation)
 
+    async def tick(self) -> None:
+        """The reaper's pass: each study's (``Study.tick``), then the journals left behind."""
+        for study in list(self.studies.values()):
+            try:
+                await study.tick()
+            except Exception:  # one bad study must not stop the reaper for the others
+                log.exception("study tick failed", study=study.id)
+        self.catch_up()
+
     def catch_up(self) -> None:
         """Write again, whole, every study journal a failed write left behind (the reaper's
         tick: once the disk has room again, nothing is missing from them)."""

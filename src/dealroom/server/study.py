@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import partial
 from typing import Any, get_args
 
 import structlog
@@ -40,7 +41,7 @@ from dealroom.protocol.wire import StudySeats
 from dealroom.server.instructions import blocks
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import Negotiation
-from dealroom.server.room import Room
+from dealroom.server.room import Room, RoomError
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -117,6 +118,8 @@ class Study:
         self._matches = 0
         self._rooms: dict[str, dict[Role, str]] = {}
         """Each room of the study: who sits where."""
+        self._stalled = False
+        """True while a room of the study could not be opened (logged once per spell)."""
         self.spectators: dict[str, str] = {}
         """Each room's spectator token, for the study page's watch links (kept in clear in the
         study's private journal, as its secret is)."""
@@ -143,9 +146,11 @@ class Study:
             return
         if self.request.matching == "solo":
             if not who.seats:
-                self._solo_room(who)
+                self._opened(partial(self._solo_room, who))
         elif self.current(who) is None and who.waiting_since is None:
             self._enqueue(who)  # once: every page view comes through here
+        else:
+            self._match()
 
     def next(self, who: Participant) -> bool:
         """*Next negotiation* in a pair study: back in the queue. False when they cannot
@@ -283,16 +288,56 @@ class Study:
         )
         self._seated(created, {role: who.label})
 
+    async def tick(self) -> None:
+        """The reaper's pass (every second): open the rooms that could not be opened before (a
+        solo participant's; a match of whoever waits)."""
+        if self.request.matching == "pairs":
+            self._match()
+            return
+        for who in self.participants.values():
+            arrived = who.opened and not who.seats and not self.needs_consent(who)
+            if arrived and not self._opened(partial(self._solo_room, who)):
+                return
+
+    def _opened(self, open_room: Callable[[], None]) -> bool:
+        """Open a room for participants; False, logged in one line, when the server cannot
+        (its journal cannot be created: a full disk). Nothing changed then: their next page
+        view (solo) or the reaper's next tick (pairs) tries again."""
+        try:
+            open_room()
+        except RoomError as exc:
+            if not self._stalled:  # once per spell, not once a second
+                log.warning(
+                    "a study's room cannot be opened now; tried again every second",
+                    study=self.id,
+                    code=str(exc.code),
+                )
+            self._stalled = True
+            return False
+        if self._stalled:
+            log.info("a study's rooms open again", study=self.id)
+        self._stalled = False
+        return True
+
     def _enqueue(self, who: Participant) -> None:
         who.waiting_since = round(time.time(), 3)
         self._log(["queue", who.label, who.waiting_since])
-        waiting = sorted(
-            (p for p in self.participants.values() if p.waiting_since is not None),
-            key=lambda p: (p.waiting_since or 0.0, p.index),
-        )
-        if len(waiting) < 2:
-            return
-        first, second = waiting[:2]
+        self._match()
+
+    def _match(self) -> None:
+        """Match the two who have waited longest, while two wait and their room opens."""
+        while True:
+            waiting = sorted(
+                (p for p in self.participants.values() if p.waiting_since is not None),
+                key=lambda p: (p.waiting_since or 0.0, p.index),
+            )
+            if len(waiting) < 2:
+                return
+            first, second = waiting[:2]
+            if not self._opened(partial(self._pair, first, second)):
+                return
+
+    def _pair(self, first: Participant, second: Participant) -> None:
         buyer, seller = (
             (second, first) if second.buyer_times < first.buyer_times else (first, second)
         )

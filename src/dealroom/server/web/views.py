@@ -245,6 +245,11 @@ def lobby_view(study: Study, who: Participant) -> LobbyView:
         message = "Read the instructions and agree to take part to begin."
     elif study.done(who):
         message = "You have played all your negotiations. Thank you for taking part."
+    elif study.request.matching == "solo":
+        message = (
+            "Your negotiation is being set up; it appears here by itself as soon as it is "
+            "ready. Keep this page open."
+        )
     else:
         message = (
             "Waiting for another participant to join; your negotiation starts as soon as "
