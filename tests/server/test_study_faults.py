@@ -216,3 +216,45 @@ async def test_a_participant_whose_room_cannot_be_opened_waits_and_gets_it_once_
     out = capsys.readouterr().out
     assert "Traceback" not in out
     assert out.count("cannot be opened now") == 2  # one line per study, not one a second
+
+
+# -- journals set aside ---------------------------------------------------------------------------
+
+
+def test_a_room_whose_journal_was_set_aside_says_so_after_a_restart(tmp_path: Path) -> None:
+    rooms = registry(tmp_path)
+    created = rooms.create(RoomRequest(house_seller="boulware"))
+    journal = rooms.rooms[created.room].journal
+    assert journal is not None
+    journal.stop()  # what a failed write does to a room's journal
+    again = registry(tmp_path)
+    again.restore()
+    why = again.unrestored[created.room]  # GET /admin/rooms/ID answers 410 with it, not 404
+    assert "set aside" in why and f"{created.room}.jsonl.stopped" in why and "\n" not in why
+
+
+def test_a_study_journal_set_aside_by_an_older_server_is_restored_and_written_whole(
+    tmp_path: Path,
+) -> None:
+    rooms = registry(tmp_path)
+    created = rooms.studies.create(solo())
+    agree_and_look(rooms, created.participants["p01"])
+    rooms.close()
+    path = tmp_path / "rooms" / "studies" / "study-s1.jsonl"
+    with path.open("ab") as file:
+        file.write(b'{"n":0,"op":["page","p01","hid')  # torn by a short write
+    path.rename(path.with_name(path.name + ".stopped"))  # as the older server set it aside
+
+    again = registry(tmp_path)
+    again.restore()
+    back = again.studies.lookup(created.participants["p01"])
+    assert back is not None and back.who is not None and back.who.agreed is not None
+    assert again.studies.lookup(created.participants["p02"]) is not None
+    assert path.read_bytes().endswith(b"\n") and not path.with_name(path.name + ".stopped").exists()
+    back.study.page(back.who, "hidden")  # appended after a whole line: read back next time
+    third = registry(tmp_path)
+    third.restore()
+    assert [e[1] for e in third.studies.studies["s1"].participants["p01"].page] == [
+        "open",
+        "hidden",
+    ]

@@ -307,6 +307,14 @@ class Journals:
             return None
         return RoomJournal(path)
 
+    def set_aside(self) -> list[Path]:
+        """The journals set aside in the directory (``<name>.jsonl.stopped``: each missed an
+        input and is never replayed), oldest first."""
+        if not self.directory.is_dir():
+            return []
+        paths = self.directory.glob(f"*.jsonl{STOPPED_SUFFIX}")
+        return sorted(paths, key=lambda p: p.stat().st_mtime_ns)
+
     def load(self) -> Iterator[tuple[Path, JournalFile | str]]:
         """Every journal in the directory, oldest first, read back; or, for a file that cannot
         be read (damaged, nested too deep to parse, anything), why not (logged; the file is

@@ -8,6 +8,8 @@ its header holds the study's secret.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ import structlog
 
 from dealroom.protocol import RoomCreated, RoomRequest, SessionErrorCode
 from dealroom.protocol.study import StudyCreated, StudyRequest
-from dealroom.server.journal import Journals, Op, WholeJournal, reason_of
+from dealroom.server.journal import STOPPED_SUFFIX, Journals, Op, WholeJournal, reason_of
 from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room, RoomError
 from dealroom.server.study import Participant, Study
@@ -95,6 +97,11 @@ class Studies:
         that cannot be read or replayed is logged, left in place, and named in ``unrestored``."""
         if self.journals is None:
             return
+        for aside in self.journals.set_aside():  # set aside by an older server: restore them
+            back = aside.with_name(aside.name.removesuffix(STOPPED_SUFFIX))
+            if not back.exists():
+                os.replace(aside, back)
+                log.warning("study journal set aside by an older server restored", path=str(back))
         for path, journal in self.journals.load():
             name = path.name.removesuffix(".jsonl").removeprefix("study-")
             try:
@@ -113,6 +120,9 @@ class Studies:
                 log.error("study journal cannot be restored", path=str(path), error=reason_of(exc))
                 continue
             study.journal = _whole(path, study, journal.header)
+            if not _ends_whole(path):  # a torn last line (killed mid-write): write it whole
+                study.journal.behind = True
+                study.journal.catch_up()
             self._grant(study, bytes.fromhex(journal.header["token"]), participants)
         if self.studies or self.unrestored:
             log.info("studies restored", studies=len(self.studies), failed=len(self.unrestored))
@@ -171,3 +181,12 @@ def _whole(path: Path, study: Study, header: Mapping[str, Any]) -> WholeJournal:
         return kept, study.entries()
 
     return WholeJournal(path, whole)
+
+
+def _ends_whole(path: Path) -> bool:
+    """Whether a journal's last line is whole (an append after a torn one would tear the
+    middle of the file, which is never read back)."""
+    with contextlib.suppress(OSError), path.open("rb") as file:
+        file.seek(-1, os.SEEK_END)
+        return file.read(1) == b"\n"
+    return True
