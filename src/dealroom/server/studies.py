@@ -22,7 +22,8 @@ from dealroom.protocol.study import StudyCreated, StudyRequest
 from dealroom.server.journal import STOPPED_SUFFIX, Journals, Op, WholeJournal, reason_of
 from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room, RoomError
-from dealroom.server.study import Participant, Study
+from dealroom.server.study import Study
+from dealroom.server.study_people import Participant
 from dealroom.server.tokens import digest, new_token
 
 log = structlog.stdlib.get_logger(__name__)
