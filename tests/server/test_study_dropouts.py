@@ -21,6 +21,8 @@ import pytest
 from mcp_support import ADMIN, http_server, tls
 from test_study import SECRET, registry
 
+from dealroom.cli import UsageError, build_parser
+from dealroom.cli.study import study_request
 from dealroom.protocol import MakeOffer
 from dealroom.protocol.study import CLOSE_GRACE_S, PayoffRule, StudyRequest
 from dealroom.server.rooms import RoomRegistry
@@ -160,7 +162,7 @@ async def test_the_odd_participant_times_out_with_the_fee_and_the_code(tmp_path:
     a.waiting_since -= 298
     await study.tick()
     assert study.state(a) == "waiting"
-    a.waiting_since -= 2
+    a.waiting_since -= 3
     await study.tick()
     assert study.state(a) == "timed_out" and study.current(a) is None
     lobby = lobby_view(study, a)
@@ -189,7 +191,7 @@ async def test_everyone_who_consented_has_a_payment_line_and_states_survive_a_re
     study.arrive(d)  # d reads the consent and does not agree
     closed_for(a, CLOSE_GRACE_S)
     await study.tick()  # a leaves mid-way
-    c.waiting_since = (c.waiting_since or 0) - 300
+    c.waiting_since = (c.waiting_since or 0) - 301
     await study.tick()  # c times out (b is between negotiations, not waiting)
     payments = rows(export_csv(study, "payments"))
     states = {label: row["state"] for label, row in payments.items()}
@@ -232,3 +234,16 @@ async def test_a_closed_page_over_http_is_not_matched(
         reopened = (await http.get(f"{url}/web/api/seat", headers=a)).json()  # a reload
         assert reopened["kind"] == "seat"  # back, and matched with b
         assert (await http.get(f"{url}/web/api/seat", headers=b)).json()["kind"] == "seat"
+
+
+def test_study_create_takes_the_waiting_limit_and_the_dropout_time() -> None:
+    base = ["study", "create", "--server", "http://127.0.0.1:1", "--id", "s", "--count", "2"]
+    base += ["--matching", "pairs"]
+    args = build_parser(base).parse_args([*base, "--max-wait-s", "none", "--dropout-s", "30"])
+    request = study_request(args)
+    assert (request.max_wait_s, request.dropout_s) == (None, 30)
+    args = build_parser(base).parse_args(base)
+    assert (study_request(args).max_wait_s, study_request(args).dropout_s) == (600, 60)
+    args = build_parser(base).parse_args([*base, "--dropout-s", "5"])
+    with pytest.raises(UsageError, match="--dropout-s"):
+        study_request(args)

@@ -63,6 +63,22 @@ def add(commands: Commands) -> None:
     pay.add_argument("--show-up-fee", metavar="FEE", default="0")
     pay.add_argument("--currency", default="USD")
     pay.add_argument("--pays", choices=["all", "one_random"], default="all")
+    create.add_argument(
+        "--max-wait-s",
+        type=_limit,
+        default=600.0,
+        metavar="S",
+        help="pairs: the longest a participant waits for a partner before their part ends "
+        "with their payment and the completion code (default 600; none: no limit)",
+    )
+    create.add_argument(
+        "--dropout-s",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="pairs: seconds a participant's page may go silent before they have left the "
+        "study (default 60; a closed page counts after 10)",
+    )
     create.add_argument("--completion-code", metavar="CODE")
     create.add_argument("--completion-url", metavar="URL")
     create.add_argument(
@@ -146,9 +162,21 @@ def study_request(args: argparse.Namespace) -> StudyRequest:
             payoff=_payoff(args),
             completion_code=args.completion_code,
             completion_url=args.completion_url,
+            max_wait_s=args.max_wait_s,
+            dropout_s=args.dropout_s,
         )
     except ValidationError as exc:
         raise usage_error(_flag_error(exc)) from None
+
+
+def _limit(text: str) -> float | None:
+    """``--max-wait-s``: seconds, or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds or none") from None
 
 
 def _payoff(args: argparse.Namespace) -> PayoffRule | None:
