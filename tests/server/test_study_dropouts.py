@@ -24,7 +24,13 @@ from test_study import SECRET, registry
 from dealroom.cli import UsageError, build_parser
 from dealroom.cli.study import study_request
 from dealroom.protocol import MakeOffer
-from dealroom.protocol.study import CLOSE_GRACE_S, PayoffRule, StudyRequest
+from dealroom.protocol.study import (
+    CLOSE_GRACE_S,
+    PayoffRule,
+    StudyRequest,
+    presence_rule,
+    waiting_rule,
+)
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomSeat
 from dealroom.server.studies import Ticket
@@ -247,3 +253,18 @@ def test_study_create_takes_the_waiting_limit_and_the_dropout_time() -> None:
     args = build_parser(base).parse_args([*base, "--dropout-s", "5"])
     with pytest.raises(UsageError, match="--dropout-s"):
         study_request(args)
+
+
+def test_the_docs_quote_what_a_pair_participant_reads() -> None:
+    request = StudyRequest.model_validate(
+        {
+            "id": "d",
+            "participants": ["a", "b"],
+            "matching": "pairs",
+            "payoff": {"exchange_rate": "0.05", "show_up_fee": "2"},
+            "completion_code": "C0DE",
+        }
+    )
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "web.md").read_text().split())
+    for text in (presence_rule(request), waiting_rule(request)):
+        assert text is not None and text in docs, text

@@ -125,7 +125,8 @@ class SeatPageView(View):
     completion: StudyCompletion | None
     """A study participant's result, payment and completion code, once their part is over."""
     partner_left: str | None = None
-    """A pair study: why this negotiation ended when the other participant left the study."""
+    """A pair study: why this negotiation ended when the other participant left the study (the
+    page shows it in place of the outcome, followed by the surplus)."""
 
 
 class LobbyView(View):
@@ -250,7 +251,7 @@ def _partner_left(study: Study, room: Room, role: Role) -> str | None:
         return None
     return (
         "The other participant left the study (their page was closed or stopped answering), "
-        "so this negotiation ended without a deal."
+        "so this negotiation ended without a deal"
     )
 
 
