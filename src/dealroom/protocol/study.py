@@ -408,8 +408,8 @@ def ending_text(ended: Ending, request: StudyRequest, *, negotiating: bool) -> s
                 "study ends here. Thank you for waiting."
             )
         case "dropped":
-            when = "during a negotiation" if negotiating else "while you waited for a partner"
+            when = " during a negotiation," if negotiating else ""
             return (
-                f"Your page was closed, or stopped answering, {when}, so you have left the "
-                "study and your part in it has ended."
+                f"Your page was closed, or stopped answering,{when} so you have left the study "
+                "and your part in it has ended."
             )
