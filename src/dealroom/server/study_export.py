@@ -141,9 +141,16 @@ def export_csv(study: Study, name: Export, stored: Iterable[StoredNegotiation] =
             assert_never(name)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""A text cell starting with one of these is a formula to a spreadsheet (OWASP's CSV injection
+rule): it is written after a ``'``, which a spreadsheet shows as text."""
+
+
 def csv_text(model: type[Model], rows: Sequence[Model]) -> str:
     """RFC 4180 CSV (CRLF line ends) with a header of ``model``'s fields: amounts as written
-    (``12.50``), booleans ``true``/``false``, nothing for None."""
+    (``12.50``, ``-3.00``: numbers stay numbers), booleans ``true``/``false``, nothing for None,
+    and text that a spreadsheet would run as a formula (``FORMULA_STARTS``: a participant's
+    message, say) after a ``'``."""
     out = io.StringIO()
     writer = csv.writer(out)
     fields = list(model.model_fields)
@@ -160,6 +167,8 @@ def _cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, Decimal):
         return f"{value:f}"
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
     return str(value)
 
 
