@@ -233,12 +233,12 @@ def _links_csv(participants: dict[str, str]) -> str:
     return out.getvalue()
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Create ``path`` readable by its owner only (it holds credentials); never overwrite
-    (OSError if it exists or cannot be written)."""
+def _write_private(path: Path, data: str | bytes) -> None:
+    """Create ``path`` readable by its owner only (links are credentials, exports hold both
+    sides' values); never overwrite (OSError if it exists or cannot be written)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data.encode() if isinstance(data, str) else data)
 
 
 def show_study(args: argparse.Namespace) -> int:
@@ -249,14 +249,25 @@ def show_study(args: argparse.Namespace) -> int:
 
 
 def export_study(args: argparse.Namespace) -> int:
-    """GET /admin/studies/{study}/{name}.csv for each export, saved as STUDY-NAME.csv."""
+    """GET /admin/studies/{study}/{name}.csv for each export, saved as STUDY-NAME.csv: owner
+    readable only (they hold both values of every negotiation and what each participant said)
+    and never over an earlier export (checked for all of them before anything is fetched)."""
     if not args.out.is_dir():
         raise usage_error(f"{args.out}: no such directory")
+    paths = {name: args.out / f"{args.study}-{name}.csv" for name in EXPORTS}
+    for path in paths.values():
+        if path.exists():
+            raise usage_error(f"{path} exists; an export is never overwritten (choose --out)")
     server = base_url(args.server)
-    for name in EXPORTS:
-        response = admin_request("GET", f"{server}/admin/studies/{args.study}/{name}.csv")
-        path = args.out / f"{args.study}-{name}.csv"
-        path.write_bytes(response.content)
+    fetched = {
+        name: admin_request("GET", f"{server}/admin/studies/{args.study}/{name}.csv")
+        for name in EXPORTS
+    }
+    for name, response in fetched.items():
+        try:
+            _write_private(paths[name], response.content)
+        except OSError as exc:
+            raise usage_error(f"{paths[name]}: {exc.strerror}") from None
         rows = len(list(csv.reader(io.StringIO(response.text)))) - 1
-        sys.stdout.write(f"{path}: {rows} rows\n")
+        sys.stdout.write(f"{paths[name]}: {rows} rows\n")
     return 0

@@ -142,6 +142,15 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
         assert await anyio.to_thread.run_sync(cli_main, argv) == 0
         for name, response in exports.items():
             assert (out / f"s1-{name}.csv").read_bytes() == response.content
+            assert stat.S_IMODE(os.stat(out / f"s1-{name}.csv").st_mode) == 0o600
+        (out / "s1-events.csv").write_text("an earlier export")
+        for name in ("negotiations", "payments", "page_events"):
+            (out / f"s1-{name}.csv").unlink()
+        capsys.readouterr()
+        assert await anyio.to_thread.run_sync(cli_main, argv) == 2
+        assert "never overwritten" in capsys.readouterr().err
+        assert (out / "s1-events.csv").read_text() == "an earlier export"
+        assert not (out / "s1-payments.csv").exists()  # refused before anything was written
 
     negotiations = rows(exports["negotiations"].text)
     assert list(negotiations[0]) == list(NegotiationRow.model_fields)
