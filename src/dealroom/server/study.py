@@ -5,13 +5,19 @@ the seat they play now. A **solo** participant gets a room of their own (a serie
 ``negotiations`` against the house agent) when they arrive, that is once they open their page
 and, if the study asks for consent, agree to it. In a **pair** study each negotiation is a room
 with two people: an arriving participant waits in the study's queue and is matched with whoever
-waited longest; after each negotiation *Next* puts them back in the queue (a new partner each
-time, the buyer being whoever of the two has been the buyer less often).
+waited longest and is present (``study_people``); after each negotiation *Next* puts them back
+in the queue (a new partner each time, the buyer being whoever of the two has been the buyer
+less often). The reaper's ``tick`` lets go of a pair participant who has gone (``dropped``: an
+open negotiation of theirs ends, the server walking away for them) or waited past the study's
+limit (``timed_out``); either way their part is over and they are paid for what they finished.
+A room that cannot be opened (its journal: a full disk) is tried again, never an error.
 
 Every input is journaled (``study-<id>.jsonl`` beside the rooms' journals: consent, matches,
-results, page events), so that a restarted server restores the study; each room restores
-itself from its own journal. Results come from each room's ``on_record`` (``recorded``), keyed
-by room and negotiation, so a room replayed after a restart adds nothing twice.
+results, page events, endings), so that a restarted server restores the study; each room
+restores itself from its own journal. Results come from each room's ``on_record``
+(``recorded``), keyed by room and negotiation, so a room replayed after a restart adds nothing
+twice. A failed journal write loses nothing: the journal is written whole again from
+``entries`` (``WholeJournal``).
 """
 
 from __future__ import annotations
