@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import shutil
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -77,6 +78,55 @@ def test_a_failed_write_to_a_study_journal_loses_nothing_once_the_disk_has_room_
     assert {name: export_csv(again.studies.studies["s1"], name) for name in EXPORTS} == before
 
 
+@pytest.mark.anyio
+async def test_the_reaper_writes_a_journal_behind_whole_without_trying_every_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = Disk()
+    appends: list[str] = []
+    append = journal_module._append  # pyright: ignore[reportPrivateUsage]
+
+    def counted(path: Path, data: bytes) -> None:
+        if path.name.startswith("study-"):
+            appends.append(data.decode())
+            if disk.full:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        append(path, data)
+
+    tries: list[bool] = []
+    write_whole = journal_module._write_whole  # pyright: ignore[reportPrivateUsage]
+
+    def whole(path: Path, header: Any, entries: Any) -> bool:
+        tries.append(disk.full)
+        return False if disk.full else write_whole(path, header, entries)
+
+    monkeypatch.setattr(journal_module, "_append", counted)
+    monkeypatch.setattr(journal_module, "_write_whole", whole)
+    rooms = registry(tmp_path)
+    created = rooms.studies.create(solo())
+    study = rooms.studies.studies["s1"]
+    journal = study.journal
+    assert isinstance(journal, WholeJournal)
+    disk.full = True
+    agree_and_look(rooms, created.participants["p01"])  # the first append fails
+    ticket = rooms.studies.lookup(created.participants["p01"])
+    assert ticket is not None and ticket.who is not None
+    for _ in range(20):  # behind: appended nowhere, each one not retried
+        ticket.study.page(ticket.who, "hidden")
+    assert len(appends) == 1 and journal.behind
+    for _ in range(5):  # five ticks within a second: one try
+        await rooms.tick()
+    assert tries == [True]
+    disk.full = False
+    journal._retry_at = 0.0  # pyright: ignore[reportPrivateUsage]  (its second has passed)
+    await rooms.tick()
+    assert tries == [True, False] and not journal.behind
+    again = registry(tmp_path)
+    again.restore()
+    back = again.studies.lookup(created.participants["p01"])
+    assert back is not None and back.who is not None and back.who.page == ticket.who.page
+
+
 def test_a_server_killed_while_its_study_journal_is_behind_restarts_with_the_study(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,7 +148,8 @@ def test_a_server_killed_while_its_study_journal_is_behind_restarts_with_the_stu
     assert again.studies.lookup(created.token) is not None
 
 
-def test_a_study_on_a_really_full_disk_is_written_whole_once_space_returns(
+@pytest.mark.anyio
+async def test_a_study_on_a_really_full_disk_is_written_whole_once_space_returns(
     tmp_path: Path,
 ) -> None:
     disk = tmp_path / "disk"
@@ -114,9 +165,14 @@ def test_a_study_on_a_really_full_disk_is_written_whole_once_space_returns(
         for _ in range(40):  # past the journal's last page: a line is lost
             ticket.study.page(ticket.who, "hidden")
             ticket.study.page(ticket.who, "visible")
-        rooms.studies.catch_up()  # still full: it stays behind, and serving goes on
+        journal = ticket.study.journal
+        assert isinstance(journal, WholeJournal) and journal.behind
+        await rooms.studies.tick()  # still full: it stays behind, and serving goes on
+        assert journal.behind
         filler.unlink()
-        rooms.studies.catch_up()
+        journal._retry_at = 0.0  # pyright: ignore[reportPrivateUsage]  (its wait has passed)
+        await rooms.studies.tick()
+        assert not journal.behind
         events = list(ticket.who.page)
 
         again = registry(disk)

@@ -142,17 +142,18 @@ class Studies:
             study.recorded(room, negotiation)
 
     async def tick(self) -> None:
-        """The reaper's pass: each study's (``Study.tick``), then the journals left behind."""
+        """The reaper's pass: each study's (``Study.tick``), then its journal if a failed write
+        left it behind (``WholeJournal.catch_up_soon``)."""
         for study in list(self.studies.values()):
             try:
                 await study.tick()
+                if isinstance(study.journal, WholeJournal):
+                    await study.journal.catch_up_soon()
             except Exception:  # one bad study must not stop the reaper for the others
                 log.exception("study tick failed", study=study.id)
-        self.catch_up()
 
     def catch_up(self) -> None:
-        """Write again, whole, every study journal a failed write left behind (the reaper's
-        tick: once the disk has room again, nothing is missing from them)."""
+        """Write again, whole and now, every study journal a failed write left behind."""
         for study in self.studies.values():
             if isinstance(study.journal, WholeJournal):
                 study.journal.catch_up()
