@@ -120,6 +120,22 @@ async def test_a_reload_closes_and_opens_the_page_and_keeps_the_place(tmp_path: 
     assert study.current(a) is not None and study.state(a) == "playing"
 
 
+async def test_a_close_that_arrives_after_the_reloaded_pages_open_drops_nobody(
+    tmp_path: Path,
+) -> None:
+    study, people = study_of(registry(tmp_path), pairs())
+    a = people["a"]
+    study.agree(a)
+    study.page(a, "open")  # the reloaded page
+    study.page(a, "close")  # the old page's beacon, late
+    study.heard(a)  # the new page's live view, at once: it may be the old one's last read
+    assert a.closed_at is not None
+    a.closed_at -= 4  # seconds later, its live view still reads
+    study.heard(a)
+    await study.tick()
+    assert a.closed_at is None and study.state(a) == "waiting"
+
+
 async def test_a_partner_who_leaves_mid_way_ends_the_negotiation_for_the_other(
     tmp_path: Path,
 ) -> None:
