@@ -63,6 +63,22 @@ def add(commands: Commands) -> None:
     pay.add_argument("--show-up-fee", metavar="FEE", default="0")
     pay.add_argument("--currency", default="USD")
     pay.add_argument("--pays", choices=["all", "one_random"], default="all")
+    create.add_argument(
+        "--max-wait-s",
+        type=_limit,
+        default=600.0,
+        metavar="S",
+        help="pairs: the longest a participant waits for a partner before their part ends "
+        "with their payment and the completion code (default 600; none: no limit)",
+    )
+    create.add_argument(
+        "--dropout-s",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="pairs: seconds a participant's page may go silent before they have left the "
+        "study (default 60; a closed page counts after 10)",
+    )
     create.add_argument("--completion-code", metavar="CODE")
     create.add_argument("--completion-url", metavar="URL")
     create.add_argument(
@@ -146,9 +162,21 @@ def study_request(args: argparse.Namespace) -> StudyRequest:
             payoff=_payoff(args),
             completion_code=args.completion_code,
             completion_url=args.completion_url,
+            max_wait_s=args.max_wait_s,
+            dropout_s=args.dropout_s,
         )
     except ValidationError as exc:
         raise usage_error(_flag_error(exc)) from None
+
+
+def _limit(text: str) -> float | None:
+    """``--max-wait-s``: seconds, or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds or none") from None
 
 
 def _payoff(args: argparse.Namespace) -> PayoffRule | None:
@@ -205,12 +233,12 @@ def _links_csv(participants: dict[str, str]) -> str:
     return out.getvalue()
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Create ``path`` readable by its owner only (it holds credentials); never overwrite
-    (OSError if it exists or cannot be written)."""
+def _write_private(path: Path, data: str | bytes) -> None:
+    """Create ``path`` readable by its owner only (links are credentials, exports hold both
+    sides' values); never overwrite (OSError if it exists or cannot be written)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data.encode() if isinstance(data, str) else data)
 
 
 def show_study(args: argparse.Namespace) -> int:
@@ -221,14 +249,25 @@ def show_study(args: argparse.Namespace) -> int:
 
 
 def export_study(args: argparse.Namespace) -> int:
-    """GET /admin/studies/{study}/{name}.csv for each export, saved as STUDY-NAME.csv."""
+    """GET /admin/studies/{study}/{name}.csv for each export, saved as STUDY-NAME.csv: owner
+    readable only (they hold both values of every negotiation and what each participant said)
+    and never over an earlier export (checked for all of them before anything is fetched)."""
     if not args.out.is_dir():
         raise usage_error(f"{args.out}: no such directory")
+    paths = {name: args.out / f"{args.study}-{name}.csv" for name in EXPORTS}
+    for path in paths.values():
+        if path.exists():
+            raise usage_error(f"{path} exists; an export is never overwritten (choose --out)")
     server = base_url(args.server)
-    for name in EXPORTS:
-        response = admin_request("GET", f"{server}/admin/studies/{args.study}/{name}.csv")
-        path = args.out / f"{args.study}-{name}.csv"
-        path.write_bytes(response.content)
+    fetched = {
+        name: admin_request("GET", f"{server}/admin/studies/{args.study}/{name}.csv")
+        for name in EXPORTS
+    }
+    for name, response in fetched.items():
+        try:
+            _write_private(paths[name], response.content)
+        except OSError as exc:
+            raise usage_error(f"{paths[name]}: {exc.strerror}") from None
         rows = len(list(csv.reader(io.StringIO(response.text)))) - 1
-        sys.stdout.write(f"{path}: {rows} rows\n")
+        sys.stdout.write(f"{paths[name]}: {rows} rows\n")
     return 0

@@ -35,9 +35,20 @@ Matching = Literal["solo", "pairs"]
 """``solo``: each participant in a room of their own against the house agent; ``pairs``: two
 participants per negotiation, matched as they arrive."""
 
-ParticipantState = Literal["invited", "consenting", "waiting", "playing", "done"]
+ParticipantState = Literal[
+    "invited", "consenting", "waiting", "playing", "done", "timed_out", "dropped"
+]
 """Where a participant is: not yet opened their link, reading the consent, waiting for a
-partner (pairs), playing (or between negotiations), done with every negotiation."""
+partner (pairs), playing (or between negotiations), done with every negotiation; or (pairs) out
+early: ``timed_out``, nobody to negotiate with arrived within the study's waiting limit, or
+``dropped``, they left (their page closed, or went silent) while waiting or negotiating."""
+
+Ending = Literal["done", "timed_out", "dropped"]
+"""How a participant's part in a study ended: the last three states."""
+
+CLOSE_GRACE_S = 10
+"""Seconds a pair participant's page may stay closed before they have left the study (a reload
+closes the page and opens it again within them)."""
 
 PageEvent = Literal["open", "hidden", "visible", "close"]
 """What a participant's page reports: opened (or reloaded), out of sight, in sight again, closed."""
@@ -68,7 +79,8 @@ class PayoffRule(Model):
         }[self.pays]
         return (
             f"{fee} for taking part, plus {self.exchange_rate.normalize():f} {self.currency} "
-            f"per unit of {which}; a loss is never charged (earnings are at least zero)."
+            f"per unit of {which}; a loss is never charged (earnings are at least zero). If "
+            "your part ends early, the negotiations you finished count."
         )
 
 
@@ -86,8 +98,12 @@ class Payoff(Model):
 
 
 class StudyCompletion(Model):
-    """What a participant's page shows once their last negotiation has ended."""
+    """What a participant's page shows once their part has ended: their last negotiation
+    ended, or (pairs) they waited past the limit or left."""
 
+    ended: Ending = "done"
+    message: str = "You have finished all your negotiations."
+    """Why their part ended, in their words."""
     negotiations: int
     total_surplus: Decimal
     currency: str
@@ -127,6 +143,14 @@ class StudyRequest(Model):
     completion_url: str | None = Field(default=None, max_length=2000)
     """Where the final page links to (a recruitment platform's completion link): https, or
     http on a loopback host."""
+    max_wait_s: float | None = Field(default=600, ge=10, le=86_400)
+    """Pairs: the longest a participant waits for a partner before their part ends
+    (``timed_out``: paid by the payoff rule for what they did, the show-up fee at least, with
+    the completion code); None: no limit."""
+    dropout_s: float = Field(default=60, ge=10, le=3600)
+    """Pairs: seconds a participant's page may go silent (no request, its live view included)
+    before they have left the study (``dropped``); a closed page counts after
+    ``CLOSE_GRACE_S``."""
 
     @field_validator("participants")
     @classmethod
@@ -268,6 +292,9 @@ class NegotiationRow(Model):
     page_hidden: int
     """Times it went out of sight (another tab or app)."""
     page_closes: int
+    left: str | None
+    """The participant who left the study during this negotiation (their page closed or went
+    silent: the server walked away for them), if one did."""
 
 
 class PaymentRow(Model):
@@ -285,7 +312,10 @@ class PaymentRow(Model):
     show_up_fee: Decimal | None
     earnings: Decimal | None
     total: Decimal | None
-    """What to pay: only once they are done (None before, and without a payoff rule)."""
+    """What to pay: the show-up fee plus the earnings of the negotiations they finished, for
+    everyone who took part (consented, or opened their link where no consent is asked); final
+    once their state is ``done``, ``timed_out`` or ``dropped``, what is owed so far before.
+    None for who never took part, and without a payoff rule."""
     completion_code: str | None
 
 
@@ -321,3 +351,65 @@ class EventRow(Model):
     text: str | None
     """The message sent, or the one that came with an offer, a rejection or a walk-away."""
     end_reason: EndReason | None
+
+
+def duration(seconds: float) -> str:
+    """Seconds in a person's words: ``45 seconds``, ``10 minutes``, ``1 minute 30 seconds``."""
+    whole = round(seconds)
+    minutes, rest = divmod(whole, 60)
+    parts = [f"{minutes} minute{'s' * (minutes != 1)}"] if minutes else []
+    if rest or not minutes:
+        parts.append(f"{rest} second{'s' * (rest != 1)}")
+    return " ".join(parts)
+
+
+def presence_rule(request: StudyRequest) -> str | None:
+    """A pair study's rule on leaving, as its participants read it before they play (None for
+    a solo study, whose participants can leave and come back)."""
+    if request.matching != "pairs":
+        return None
+    return (
+        f"Keep this page open while you take part: if it is closed for more than "
+        f"{CLOSE_GRACE_S} seconds, or stops answering for {duration(request.dropout_s)}, you "
+        "have left the study; a negotiation you are in then ends without a deal."
+    )
+
+
+def waiting_rule(request: StudyRequest) -> str | None:
+    """A pair study's waiting limit, as a waiting participant reads it (None: no limit)."""
+    if request.matching != "pairs" or request.max_wait_s is None:
+        return None
+    then: list[str] = []
+    if request.payoff is not None:
+        then.append(
+            "you are paid the show-up fee plus your earnings from the negotiations you finished"
+        )
+    if request.completion_code is not None:
+        then.append("you get your completion code")
+    elif request.completion_url is not None:
+        then.append("you get the link to finish")
+    return (
+        f"If nobody arrives within {duration(request.max_wait_s)}, your part ends there"
+        + (": " + " and ".join(then) if then else "")
+        + "."
+    )
+
+
+def ending_text(ended: Ending, request: StudyRequest, *, negotiating: bool) -> str:
+    """Why a participant's part ended, in their words (``negotiating``: they left during a
+    negotiation rather than while waiting)."""
+    match ended:
+        case "done":
+            return "You have finished all your negotiations."
+        case "timed_out":
+            wait = duration(request.max_wait_s or 0)
+            return (
+                f"Nobody else arrived to negotiate with you within {wait}, so your part in the "
+                "study ends here. Thank you for waiting."
+            )
+        case "dropped":
+            when = " during a negotiation," if negotiating else ""
+            return (
+                f"Your page was closed, or stopped answering,{when} so you have left the study "
+                "and your part in it has ended."
+            )

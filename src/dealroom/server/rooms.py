@@ -23,7 +23,13 @@ from dealroom.protocol import (
     SessionErrorCode,
 )
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
-from dealroom.server.journal import JournalFile, Journals, RoomJournal, reason_of
+from dealroom.server.journal import (
+    STOPPED_SUFFIX,
+    JournalFile,
+    Journals,
+    RoomJournal,
+    reason_of,
+)
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import House, Room, RoomError, SeatPlayer
 from dealroom.server.seat import RoomSeat
@@ -134,6 +140,11 @@ class RoomRegistry:
         if self.journals is None:
             return 0
         restored = 0
+        for path in self.journals.set_aside():  # the room is gone, and it says why (410)
+            self.unrestored[path.name.removesuffix(f".jsonl{STOPPED_SUFFIX}")] = (
+                f"its journal missed an input (a write failed, such as on a full disk) and was "
+                f"set aside as {path.name}: the room could not survive a restart"
+            )
         for path, journal in self.journals.load():
             room_id = path.name.removesuffix(".jsonl")
             if isinstance(journal, str):
@@ -301,6 +312,7 @@ class RoomRegistry:
 
     async def tick(self) -> None:
         """One pass of the reaper."""
+        await self.studies.tick()
         now = self._timer()
         for room_id, room in list(self.rooms.items()):
             try:

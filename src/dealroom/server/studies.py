@@ -8,17 +8,22 @@ its header holds the study's secret.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import structlog
 
 from dealroom.protocol import RoomCreated, RoomRequest, SessionErrorCode
 from dealroom.protocol.study import StudyCreated, StudyRequest
-from dealroom.server.journal import Journals, RoomJournal, reason_of
+from dealroom.server.journal import STOPPED_SUFFIX, Journals, Op, WholeJournal, reason_of
 from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room, RoomError
-from dealroom.server.study import Participant, Study
+from dealroom.server.study import Study
+from dealroom.server.study_people import Participant
 from dealroom.server.tokens import digest, new_token
 
 log = structlog.stdlib.get_logger(__name__)
@@ -76,13 +81,14 @@ class Studies:
                 "token": digest(token).hex(),
                 "participants": {label: digest(t).hex() for label, t in tokens.items()},
             }
-            study.journal = self.journals.create(f"study-{request.id}", header)
-            if study.journal is None:
+            journal = self.journals.create(f"study-{request.id}", header)
+            if journal is None:
                 raise RoomError(
                     SessionErrorCode.JOURNAL_UNAVAILABLE,
                     "The server cannot journal a new study now (its disk or file descriptors "
                     "ran out); no study was opened. Try again later.",
                 )
+            study.journal = _whole(journal.path, study, header)
         self._grant(study, digest(token), {label: digest(t) for label, t in tokens.items()})
         log.info("study created", study=request.id, participants=len(tokens))
         return StudyCreated(study=request.id, token=token, participants=tokens)
@@ -92,6 +98,11 @@ class Studies:
         that cannot be read or replayed is logged, left in place, and named in ``unrestored``."""
         if self.journals is None:
             return
+        for aside in self.journals.set_aside():  # set aside by an older server: restore them
+            back = aside.with_name(aside.name.removesuffix(STOPPED_SUFFIX))
+            if not back.exists():
+                os.replace(aside, back)
+                log.warning("study journal set aside by an older server restored", path=str(back))
         for path, journal in self.journals.load():
             name = path.name.removesuffix(".jsonl").removeprefix("study-")
             try:
@@ -109,7 +120,10 @@ class Studies:
                 self.unrestored[name] = reason_of(exc)
                 log.error("study journal cannot be restored", path=str(path), error=reason_of(exc))
                 continue
-            study.journal = RoomJournal(path)
+            study.journal = _whole(path, study, journal.header)
+            if not _ends_whole(path):  # a torn last line (killed mid-write): write it whole
+                study.journal.behind = True
+                study.journal.catch_up()
             self._grant(study, bytes.fromhex(journal.header["token"]), participants)
         if self.studies or self.unrestored:
             log.info("studies restored", studies=len(self.studies), failed=len(self.unrestored))
@@ -127,8 +141,26 @@ class Studies:
         if room.study is not None and (study := self.studies.get(room.study.id)) is not None:
             study.recorded(room, negotiation)
 
+    async def tick(self) -> None:
+        """The reaper's pass: each study's (``Study.tick``), then its journal if a failed write
+        left it behind (``WholeJournal.catch_up_soon``)."""
+        for study in list(self.studies.values()):
+            try:
+                await study.tick()
+                if isinstance(study.journal, WholeJournal):
+                    await study.journal.catch_up_soon()
+            except Exception:  # one bad study must not stop the reaper for the others
+                log.exception("study tick failed", study=study.id)
+
+    def catch_up(self) -> None:
+        """Write again, whole and now, every study journal a failed write left behind."""
+        for study in self.studies.values():
+            if isinstance(study.journal, WholeJournal):
+                study.journal.catch_up()
+
     def close(self) -> None:
-        """Stop writing the journals (the server stops; they stay for the next start)."""
+        """Stop writing the journals, each whole if the disk allows (the server stops; they
+        stay for the next start)."""
         for study in self.studies.values():
             if study.journal is not None:
                 study.journal.close()
@@ -141,3 +173,22 @@ class Studies:
         self._tokens[token] = (study.id, None)
         for label, token_digest in participants.items():
             self._tokens[token_digest] = (study.id, label)
+
+
+def _whole(path: Path, study: Study, header: Mapping[str, Any]) -> WholeJournal:
+    """A study's journal: behind after a failed write, written whole from its state again."""
+    kept = dict(header)
+
+    def whole() -> tuple[Mapping[str, Any], list[Op]]:
+        return kept, study.entries()
+
+    return WholeJournal(path, whole)
+
+
+def _ends_whole(path: Path) -> bool:
+    """Whether a journal's last line is whole (an append after a torn one would tear the
+    middle of the file, which is never read back)."""
+    with contextlib.suppress(OSError), path.open("rb") as file:
+        file.seek(-1, os.SEEK_END)
+        return file.read(1) == b"\n"
+    return True

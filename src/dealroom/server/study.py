@@ -5,34 +5,50 @@ the seat they play now. A **solo** participant gets a room of their own (a serie
 ``negotiations`` against the house agent) when they arrive, that is once they open their page
 and, if the study asks for consent, agree to it. In a **pair** study each negotiation is a room
 with two people: an arriving participant waits in the study's queue and is matched with whoever
-waited longest; after each negotiation *Next* puts them back in the queue (a new partner each
-time, the buyer being whoever of the two has been the buyer less often).
+waited longest and is present (``study_people``); after each negotiation *Next* puts them back
+in the queue (a new partner each time, the buyer being whoever of the two has been the buyer
+less often). The reaper's ``tick`` lets go of a pair participant who has gone (``dropped``: an
+open negotiation of theirs ends, the server walking away for them) or waited past the study's
+limit (``timed_out``); either way their part is over and they are paid for what they finished.
+A room that cannot be opened (its journal: a full disk) is tried again, never an error.
 
 Every input is journaled (``study-<id>.jsonl`` beside the rooms' journals: consent, matches,
-results, page events), so that a restarted server restores the study; each room restores
-itself from its own journal. Results come from each room's ``on_record`` (``recorded``), keyed
-by room and negotiation, so a room replayed after a restart adds nothing twice.
+results, page events, endings), so that a restarted server restores the study; each room
+restores itself from its own journal. Results come from each room's ``on_record``
+(``recorded``), keyed by room and negotiation, so a room replayed after a restart adds nothing
+twice. A failed journal write loses nothing: the journal is written whole again from
+``entries`` (``WholeJournal``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal
+from functools import partial
 from typing import Any, get_args
 
+import anyio
 import structlog
 
-from dealroom.protocol import ROLES, Role, RoomCreated, RoomRequest, SeriesResult, seat_outcome
+from dealroom.protocol import (
+    ROLES,
+    Role,
+    RoomCreated,
+    RoomRequest,
+    SeriesResult,
+    WalkAway,
+    seat_outcome,
+)
 from dealroom.protocol.secret import Secret
 from dealroom.protocol.study import (
     PageEvent,
     ParticipantState,
+    Payoff,
     PlayedNegotiation,
     StudyCompletion,
     StudyRequest,
+    ending_text,
     paid_negotiations,
     payoff,
 )
@@ -40,49 +56,16 @@ from dealroom.protocol.wire import StudySeats
 from dealroom.server.instructions import blocks
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import Negotiation
-from dealroom.server.room import Room
+from dealroom.server.room import Room, RoomError
+from dealroom.server.study_people import Ended, Participant
 
 log = structlog.stdlib.get_logger(__name__)
 
 PAGE_EVENTS: tuple[PageEvent, ...] = get_args(PageEvent)
+REOPENED_S = 3.0
+"""Seconds after a ``close`` past which a live view read means the page is open again."""
 MAX_PAGE_EVENTS = 1000
 """Page events kept (and journaled) per participant: a page cannot make the server write more."""
-
-
-@dataclass(slots=True)
-class Participant:
-    """One participant of a study."""
-
-    label: str
-    index: int
-    """Their place in the study's list of labels, from 0."""
-    opened: bool = False
-    agreed: str | None = None
-    """When (UTC, ISO 8601) they agreed to the study's consent line."""
-    seats: list[tuple[str, Role]] = field(default_factory=list[tuple[str, Role]])
-    """The rooms they sat in, in order, and their seat: the last is where they play now."""
-    results: list[PlayedNegotiation] = field(default_factory=list[PlayedNegotiation])
-    """Their finished negotiations, in order."""
-    waiting_since: float | None = None
-    """Since when (Unix time) they wait for a partner; None when not waiting."""
-    page: list[tuple[float, PageEvent, str | None, int | None]] = field(
-        default_factory=list[tuple[float, PageEvent, str | None, int | None]]
-    )
-    """Their page's events: (Unix time, event, room, negotiation number)."""
-
-    @property
-    def currency(self) -> str:
-        """The currency of their last scenario (their surplus's)."""
-        return self.results[-1].currency if self.results else "USD"
-
-    @property
-    def total_surplus(self) -> Decimal:
-        """Their surplus over every negotiation they played."""
-        return sum((p.result.outcome.surplus for p in self.results), Decimal("0.00"))
-
-    @property
-    def buyer_times(self) -> int:
-        return sum(role == "buyer" for _, role in self.seats)
 
 
 CreateRoom = Callable[[RoomRequest], RoomCreated]
@@ -117,6 +100,8 @@ class Study:
         self._matches = 0
         self._rooms: dict[str, dict[Role, str]] = {}
         """Each room of the study: who sits where."""
+        self._stalled = False
+        """True while a room of the study could not be opened (logged once per spell)."""
         self.spectators: dict[str, str] = {}
         """Each room's spectator token, for the study page's watch links (kept in clear in the
         study's private journal, as its secret is)."""
@@ -135,17 +120,22 @@ class Study:
 
     def arrive(self, who: Participant) -> None:
         """They opened their page (past the consent, if any): a solo participant gets their
-        room, a pair participant with negotiations to play joins the queue."""
+        room, a pair participant with negotiations to play joins the queue. Every request of
+        their page but its page events comes through here: they are heard, their page open."""
+        who.heard = time.time()
+        who.closed_at = None
         if not who.opened:
             who.opened = True
             self._log(["opened", who.label])
-        if self.needs_consent(who) or self.done(who):
+        if self.needs_consent(who) or self.over(who):
             return
         if self.request.matching == "solo":
             if not who.seats:
-                self._solo_room(who)
+                self._opened(partial(self._solo_room, who))
         elif self.current(who) is None and who.waiting_since is None:
             self._enqueue(who)  # once: every page view comes through here
+        else:
+            self._match()
 
     def next(self, who: Participant) -> bool:
         """*Next negotiation* in a pair study: back in the queue. False when they cannot
@@ -153,19 +143,32 @@ class Study:
         current = self.current(who)
         if current is not None and current[0].current.is_open:
             return False
-        if self.done(who) or who.waiting_since is not None:
+        if self.over(who) or who.waiting_since is not None:
             return False
         self._enqueue(who)
         return True
 
+    def heard(self, who: Participant) -> None:
+        """Their page was heard from (its live view reads: the page's heartbeat). A live view
+        still read seconds after a ``close`` is a page that reopened (a reload whose ``close``
+        arrived after its ``open``): a closed page's view is read once at most, at once."""
+        who.heard = time.time()
+        if who.closed_at is not None and who.heard - who.closed_at > REOPENED_S:
+            who.closed_at = None
+
     def page(self, who: Participant, event: PageEvent) -> None:
-        """One event of their page (opened, hidden, shown again, closed), journaled."""
+        """One event of their page (opened, hidden, shown again, closed), journaled; a close
+        makes them absent until their page opens again (``study_people``)."""
+        when = round(time.time(), 3)
+        if event == "close":
+            who.closed_at = when
+        else:
+            who.heard, who.closed_at = when, None
         if len(who.page) >= MAX_PAGE_EVENTS:
             return
         where = who.seats[-1][0] if who.seats else None
         room = None if where is None else self._room(where)
         number = None if room is None else room.current.number
-        when = round(time.time(), 3)
         who.page.append((when, event, where, number))
         self._log(["page", who.label, event, when, where, number])
 
@@ -190,7 +193,17 @@ class Study:
     def done(self, who: Participant) -> bool:
         return self.played(who) >= self.request.negotiations
 
+    def over(self, who: Participant) -> bool:
+        """Their part has ended: every negotiation played, or (pairs) timed out or left."""
+        return who.ended is not None or self.done(who)
+
+    def took_part(self, who: Participant) -> bool:
+        """They consented (or opened their link, where the study asks for no consent)."""
+        return who.opened and not self.needs_consent(who)
+
     def state(self, who: Participant) -> ParticipantState:
+        if who.ended is not None:
+            return who.ended.state
         if self.done(who):
             return "done"
         if who.waiting_since is not None:
@@ -199,21 +212,43 @@ class Study:
             return "playing"
         return "consenting" if who.opened else "invited"
 
-    def completion(self, who: Participant) -> StudyCompletion | None:
-        """Their final result and payment, once they have played every negotiation."""
-        if not self.done(who):
+    def payment(self, who: Participant) -> Payoff | None:
+        """What they are paid by the study's rule for the negotiations they finished (final
+        once their part is ``over``); None without a rule, or if they never took part."""
+        rule = self.request.payoff
+        if rule is None or not self.took_part(who):
             return None
         results = [played.result for played in who.results]
-        rule = self.request.payoff
-        paid = () if rule is None else paid_negotiations(rule, self.secret, who.label, len(results))
+        paid = paid_negotiations(rule, self.secret, who.label, len(results))
+        return payoff(rule, results, paid, self.request.negotiations)
+
+    def completion(self, who: Participant) -> StudyCompletion | None:
+        """Their final result and payment, once their part is over."""
+        if not self.over(who):
+            return None
+        ended = who.ended
         return StudyCompletion(
-            negotiations=len(results),
+            ended="done" if ended is None else ended.state,
+            message=ending_text(
+                "done" if ended is None else ended.state,
+                self.request,
+                negotiating=ended is not None and ended.room is not None,
+            ),
+            negotiations=len(who.results),
             total_surplus=who.total_surplus,
             currency=who.currency,
-            payoff=None if rule is None else payoff(rule, results, paid, len(results)),
+            payoff=self.payment(who),
             code=self.request.completion_code,
             url=self.request.completion_url,
         )
+
+    def left_in(self, room_id: str, number: int) -> str | None:
+        """Who of the study left during a negotiation of one of its rooms, if one did."""
+        for label in self._rooms.get(room_id, {}).values():
+            ended = self.participants[label].ended
+            if ended is not None and (ended.room, ended.number) == (room_id, number):
+                return label
+        return None
 
     def sitting(self, room_id: str) -> dict[Role, str]:
         """Who of the study sits where in one of its rooms."""
@@ -265,8 +300,17 @@ class Study:
             case ["result", label, data]:
                 self.participants[label].results.append(PlayedNegotiation.model_validate(data))
             case ["page", label, event, when, room_id, number]:
-                page = self.participants[label].page
-                page.append((float(when), event, room_id, None if number is None else int(number)))
+                who = self.participants[label]
+                who.page.append(
+                    (float(when), event, room_id, None if number is None else int(number))
+                )
+                who.closed_at = time.time() if event == "close" else None  # grace from now
+            case ["ended", label, state, when, room_id, number]:
+                who = self.participants[label]
+                who.waiting_since = None
+                who.ended = Ended(
+                    state, float(when), room_id, None if number is None else int(number)
+                )
             case _:
                 raise ValueError(f"study journal: unknown entry {str(op)[:80]}")
 
@@ -283,16 +327,91 @@ class Study:
         )
         self._seated(created, {role: who.label})
 
+    async def tick(self) -> None:
+        """The reaper's pass (every second). Pairs: who has gone leaves the study (a
+        negotiation they are in ends: the server walks away for them), who waited past the
+        limit times out, and whoever waits and is present is matched. Solo: the rooms that
+        could not be opened before."""
+        if self.request.matching == "pairs":
+            now = time.time()
+            for who in self.participants.values():
+                if self.took_part(who) and not self.over(who):
+                    await self._check(who, now)
+            self._match()
+            return
+        for who in self.participants.values():
+            arrived = who.opened and not who.seats and not self.needs_consent(who)
+            if arrived and not self._opened(partial(self._solo_room, who)):
+                return
+
+    def _opened(self, open_room: Callable[[], None]) -> bool:
+        """Open a room for participants; False, logged in one line, when the server cannot
+        (its journal cannot be created: a full disk). Nothing changed then: their next page
+        view (solo) or the reaper's next tick (pairs) tries again."""
+        try:
+            open_room()
+        except RoomError as exc:
+            if not self._stalled:  # once per spell, not once a second
+                log.warning(
+                    "a study's room cannot be opened now; tried again every second",
+                    study=self.id,
+                    code=str(exc.code),
+                )
+            self._stalled = True
+            return False
+        if self._stalled:
+            log.info("a study's rooms open again", study=self.id)
+        self._stalled = False
+        return True
+
+    async def _check(self, who: Participant, now: float) -> None:
+        """A pair participant who has not finished: gone, or waiting past the limit?"""
+        limit = self.request.max_wait_s
+        if who.gone(now, self.request.dropout_s):
+            current = None if who.waiting_since is not None else self.current(who)
+            if current is not None and current[0].current.is_open:
+                room, role = current
+                self._end(who, Ended("dropped", now, room.id, room.current.number))
+                with anyio.move_on_after(5):  # the negotiation ends for their partner
+                    try:
+                        await room.current.act(role, WalkAway())
+                    except Exception as exc:  # it ended meanwhile, or cannot end now
+                        log.info("left seat not walked away", study=self.id, error=str(exc))
+            else:
+                self._end(who, Ended("dropped", now))
+        elif who.waiting_since is not None and now - who.waiting_since >= (limit or float("inf")):
+            self._end(who, Ended("timed_out", now))
+
+    def _end(self, who: Participant, ended: Ended) -> None:
+        """Their part ends early (journaled); they wait no more."""
+        who.ended, who.waiting_since = ended, None
+        self._log(["ended", who.label, ended.state, round(ended.at, 3), ended.room, ended.number])
+        log.info("participant out", study=self.id, participant=who.label, state=ended.state)
+
     def _enqueue(self, who: Participant) -> None:
         who.waiting_since = round(time.time(), 3)
         self._log(["queue", who.label, who.waiting_since])
-        waiting = sorted(
-            (p for p in self.participants.values() if p.waiting_since is not None),
-            key=lambda p: (p.waiting_since or 0.0, p.index),
-        )
-        if len(waiting) < 2:
-            return
-        first, second = waiting[:2]
+        self._match()
+
+    def _match(self) -> None:
+        """Match the two who have waited longest, while two wait and their room opens."""
+        while True:
+            now = time.time()
+            waiting = sorted(
+                (
+                    p
+                    for p in self.participants.values()
+                    if p.waiting_since is not None and p.present(now)
+                ),
+                key=lambda p: (p.waiting_since or 0.0, p.index),
+            )
+            if len(waiting) < 2:
+                return
+            first, second = waiting[:2]
+            if not self._opened(partial(self._pair, first, second)):
+                return
+
+    def _pair(self, first: Participant, second: Participant) -> None:
         buyer, seller = (
             (second, first) if second.buyer_times < first.buyer_times else (first, second)
         )
@@ -340,6 +459,27 @@ class Study:
             who = self.participants[label]
             who.seats.append((room_id, role))
             who.waiting_since = None
+
+    def entries(self) -> list[Op]:
+        """The study's whole state as journal entries, in an order ``replay`` rebuilds it from
+        (a journal written whole again after a failed write: ``WholeJournal``)."""
+        ops: list[Op] = []
+        people = list(self.participants.values())
+        for who in people:
+            if who.opened:
+                ops.append(["opened", who.label])
+            if who.agreed is not None:
+                ops.append(["consent", who.label, who.agreed])
+        for room_id, seats in self._rooms.items():  # in the order they were seated
+            ops.append(["seat", room_id, dict(seats), self.spectators.get(room_id)])
+        for who in people:
+            ops += [["result", who.label, p.model_dump(mode="json")] for p in who.results]
+            ops += [["page", who.label, e, when, at, n] for when, e, at, n in who.page]
+            if who.waiting_since is not None:  # after their seats, which end a wait
+                ops.append(["queue", who.label, who.waiting_since])
+            if (end := who.ended) is not None:
+                ops.append(["ended", who.label, end.state, round(end.at, 3), end.room, end.number])
+        return ops
 
     def _log(self, op: Op) -> None:
         if self.journal is not None:

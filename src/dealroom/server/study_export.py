@@ -37,7 +37,8 @@ from dealroom.protocol.study import (
     PaymentRow,
     paid_negotiations,
 )
-from dealroom.server.study import Participant, Study
+from dealroom.server.study import Study
+from dealroom.server.study_people import Participant
 from dealroom.store.results import StoredNegotiation
 
 
@@ -47,11 +48,12 @@ def negotiation_rows(study: Study) -> list[NegotiationRow]:
 
 
 def payment_rows(study: Study) -> list[PaymentRow]:
-    """Every participant's payment: what to pay once they are done."""
+    """Every participant's payment line: for all who took part, what they are owed by the
+    study's rule for the negotiations they finished (final once their part is over)."""
     rows: list[PaymentRow] = []
     for who in study.participants.values():
         completion = study.completion(who)
-        payoff = None if completion is None else completion.payoff
+        payoff = study.payment(who)
         rows.append(
             PaymentRow(
                 study=study.id,
@@ -139,9 +141,16 @@ def export_csv(study: Study, name: Export, stored: Iterable[StoredNegotiation] =
             assert_never(name)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""A text cell starting with one of these is a formula to a spreadsheet (OWASP's CSV injection
+rule): it is written after a ``'``, which a spreadsheet shows as text."""
+
+
 def csv_text(model: type[Model], rows: Sequence[Model]) -> str:
     """RFC 4180 CSV (CRLF line ends) with a header of ``model``'s fields: amounts as written
-    (``12.50``), booleans ``true``/``false``, nothing for None."""
+    (``12.50``, ``-3.00``: numbers stay numbers), booleans ``true``/``false``, nothing for None,
+    and text that a spreadsheet would run as a formula (``FORMULA_STARTS``: a participant's
+    message, say) after a ``'``."""
     out = io.StringIO()
     writer = csv.writer(out)
     fields = list(model.model_fields)
@@ -158,6 +167,8 @@ def _cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, Decimal):
         return f"{value:f}"
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
     return str(value)
 
 
@@ -197,6 +208,7 @@ def _negotiations(study: Study, who: Participant) -> list[NegotiationRow]:
                 page_opens=events.count("open"),
                 page_hidden=events.count("hidden"),
                 page_closes=events.count("close"),
+                left=study.left_in(played.room, played.room_negotiation),
             )
         )
     return rows
@@ -204,11 +216,11 @@ def _negotiations(study: Study, who: Participant) -> list[NegotiationRow]:
 
 def _pays(study: Study, who: Participant, negotiation: int) -> bool | None:
     """Whether one of a participant's negotiations pays: None without a payoff rule, and under
-    ``one_random`` until they are done (the draw is over the series they played)."""
+    ``one_random`` until their part is over (the draw is over the negotiations they played)."""
     rule = study.request.payoff
     if rule is None:
         return None
-    if study.done(who):
+    if study.over(who):
         return negotiation in paid_negotiations(rule, study.secret, who.label, study.played(who))
     return True if rule.pays == "all" else None
 

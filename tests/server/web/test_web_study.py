@@ -85,7 +85,8 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
 
         view = (await http.get(f"{server.url}/web/api/study", headers=auth(study))).json()
         assert view["states"] == {
-            "invited": 2, "consenting": 0, "waiting": 0, "playing": 0, "done": 0
+            "invited": 2, "consenting": 0, "waiting": 0, "playing": 0, "done": 0,
+            "timed_out": 0, "dropped": 0,
         }  # fmt: skip
 
         # p01 (buyer) plays both negotiations; p02 (seller) one, and reloads their page once
@@ -114,7 +115,8 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
         lines = {line["label"]: line for line in view["participants"]}
         assert (lines["p01"]["state"], lines["p01"]["played"]) == ("done", 2)
         assert (lines["p02"]["state"], lines["p02"]["role"]) == ("playing", "seller")
-        assert lines["p02"]["last_event"] == "hidden" and lines["p02"]["payment"] is None
+        assert lines["p02"]["last_event"] == "hidden"
+        assert Decimal(lines["p02"]["payment"]) >= Decimal("3.00")  # owed so far: the fee at least
         for line in lines.values():  # a watch link: the room page of where they play
             watch = line["watch"].partition("#token=")[2]
             room = await http.get(f"{url}/web/api/room", headers=auth(watch))
@@ -140,6 +142,15 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
         assert await anyio.to_thread.run_sync(cli_main, argv) == 0
         for name, response in exports.items():
             assert (out / f"s1-{name}.csv").read_bytes() == response.content
+            assert stat.S_IMODE(os.stat(out / f"s1-{name}.csv").st_mode) == 0o600
+        (out / "s1-events.csv").write_text("an earlier export")
+        for name in ("negotiations", "payments", "page_events"):
+            (out / f"s1-{name}.csv").unlink()
+        capsys.readouterr()
+        assert await anyio.to_thread.run_sync(cli_main, argv) == 2
+        assert "never overwritten" in capsys.readouterr().err
+        assert (out / "s1-events.csv").read_text() == "an earlier export"
+        assert not (out / "s1-payments.csv").exists()  # refused before anything was written
 
     negotiations = rows(exports["negotiations"].text)
     assert list(negotiations[0]) == list(NegotiationRow.model_fields)
@@ -177,7 +188,12 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
     earnings = max(sum(Decimal(r["surplus"]) for r in p01) * Decimal("0.5"), Decimal(0))
     assert Decimal(payments["p01"]["total"]) == Decimal("3.00") + earnings.quantize(Decimal("0.01"))
     assert (payments["p01"]["paid"], payments["p01"]["completion_code"]) == ("1;2", "DONE42")
-    assert (payments["p02"]["state"], payments["p02"]["total"]) == ("playing", "")
+    p02 = next(r for r in negotiations if r["participant"] == "p02")  # owed so far
+    owed = Decimal("3.00") + max(Decimal(p02["surplus"]) * Decimal("0.5"), Decimal(0)).quantize(
+        Decimal("0.01")
+    )
+    assert (payments["p02"]["state"], Decimal(payments["p02"]["total"])) == ("playing", owed)
+    assert payments["p02"]["completion_code"] == ""  # only once their part is over
     events = rows(exports["page_events"].text)
     assert list(events[0]) == list(PageEventRow.model_fields)
     assert [(e["participant"], e["event"]) for e in events] == [

@@ -185,9 +185,10 @@ class WebApi:
 
     # -- the seat page ---------------------------------------------------------------------------
 
-    def _seat(self, request: Request) -> Person | Response:
+    def _seat(self, request: Request, *, arrive: bool = True) -> Person | Response:
         """The seat page's token: a room's seat, or a study participant (who arrives: see
-        ``Study.arrive``) with the seat they play now, if any."""
+        ``Study.arrive``; not for a page event, which may be the page closing) with the seat
+        they play now, if any."""
         token = bearer(request)
         found = None if token is None else self.registry.seat_for_token(token)
         if found is not None:
@@ -195,7 +196,8 @@ class WebApi:
         ticket = None if token is None else self.registry.studies.lookup(token)
         if ticket is None or ticket.who is None:
             return error(401, "missing or wrong seat token")
-        ticket.study.arrive(ticket.who)
+        if arrive:
+            ticket.study.arrive(ticket.who)
         return _person(ticket)
 
     async def _seat_json(self, person: Person) -> str:
@@ -229,6 +231,8 @@ class WebApi:
             return first if ticket is None else _person(ticket)
 
         async def read() -> str:
+            if first.ticket is not None and first.ticket.who is not None:
+                first.ticket.study.heard(first.ticket.who)  # the page's heartbeat
             return await self._seat_json(now())
 
         async def changed(timeout_s: float) -> None:
@@ -262,7 +266,7 @@ class WebApi:
     async def page(self, request: Request) -> Response:
         """POST /web/api/seat/page ``{"event": "open"|"hidden"|"visible"|"close"}``: what the
         person's page did; a study journals it (its CSV counts them), a room only logs it."""
-        person = self._seat(request)
+        person = self._seat(request, arrive=False)
         if isinstance(person, Response):
             return person
         body = await _body_within(request, 256)
@@ -338,7 +342,7 @@ def _next_partner(ticket: Ticket) -> dict[str, Any]:
     if not ticket.study.next(ticket.who):
         payload = ToolErrorPayload(
             code=SessionErrorCode.NEGOTIATION_RUNNING
-            if not ticket.study.done(ticket.who)
+            if not ticket.study.over(ticket.who)
             else SessionErrorCode.SERIES_OVER,
             message="There is no next negotiation to start now.",
         )

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Literal
+from typing import Literal, get_args
 
 import anyio
 import structlog
@@ -32,8 +32,9 @@ from dealroom.protocol.study import PageEvent, ParticipantState, StudyRequest
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.room import RoomError
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.study import Participant, Study
+from dealroom.server.study import Study
 from dealroom.server.study_export import EXPORTS, export_csv, export_named
+from dealroom.server.study_people import Participant
 from dealroom.server.web.routes import NO_STORE, WebApi, bearer, error, first_error
 from dealroom.server.web.views import View
 from dealroom.store.results import ResultsStore, StoreError
@@ -43,7 +44,7 @@ log = structlog.stdlib.get_logger(__name__)
 MAX_STUDY_REQUEST_BYTES = 200_000
 """Largest study request accepted (2,000 labels and 20,000 characters of instructions fit)."""
 
-STATES: tuple[ParticipantState, ...] = ("invited", "consenting", "waiting", "playing", "done")
+STATES: tuple[ParticipantState, ...] = get_args(ParticipantState)
 
 
 class ParticipantLine(View):
@@ -63,7 +64,8 @@ class ParticipantLine(View):
     total_surplus: Decimal
     currency: str
     payment: Decimal | None
-    """What to pay them (fee and earnings), once they are done and the study has a payoff rule."""
+    """What to pay them by the study's payoff rule (fee and earnings of the negotiations they
+    finished), once they took part: final once their part is over (done, timed out, dropped)."""
     payment_currency: str | None
     last_event: PageEvent | None
     last_event_s: int | None
@@ -105,8 +107,7 @@ def study_view(study: Study, now: float) -> StudyView:
 
 def _line(study: Study, who: Participant, now: float) -> ParticipantLine:
     room, role = who.seats[-1] if who.seats else (None, None)
-    completion = study.completion(who)
-    payoff = None if completion is None else completion.payoff
+    payoff = study.payment(who)
     last = who.page[-1] if who.page else None
     spectator = None if room is None else study.spectators.get(room)
     return ParticipantLine(

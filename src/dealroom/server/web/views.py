@@ -16,6 +16,7 @@ ever receive without a browser.
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal
 from typing import Literal
 
@@ -36,13 +37,14 @@ from dealroom.protocol import (
     people_text,
 )
 from dealroom.protocol.events import EndReason
-from dealroom.protocol.study import StudyCompletion
+from dealroom.protocol.study import StudyCompletion, presence_rule, waiting_rule
 from dealroom.protocol.wire import ClockKind
 from dealroom.server import texts
 from dealroom.server.instructions import Block
 from dealroom.server.room import Room
 from dealroom.server.studies import Ticket
-from dealroom.server.study import Participant, Study
+from dealroom.server.study import Study
+from dealroom.server.study_people import Participant
 
 
 class View(BaseModel):
@@ -121,7 +123,10 @@ class SeatPageView(View):
     instructions: tuple[Block, ...]
     """A study's instructions (its researcher's Markdown, in blocks); none outside a study."""
     completion: StudyCompletion | None
-    """A study participant's result, payment and completion code, once they are done."""
+    """A study participant's result, payment and completion code, once their part is over."""
+    partner_left: str | None = None
+    """A pair study: why this negotiation ended when the other participant left the study (the
+    page shows it in place of the outcome, followed by the surplus)."""
 
 
 class LobbyView(View):
@@ -137,6 +142,13 @@ class LobbyView(View):
     """True while they wait in the queue for a partner (a pair study)."""
     instructions: tuple[Block, ...]
     message: str
+    waited_s: int | None = None
+    """Seconds they have waited for a partner, while they wait."""
+    results: tuple[SeriesResult, ...] = ()
+    """Their finished negotiations (numbered in their own series), the last 20 at most."""
+    completion: StudyCompletion | None = None
+    """Their result, payment and completion code, once their part is over (a pair study's
+    participant may time out or leave while waiting)."""
 
 
 def spectator_view(room: Room) -> SpectatorView:
@@ -200,7 +212,7 @@ def seat_page_view(
         over = not negotiation.is_open and not can_next
         completion = None
     else:
-        over = study.done(who)
+        over = study.over(who)
         can_next = not negotiation.is_open and not over
         completion = study.completion(who)
         mine = [played.result for played in who.results]  # their own side only
@@ -228,6 +240,18 @@ def seat_page_view(
         participant=None if who is None else who.label,
         instructions=() if study is None else study.instructions,
         completion=completion,
+        partner_left=None if study is None else _partner_left(study, room, role),
+    )
+
+
+def _partner_left(study: Study, room: Room, role: Role) -> str | None:
+    negotiation = room.current
+    left = study.left_in(room.id, negotiation.number)
+    if negotiation.is_open or left is None or study.sitting(room.id).get(role) == left:
+        return None
+    return (
+        "The other participant left the study (their page was closed or stopped answering), "
+        "so this negotiation ended without a deal"
     )
 
 
@@ -241,15 +265,31 @@ def _number_in_series(who: Participant, room: Room) -> int:
 def lobby_view(study: Study, who: Participant) -> LobbyView:
     """A participant's page while they have no seat (see ``LobbyView``)."""
     needs = study.needs_consent(who)
+    completion = study.completion(who)
+    leaving = presence_rule(study.request)
     if needs:
         message = "Read the instructions and agree to take part to begin."
-    elif study.done(who):
-        message = "You have played all your negotiations. Thank you for taking part."
-    else:
+        message += "" if leaving is None else " " + leaving
+    elif completion is not None:
+        message = completion.message + " Thank you for taking part."
+    elif study.request.matching == "solo":
         message = (
-            "Waiting for another participant to join; your negotiation starts as soon as "
-            "one does. Keep this page open."
+            "Your negotiation is being set up; it appears here by itself as soon as it is "
+            "ready. Keep this page open."
         )
+    else:
+        limit = waiting_rule(study.request)
+        message = " ".join(
+            text
+            for text in (
+                "Waiting for another participant to join; your negotiation starts as soon as "
+                "one does.",
+                leaving,
+                limit,
+            )
+            if text is not None
+        )
+    since = who.waiting_since
     return LobbyView(
         study=study.id,
         participant=who.label,
@@ -258,4 +298,7 @@ def lobby_view(study: Study, who: Participant) -> LobbyView:
         waiting=study.state(who) == "waiting",
         instructions=study.instructions,
         message=message,
+        waited_s=None if since is None else max(0, int(time.time() - since)),
+        results=tuple(played.result for played in who.results[-20:]),
+        completion=completion,
     )

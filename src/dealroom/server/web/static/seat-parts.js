@@ -90,7 +90,9 @@ DR.seat = (() => {
     const done = view.completion;
     const currency = done ? done.currency : view.observation.scenario.currency;
     const paid = done && done.payoff ? done.payoff.paid : [];
-    const last = view.observation.outcome;
+    const last = view.observation ? view.observation.outcome : null;
+    const why = done ? done.message : "You have finished all your negotiations.";
+    setText("final-message", why);
     const ended = last ? "Your last negotiation: " +
       outcomeText(last, currency, view.observation.events, view.role) +
       "; your surplus " + money(last.surplus, currency) + "." : "";
@@ -135,11 +137,19 @@ DR.seat = (() => {
     }
     return [
       ended,
-      "You have finished all your negotiations.",
+      why,
       payoff ? "Your payment: " + money(payoff.total, payoff.currency) + "." : "",
       code ? "Your completion code is " + code + "." : "",
     ];
   }
 
-  return { setText, show, refocus, announce, instructions, outcomeText, final };
+  // Seconds in words, as the server writes them: "45 seconds", "1 minute 5 seconds".
+  function duration(total) {
+    const minutes = Math.floor(total / 60), rest = total % 60;
+    const parts = minutes ? [minutes + (minutes === 1 ? " minute" : " minutes")] : [];
+    if (rest || !minutes) parts.push(rest + (rest === 1 ? " second" : " seconds"));
+    return parts.join(" ");
+  }
+
+  return { setText, show, refocus, announce, instructions, outcomeText, final, duration };
 })();

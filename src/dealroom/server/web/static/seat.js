@@ -25,7 +25,7 @@
   }
 
   function stateOf(v) {
-    if (v.kind === "lobby") return v.needs_consent ? "consent" : "waiting";
+    if (v.kind === "lobby") return v.completion ? "final" : v.needs_consent ? "consent" : "waiting";
     if (v.needs_consent) return "consent";
     if (v.series_over) return "final";
     return v.observation.outcome ? "ended" : "playing";
@@ -74,6 +74,7 @@
     if (byId("lobby-message").textContent !== message && was !== null) lines.push(message);
     setText("lobby-message", message);
     const waiting = v.kind === "lobby" && v.waiting;
+    setText("lobby-waited", waiting && v.waited_s !== null ? "You have waited " + DR.seat.duration(v.waited_s) + "." : "");
     setText("lobby-heading", v.needs_consent ? "Before you start" : waiting ? "Waiting for a partner" : "Thank you");
   }
 
@@ -130,7 +131,8 @@
       el("li", { class: m.by || "" }, el("span", { class: "t", text: seconds(m.t) + " " + (m.by === v.role ? "you" : m.by) }), m.text));
     seen.messages = said.length;
     setText("briefing", v.briefing);
-    setText("outcome", over ? outcomeText(o.outcome, cur, o.events, v.role) + "; your surplus " + money(o.outcome.surplus, cur) : "");
+    setText("outcome", over ? (v.partner_left || outcomeText(o.outcome, cur, o.events, v.role)) +
+      "; your surplus " + money(o.outcome.surplus, cur) : "");
     for (const node of document.querySelectorAll(".play")) node.classList.toggle("hidden", over);
     show("wait", v.clock === "virtual");
     show("next", over && v.can_start_next);
@@ -157,7 +159,7 @@
     if (o.outcome && !seen.ended) {
       seen.ended = true;
       if (!seen.first) {
-        lines.push("The negotiation has ended: " + outcomeText(o.outcome, cur, o.events, v.role) +
+        lines.push("The negotiation has ended: " + (v.partner_left || outcomeText(o.outcome, cur, o.events, v.role)) +
           "; your surplus " + money(o.outcome.surplus, cur) + ".");
       }
     }

@@ -4,7 +4,7 @@
 
 (() => {
   const { el, fill, text, money } = DR;
-  const STATES = ["invited", "consenting", "waiting", "playing", "done"];
+  const STATES = ["invited", "consenting", "waiting", "playing", "done", "timed_out", "dropped"];
   let shown = "";
 
   function status(message, bad) {

@@ -1,0 +1,89 @@
+"""A study's participants (``dealroom.server.study``): what the study knows of each, their
+presence included.
+
+A pair participant is *present* while their page is open and heard from: every request their
+token makes counts (page views, calls, page events, and the page's live view, which the page
+keeps connected and reads every second: its heartbeat), and a ``close`` page event ends it until
+the page opens again. Only present participants are matched. One whose page stays closed for
+``CLOSE_GRACE_S`` (a reload reopens it within that) or goes silent for the study's
+``dropout_s`` has *gone*: they have left the study (``Study.tick``). Presence is not journaled:
+a restored server hears everyone afresh from its start.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Literal
+
+from dealroom.protocol import Role
+from dealroom.protocol.study import CLOSE_GRACE_S, PageEvent, PlayedNegotiation
+
+PRESENT_S = 15.0
+"""Seconds since a participant's page was last heard from within which they can be matched
+(their live view reads every second and reconnects every 10 seconds)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """How a participant's part ended early (pairs)."""
+
+    state: Literal["timed_out", "dropped"]
+    at: float
+    """When (Unix time)."""
+    room: str | None = None
+    number: int | None = None
+    """The room and negotiation they left while it was open (``dropped`` mid-way), if any."""
+
+
+@dataclass(slots=True)
+class Participant:
+    """One participant of a study."""
+
+    label: str
+    index: int
+    """Their place in the study's list of labels, from 0."""
+    opened: bool = False
+    agreed: str | None = None
+    """When (UTC, ISO 8601) they agreed to the study's consent line."""
+    seats: list[tuple[str, Role]] = field(default_factory=list[tuple[str, Role]])
+    """The rooms they sat in, in order, and their seat: the last is where they play now."""
+    results: list[PlayedNegotiation] = field(default_factory=list[PlayedNegotiation])
+    """Their finished negotiations, in order."""
+    waiting_since: float | None = None
+    """Since when (Unix time) they wait for a partner; None when not waiting."""
+    page: list[tuple[float, PageEvent, str | None, int | None]] = field(
+        default_factory=list[tuple[float, PageEvent, str | None, int | None]]
+    )
+    """Their page's events: (Unix time, event, room, negotiation number)."""
+    ended: Ended | None = None
+    """How their part ended early, if it did (pairs: waited past the limit, or left)."""
+    heard: float = field(default_factory=time.time)
+    """When (Unix time) their page was last heard from (not journaled: a restored study hears
+    everyone afresh)."""
+    closed_at: float | None = None
+    """When their page reported ``close``, while it has not opened again."""
+
+    def present(self, now: float) -> bool:
+        """Their page is open and was heard from lately: they can be matched."""
+        return self.closed_at is None and now - self.heard < PRESENT_S
+
+    def gone(self, now: float, silent_s: float) -> bool:
+        """Their page has been closed past the grace, or silent for ``silent_s``."""
+        closed = self.closed_at is not None and now - self.closed_at >= CLOSE_GRACE_S
+        return closed or now - self.heard >= silent_s
+
+    @property
+    def currency(self) -> str:
+        """The currency of their last scenario (their surplus's)."""
+        return self.results[-1].currency if self.results else "USD"
+
+    @property
+    def total_surplus(self) -> Decimal:
+        """Their surplus over every negotiation they played."""
+        return sum((p.result.outcome.surplus for p in self.results), Decimal("0.00"))
+
+    @property
+    def buyer_times(self) -> int:
+        return sum(role == "buyer" for _, role in self.seats)
