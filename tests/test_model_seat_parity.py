@@ -13,6 +13,8 @@ the buyer seat against scripted sellers on:
 - GRPO's LLM opponent (``training.opponents``), in the other seat of the training environment;
 - the SFT rows: the stored conversation exported (``conversation_example``), and a scripted
   seat's replay (``sft_example``);
+- the Inspect AI task (``harnesses.inspect_task``): Inspect's eval loop and its OpenAI provider
+  on the wire (its tool schemas normalised by Inspect: the one difference, undone in the test);
 - the verifiers environment (integrations/verifiers, a venv of its own): ``vf-eval``'s requests
   on a served room, as its test recorded them (tests/golden/verifiers_requests.json).
 
@@ -29,6 +31,7 @@ import random
 from pathlib import Path
 from typing import Any, cast
 
+import anyio
 import pytest
 
 from dealroom.agents._llm_chat import ChatCompletions
@@ -251,3 +254,70 @@ async def test_the_verifiers_environment_sends_what_the_llm_seat_sends() -> None
     ]
     assert json.dumps(theirs[0]["tools"]) == json.dumps(wire[0]["tools"])
     assert all(r["tools"] == model_seat.tools(DEFAULT_RULES) for r in theirs)
+
+
+def _inspect_normalisation_undone(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool as Inspect's ``ToolParams`` sends it, with what it changes undone: it adds
+    ``"additionalProperties": false`` and an empty ``required``, and drops ``"nullable"`` from
+    the optional parameters (docs/harnesses.md)."""
+    parameters = dict(tool["function"]["parameters"])
+    assert parameters.pop("additionalProperties") is False
+    if parameters.get("required") == []:
+        del parameters["required"]
+    return {**tool, "function": {**tool["function"], "parameters": parameters}}
+
+
+def _without_nullable(tool: dict[str, Any]) -> dict[str, Any]:
+    parameters = tool["function"]["parameters"]
+    properties = {
+        name: {k: v for k, v in spec.items() if k != "nullable"}
+        for name, spec in parameters["properties"].items()
+    }
+    return {
+        **tool,
+        "function": {**tool["function"], "parameters": {**parameters, "properties": properties}},
+    }
+
+
+@pytest.mark.parametrize("opponent", OPPONENTS)
+async def test_the_inspect_task_sends_what_the_llm_seat_sends(
+    opponent: str, tmp_path: Path
+) -> None:
+    """The Inspect AI task (``harnesses.inspect_task``) through Inspect's eval loop and its
+    OpenAI provider, on the same scenarios: the same conversation, request by request, the
+    same tools but for Inspect's own normalisation of a schema, the same outcomes."""
+    from inspect_ai import eval as inspect_eval
+
+    from dealroom.harnesses.inspect_task import bargain
+    from dealroom.store.results import ResultsStore
+
+    out = tmp_path / "inspect.db"
+    task = bargain(opponent=opponent, tiers="mid", n=len(INDEXES), seed=SEED, out=str(out))
+    with serve(wire_brain) as fake:
+        (log,) = await anyio.to_thread.run_sync(
+            lambda: inspect_eval(
+                task,
+                model="openai/m",
+                model_base_url=fake.base_url,
+                model_args={"responses_api": False, "api_key": "k"},
+                log_dir=str(tmp_path / "logs"),
+                display="none",
+            )
+        )
+        theirs = [r for r in fake.requests if r.get("tools")]
+    assert log.status == "success", log.error
+    by_briefing: dict[str, list[dict[str, Any]]] = {}
+    for request in theirs:
+        by_briefing.setdefault(request["messages"][0]["content"], []).append(request)
+    with ResultsStore(out, create=False) as store:
+        outcomes = {row.record.scenario.id: row.record.outcome for row in store.iter("inspect")}
+    for index in INDEXES:
+        wire, record, _ = await seat_requests(opponent, index)
+        inspected = by_briefing[wire[0]["messages"][0]["content"]]
+        assert [model_seat.canonical(r["messages"]) for r in wire] == [
+            model_seat.canonical(r["messages"]) for r in inspected
+        ], (opponent, index)
+        tools = [_inspect_normalisation_undone(t) for t in inspected[0]["tools"]]
+        assert tools == [_without_nullable(t) for t in model_seat.tools(DEFAULT_RULES)]
+        assert all(r["tools"] == inspected[0]["tools"] for r in inspected)
+        assert outcomes[record.scenario.id] == record.outcome, (opponent, index)

@@ -23,6 +23,7 @@ from dealroom.cli._players import add_llm_flags, lineup, scripted, seat_settings
 from dealroom.play.backends import Backend, ProcessBackend, RayBackend, SerialBackend
 from dealroom.play.jobs import TournamentError
 from dealroom.play.progress import Budget, Progress
+from dealroom.play.registry import split_specs
 from dealroom.play.settings import DEFAULT_RUN, PlaySettings, RunSettings
 from dealroom.play.tournament import (
     ConfigMismatchError,
@@ -128,15 +129,8 @@ def _usd(text: str) -> float:
 
 
 def agent_list(text: str) -> list[str]:
-    """argparse type: agent specs split on commas; ``k=v`` pieces belong to the spec before."""
-    specs: list[str] = []
-    for piece in (p.strip() for p in text.split(",")):
-        if not piece:
-            continue
-        if "=" in piece and ":" not in piece and specs and ":" in specs[-1]:
-            specs[-1] += "," + piece
-        else:
-            specs.append(piece)
+    """argparse type: agent specs split on commas (``split_specs``)."""
+    specs = split_specs(text)
     if not specs:
         raise argparse.ArgumentTypeError("no agents given")
     return specs

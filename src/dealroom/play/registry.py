@@ -224,3 +224,17 @@ def resolve_player(spec: str, options: PlayerOptions | None = None) -> Player:
     from dealroom.play.players import ScriptedPlayer
 
     return ScriptedPlayer(resolve(spec), spec)
+
+
+def split_specs(text: str) -> list[str]:
+    """Agent specs from one comma-separated text: ``k=v`` pieces belong to the spec before
+    them (``boulware:e=0.1,k=0.2,linear`` is two specs); empty pieces are skipped."""
+    specs: list[str] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        if "=" in piece and ":" not in piece and specs and ":" in specs[-1]:
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return specs
