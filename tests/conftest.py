@@ -34,11 +34,12 @@ def _close_inspect_sample_event_streams(monkeypatch: pytest.MonkeyPatch) -> Iter
         yield
         return
     from inspect_ai.hooks import _hooks
+    from inspect_ai.log._samples import sample_active
 
     drain = _hooks.drain_sample_events
 
     async def drain_and_close() -> None:
-        active = _hooks.sample_active()
+        active = sample_active()
         receive = active.event_receive if active is not None else None
         try:
             await drain()
