@@ -23,6 +23,8 @@ SAME_IDEA = {
     # the CLI's copies keep `dealroom room` and the parser free of httpx and mcp imports
     "base_url": {"cli/room.py", "play/remote.py"},
     "SEAT_TOKEN_ENV": {"cli/seat.py", "client/seat.py"},
+    # the stdlib remote seat client imports nothing of dealroom (a test checks the two agree)
+    "MODEL_TOOLS_URI": {"server/mcp_app.py", "training/remote.py"},
 }
 
 

@@ -151,7 +151,7 @@ def seat_settings(args: argparse.Namespace) -> SeatSettings:
     )
 
 
-def player_options(args: argparse.Namespace) -> PlayerOptions:
+def flag_options(args: argparse.Namespace) -> PlayerOptions:
     """The options the LLM flags give seat players (this imports the Agents SDK)."""
     from dealroom.agents.lineup import player_options as options
 
@@ -162,13 +162,13 @@ def player(spec: str, args: argparse.Namespace) -> Player:
     """The player a spec names (any kind the registry knows), or a usage error. Scripted
     agents are built without the seat players' options (so without the Agents SDK)."""
     try:
-        options = None if scripted(spec) else player_options(args)
+        options = None if scripted(spec) else flag_options(args)
         return resolve_player(spec, options)
     except AgentSpecError as exc:
         raise usage_error(str(exc)) from None
 
 
-def lineup(play: PlaySettings) -> Lineup:
+def checked_lineup(play: PlaySettings) -> Lineup:
     """``dealroom.agents.lineup.lineup``, its errors as usage errors."""
     from dealroom.agents.lineup import lineup as build
     from dealroom.agents.roster import RosterError

@@ -167,5 +167,5 @@ def room_player(spec: str, args: argparse.Namespace, built: dict[str, Player]) -
         return None
     player = built.get(spec)
     if player is None:
-        player = built[spec] = resolve_player(spec, _players.player_options(args))
+        player = built[spec] = resolve_player(spec, _players.flag_options(args))
     return house_player(player)

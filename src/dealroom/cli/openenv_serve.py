@@ -27,7 +27,7 @@ from dealroom.cli._common import (
 from dealroom.protocol import TIERS
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
-INSTALL = "pip install 'dealroom[openenv]'"
+OPENENV_INSTALL = "pip install 'dealroom[openenv]'"
 
 
 def add(commands: Commands) -> None:
@@ -35,7 +35,7 @@ def add(commands: Commands) -> None:
     parser = commands.add_parser(
         "openenv",
         help="serve negotiations as an OpenEnv environment (reset, step, /ws sessions)",
-        description=f"dealroom as an OpenEnv environment (openenv-core 0.3; {INSTALL}).",
+        description=f"dealroom as an OpenEnv environment (openenv-core 0.3; {OPENENV_INSTALL}).",
     )
     actions = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
     serve = actions.add_parser(
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
         from dealroom.harnesses import openenv_env
     except ImportError as exc:
-        raise usage_error(f"the OpenEnv environment needs openenv-core: {INSTALL}") from exc
+        raise usage_error(f"the OpenEnv environment needs openenv-core: {OPENENV_INSTALL}") from exc
     from dealroom.play.registry import AgentSpecError
     from dealroom.store.results import ResultsStore
 

@@ -19,7 +19,7 @@ from dealroom.cli._common import (
     tier_list,
     usage_error,
 )
-from dealroom.cli._players import add_llm_flags, lineup, scripted, seat_settings
+from dealroom.cli._players import add_llm_flags, checked_lineup, scripted, seat_settings
 from dealroom.play.backends import Backend, ProcessBackend, RayBackend, SerialBackend
 from dealroom.play.jobs import TournamentError
 from dealroom.play.progress import Budget, Progress
@@ -222,7 +222,7 @@ def _seed(play: PlaySettings, run: RunSettings) -> Seed:
 
 def run_tournament(play: PlaySettings, run: RunSettings) -> int:
     """Play the round robin, then print one summary line on stderr."""
-    players = lineup(play)
+    players = checked_lineup(play)
     budget = _budget(run, players)
     try:
         config = TournamentConfig(

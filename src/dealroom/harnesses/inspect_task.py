@@ -53,7 +53,7 @@ from dealroom.store.results import ResultsStore
 MODEL_OPPONENT = "model"
 """The opponent spec that names the model bound to Inspect's ``opponent`` role."""
 OPPONENT_ROLE = "opponent"
-LEARNER = "model-under-evaluation"
+EVALUATED = "model-under-evaluation"
 """The evaluated model's place in the task's ``PlaySettings`` (its records carry its name)."""
 
 
@@ -119,11 +119,11 @@ def task_settings(
     if max_tool_rounds < 1:
         raise ValueError("max_tool_rounds must be at least 1")
     play = PlaySettings(
-        agents=(LEARNER, *opponents),
+        agents=(EVALUATED, *opponents),
         tiers=tuple(cast(list[Tier], chosen_tiers)),
         per_pair=n,
         secret=_seed(secret, seed),
-        learner=LEARNER,
+        learner=EVALUATED,
         learner_role=role,
         seats=SeatSettings(max_tool_rounds=max_tool_rounds),
     )
@@ -158,7 +158,7 @@ def samples(play: PlaySettings) -> list[Sample]:
     """One sample per negotiation the evaluated model plays: scenario-major, as a tournament
     orders its jobs; its input is the model's briefing (no other side's value)."""
     role = cast(Role, play.learner_role)
-    config = _config(play, LEARNER)
+    config = _config(play, EVALUATED)
     out: list[Sample] = []
     for job in config.jobs():
         opponent = job.seller if role == "buyer" else job.buyer
@@ -288,7 +288,7 @@ class _Sink:
     ) -> None:
         async with self._lock:
             if self._tournament is None:
-                names = {LEARNER: learner, MODEL_OPPONENT: opponent}
+                names = {EVALUATED: learner, MODEL_OPPONENT: opponent}
                 config = _config(play, learner, names)
                 store = ResultsStore(self.path)
                 self._tournament = Tournament(config, store, run_name=self.run)
