@@ -48,8 +48,6 @@ them equal), here so that settings and parsers are built without importing the A
 DEFAULT_RUN = "tournament"
 """A run's name in its store unless one is given."""
 
-BackendName = Literal["local", "ray"]
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SeatSettings:
@@ -142,7 +140,8 @@ class RunSettings:
     """Scripted negotiations in flight: worker processes, or Ray CPUs."""
     llm_concurrency: int = 16
     """Negotiations with a seat player (an LLM, a person) in flight at once, in all."""
-    backend: BackendName = "local"
+    backend: Literal["local", "ray"] = "local"
+    """Where scripted jobs run: worker processes here, or a Ray cluster."""
     ray_address: str | None = None
     max_cost_usd: float | None = None
     """Start no new negotiation once the model cost reaches this (needs roster prices)."""
@@ -158,7 +157,6 @@ __all__ = [
     "MODEL_BACKOFF_S",
     "MODEL_MAX_BACKOFF_S",
     "MODEL_TIMEOUT_S",
-    "BackendName",
     "PlaySettings",
     "RosterEntry",
     "RunSettings",
