@@ -63,13 +63,14 @@ def with_belief(record: NegotiationRecord, role: Role, belief: object) -> dict[s
 def test_a_stored_belief_is_scored_against_the_other_sides_value() -> None:
     # R1: v = 100, c = 60, L = 100. The buyer guesses the seller's cost at 70 in [50, 80].
     buyer, seller = d.diagnose(
-        R1, with_belief(R1, "buyer", {"estimate": 70, "low": 80, "high": 50})
+        R1, with_belief(R1, "buyer", {"estimate": 70, "low": 50, "high": 80})
     )
     assert buyer.belief is not None and seller.belief is None
     assert buyer.belief.error == pytest.approx(0.10)
     assert buyer.belief.bias == pytest.approx(0.10)
-    assert buyer.belief.covered  # low and high are put in order
-    for junk in ({"estimate": "70"}, {"estimate": float("nan"), "low": 1, "high": 2}, [70], None):
+    assert buyer.belief.covered
+    swapped = {"estimate": 70, "low": 80, "high": 50}  # only low <= estimate <= high counts
+    for junk in (swapped, {"estimate": "70"}, {"estimate": float("nan"), "low": 1, "high": 2}, [70], None):
         assert d.diagnose(R1, with_belief(R1, "buyer", junk))[0].belief is None
 
 

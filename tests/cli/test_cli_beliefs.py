@@ -101,3 +101,30 @@ def test_a_reply_without_a_belief_is_stored_as_unparsed() -> None:
 def test_the_question_names_the_other_sides_number_only() -> None:
     assert "seller's private cost" in model_seat.belief_question("buyer")
     assert "buyer's private value" in model_seat.belief_question("seller")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"estimate": ' + "9" * 400 + ', "low": 1, "high": 2}',  # once an OverflowError
+        '{"estimate": -5, "low": 1e308, "high": -1e308}',  # once coverage 1.000
+        '{"estimate": 10, "low": 1, "high": 5}',  # an interval that misses its estimate
+        '{"estimate": 5, "low": 6, "high": 4}',
+    ],
+)
+def test_only_finite_numbers_with_low_estimate_high_in_order_are_a_belief(reply: str) -> None:
+    assert model_seat.parse_belief(reply) is None
+    assert model_seat.belief_numbers(json.loads(reply)) is None
+
+
+def test_a_stored_belief_out_of_order_is_not_scored() -> None:
+    from dealroom.analysis.diagnostics import belief_of
+    from dealroom.engine.match import play
+    from dealroom.play.registry import resolve
+    from dealroom.protocol.generator import scenario_at
+
+    record = play(scenario_at(1, 0, "mid"), resolve("linear"), resolve("conceder"), seed=1)
+    assert belief_of(record, "buyer", {"estimate": -5, "low": 1e308, "high": -1e308}) is None
+    assert belief_of(record, "buyer", {"estimate": 10**400, "low": 1, "high": 2}) is None
+    held = belief_of(record, "buyer", {"estimate": 5, "low": 4, "high": 6})
+    assert held is not None and (held.low, held.estimate, held.high) == (4, 5, 6)

@@ -37,7 +37,7 @@ from dealroom.analysis import honesty as h
 from dealroom.analysis import metrics as m
 from dealroom.analysis.oracle import OracleKey, OracleResult, oracle_key
 from dealroom.analysis.report_models import DiagnosticRow
-from dealroom.protocol import Role, Tier, offer_of, other
+from dealroom.protocol import Role, Tier, model_seat, offer_of, other
 from dealroom.protocol.record import NegotiationRecord
 
 _EPS = 1e-9
@@ -123,19 +123,13 @@ def belief_of(record: NegotiationRecord, role: Role, stored: object) -> Belief |
     """The belief stored for the seat (``{"estimate", "low", "high"}``), or None."""
     if not isinstance(stored, dict):
         return None
-    fields = cast("dict[str, object]", stored)
-    values: list[float] = []
-    for key in ("estimate", "low", "high"):
-        value = fields.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        if not math.isfinite(value):
-            return None
-        values.append(float(value))
-    estimate, low, high = values
+    numbers = model_seat.belief_numbers(cast("dict[str, object]", stored))
+    if numbers is None:
+        return None
+    estimate, low, high = numbers["estimate"], numbers["low"], numbers["high"]
     s = record.scenario
     truth = float(s.private_value(other(role)))
-    return Belief(estimate, min(low, high), max(low, high), truth, float(s.list_price))
+    return Belief(estimate, low, high, truth, float(s.list_price))
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,21 +248,37 @@ _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 
 def parse_belief(text: str) -> dict[str, float] | None:
     """The ``{"estimate", "low", "high"}`` object in a reply to ``belief_question`` (the first
-    JSON object in the text that has the three as finite numbers), or None."""
+    JSON object in the text that ``belief_numbers`` accepts), or None."""
     for match in _JSON_OBJECT.finditer(text):
         try:
             data = json.loads(match.group())
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
-        if not isinstance(data, dict):
-            continue
-        values = [cast("dict[str, object]", data).get(key) for key in _BELIEF_KEYS]
-        numbers = [
-            float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)
-        ]
-        if len(numbers) == len(_BELIEF_KEYS) and all(math.isfinite(n) for n in numbers):
-            return dict(zip(_BELIEF_KEYS, numbers, strict=True))
+        if isinstance(data, dict) and (found := belief_numbers(cast("dict[str, object]", data))):
+            return found
     return None
+
+
+def belief_numbers(data: Mapping[str, object]) -> dict[str, float] | None:
+    """``estimate``, ``low`` and ``high`` as floats when all three are finite numbers (not
+    booleans, not integers too large for a float) with ``low <= estimate <= high``; else None:
+    an interval that does not hold its own estimate is not a belief."""
+    numbers: list[float] = []
+    for key in _BELIEF_KEYS:
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        try:
+            number = float(value)
+        except OverflowError:
+            return None
+        if not math.isfinite(number):
+            return None
+        numbers.append(number)
+    estimate, low, high = numbers
+    if not low <= estimate <= high:
+        return None
+    return dict(zip(_BELIEF_KEYS, numbers, strict=True))
 
 
 __all__ = [
@@ -271,6 +287,7 @@ __all__ = [
     "ArgumentsForm",
     "Bound",
     "ToolMethods",
+    "belief_numbers",
     "belief_question",
     "bind",
     "call_messages",
