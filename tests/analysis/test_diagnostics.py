@@ -70,7 +70,8 @@ def test_a_stored_belief_is_scored_against_the_other_sides_value() -> None:
     assert buyer.belief.bias == pytest.approx(0.10)
     assert buyer.belief.covered
     swapped = {"estimate": 70, "low": 80, "high": 50}  # only low <= estimate <= high counts
-    for junk in (swapped, {"estimate": "70"}, {"estimate": float("nan"), "low": 1, "high": 2}, [70], None):
+    nan = {"estimate": float("nan"), "low": 1, "high": 2}
+    for junk in (swapped, {"estimate": "70"}, nan, [70], None):
         assert d.diagnose(R1, with_belief(R1, "buyer", junk))[0].belief is None
 
 
