@@ -188,3 +188,46 @@ def test_cli_evaluate_refuses_bad_flags(
     assert main(["train", "evaluate", *[x for pair in argv.items() for x in pair]]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "e.db").exists()
+
+
+def test_evaluate_refuses_an_endpoint_that_serves_another_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another OpenAI-compatible server on the port: nothing is played or stored under the
+    model's name (the endpoint lists 'fake', not 'trained')."""
+    db = tmp_path / "eval.db"
+    with serve(scripted([], then=Text("Done."))) as fake:
+        argv = [
+            "train", "evaluate", "--model", "trained", "--base-url", fake.base_url,
+            "--opponents", "boulware", "--scenarios", "1", "--out", str(db),
+        ]  # fmt: skip
+        assert main(argv) == 2
+        assert not fake.requests
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "serves 'fake', not 'trained'" in err
+    assert not db.exists()
+
+
+def test_evaluate_waits_for_an_endpoint_still_loading_then_gives_up_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from dealroom.agents.roster import RosterError, wait_for_model
+
+    now = [0.0]
+    naps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        naps.append(seconds)
+        now[0] += seconds
+
+    with pytest.raises(RosterError, match=r"unreachable .*\(waited 5 s\)"):
+        wait_for_model(
+            "http://127.0.0.1:9/v1", None, "m", wait_s=5, clock=lambda: now[0], sleep=sleep
+        )
+    assert naps == [1.0] * 5
+    argv = [
+        "train", "evaluate", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+        "--opponents", "boulware", "--endpoint-wait", "0", "--out", str(tmp_path / "e.db"),
+    ]  # fmt: skip
+    assert main(argv) == 2
+    assert "unreachable" in capsys.readouterr().err

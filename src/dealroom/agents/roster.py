@@ -22,11 +22,13 @@ unknown keys, a missing key variable, a bad URL; ``probe`` then asks each endpoi
 
 from __future__ import annotations
 
+import json
 import os
+import time
 import tomllib
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -173,6 +175,59 @@ def probe(base_url: str, key: str | None, *, timeout_s: float = PROBE_TIMEOUT_S)
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise RosterError(f"{base_url}: the endpoint is unreachable ({reason})") from None
+
+
+def served_models(
+    base_url: str, key: str | None, *, timeout_s: float = PROBE_TIMEOUT_S
+) -> list[str]:
+    """The model ids an OpenAI-compatible endpoint lists (``GET /models``). Raises RosterError
+    when it cannot be reached, refuses the key, or answers without a list of models."""
+    request = urllib.request.Request(base_url.rstrip("/") + "/models", method="GET")
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            body = response.read(1_000_000)
+    except urllib.error.HTTPError as exc:
+        raise RosterError(f"{base_url}: GET /models answered HTTP {exc.code}") from None
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise RosterError(f"{base_url}: the endpoint is unreachable ({reason})") from None
+    try:
+        data = json.loads(body)
+        listed = cast("list[dict[str, object]]", data["data"])
+        return [str(item["id"]) for item in listed]
+    except (ValueError, KeyError, TypeError):
+        raise RosterError(f"{base_url}: GET /models did not answer a list of models") from None
+
+
+def wait_for_model(
+    base_url: str,
+    key: str | None,
+    model: str,
+    *,
+    wait_s: float,
+    poll_s: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Return once the endpoint lists ``model``; wait up to ``wait_s`` while it is unreachable
+    (a server still loading its model), then raise RosterError. An endpoint that answers but
+    serves other models is an error at once: evaluating whatever answers on a port would store
+    another model's negotiations under this one's name."""
+    deadline = clock() + wait_s
+    while True:
+        try:
+            served = served_models(base_url, key)
+        except RosterError as exc:
+            if clock() + poll_s > deadline:
+                raise RosterError(f"{exc} (waited {wait_s:g} s)") from None
+            sleep(poll_s)
+            continue
+        if model in served:
+            return
+        shown = ", ".join(repr(m) for m in served[:5]) or "no model"
+        raise RosterError(f"{base_url} serves {shown}, not {model!r}")
 
 
 def probe_all(endpoints: Mapping[str, str | None]) -> None:

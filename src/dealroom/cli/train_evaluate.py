@@ -66,6 +66,15 @@ def add(stages: Commands) -> None:
         help="negotiations in flight on the model's endpoint (default: 1, as train serve "
         "computes one request at a time)",
     )
+    evaluate.add_argument(
+        "--endpoint-wait",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds to wait for the endpoint to answer (a server still loading its model) "
+        "before giving up; an endpoint that serves another model id is refused at once "
+        "(default: %(default)g)",
+    )
     evaluate.add_argument("--out", type=Path, required=True, help="results store (created)")
     evaluate.add_argument("--run", default="evaluate", help="run name in the store")
     evaluate.add_argument("--resume", action="store_true", help="continue the stored run")
@@ -124,4 +133,22 @@ def run(args: argparse.Namespace) -> int:
         concurrency=1,
         llm_concurrency=max(args.concurrency, 1) * 4,
     )
+    _wait_for_the_model(play, args, key_env)
     return tournament.run_tournament(play, run)
+
+
+def _wait_for_the_model(play: PlaySettings, args: argparse.Namespace, key_env: str) -> None:
+    """Every other setting checked first (without probing), then the endpoint must list the
+    model id: a server still loading is waited for, one serving another model is refused."""
+    from dealroom.agents.lineup import lineup
+    from dealroom.agents.roster import RosterError, wait_for_model
+    from dealroom.play.registry import AgentSpecError
+
+    if not 0 <= args.endpoint_wait <= 86_400:
+        raise usage_error(f"--endpoint-wait must be in [0, 86400], not {args.endpoint_wait:g}")
+    try:
+        lineup(play, probe=False)
+        key = os.environ.get(key_env) if key_env else None
+        wait_for_model(args.base_url, key, args.model, wait_s=args.endpoint_wait)
+    except (RosterError, AgentSpecError) as exc:
+        raise usage_error(str(exc)) from None
