@@ -60,6 +60,14 @@ async def test_pages_are_static_with_a_strict_content_security_policy(tmp_path: 
             assert "script-src 'self'" in csp and "unsafe-inline" not in csp
             assert response.headers["x-content-type-options"] == "nosniff"
             assert "<script>" not in response.text  # no inline script: every script is a file
+        # The ready line's link: an index of the pages (it once answered 404).
+        index = await http.get(f"{server.url}/web/")
+        assert index.status_code == 200 and "content-security-policy" in index.headers
+        for page in ("room", "seat", "tournament", "study"):
+            assert f'href="/web/{page}"' in index.text
+        css = (await http.get(f"{server.url}/web/static/web.css")).text
+        # Event numbers past 9 keep their digits (20 px cut the first one off).
+        assert "ol.log, ul.msgs { margin: 0; padding-left: 3.5em;" in css
         script = await http.get(f"{server.url}/web/static/seat.js")
         assert script.headers["content-type"].startswith("text/javascript")
         assert (await http.get(f"{server.url}/web/static/nope.js")).status_code == 404

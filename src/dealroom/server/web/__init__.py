@@ -93,11 +93,16 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     async def page(request: Request) -> Response:
         return _file(files, PAGES[request.url.path.rsplit("/", 1)[-1]])
 
+    async def index(request: Request) -> Response:
+        del request
+        return _file(files, "index.html")
+
     async def static(request: Request) -> Response:
         return _file(files, str(request.path_params["name"]))
 
     for name in PAGES:
         app.custom_route(f"/web/{name}", methods=["GET"])(page)
+    app.custom_route("/web/", methods=["GET"])(index)
     app.custom_route("/web/static/{name}", methods=["GET"])(static)
     app.custom_route("/web/api/room", methods=["GET"])(api.room)
     app.custom_route("/web/api/room/events", methods=["GET"])(api.room_events)
