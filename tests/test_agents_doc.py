@@ -57,6 +57,7 @@ def run_python(code: str, environment: dict[str, str], tmp_path: Path) -> str:
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "Unclosed" not in done.stderr, done.stderr[-3000:]  # no leaked HTTP session
     return done.stdout
 
 

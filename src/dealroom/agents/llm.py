@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from mcp.types import CallToolResult
 
@@ -154,6 +154,13 @@ class LLMPlayer:
     async def aclose(self) -> None:
         """Close the model's connections (call it in the event loop that used them)."""
         await self.model.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """``async with LLMPlayer.from_spec(...) as player:`` closes its connections at the end."""
+        await self.aclose()
 
     async def play(self, seat: SeatClient, context: SeatContext) -> Mapping[str, Any]:
         """Play the seat's negotiation to its end, one model loop per wake."""
