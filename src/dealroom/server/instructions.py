@@ -20,7 +20,9 @@ BlockKind = Literal["heading", "paragraph", "bullet", "number"]
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
 _NUMBER = re.compile(r"^\s*\d{1,3}[.)]\s+(.*)$")
-_LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]*)\)")
+_LINK = re.compile(r"\[([^\[\]]*)\]\(([^()\[\]\s]*)\)")
+"""A link: its text and address hold no bracket, so every try stops at the next one (linear
+time; a text with brackets in it once made each try scan to the end: quadratic)."""
 _EMPHASIS = re.compile(r"(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1")
 
 
