@@ -19,6 +19,7 @@ from dealroom.training.serving import (
     Cancelled,
     ContextTooLong,
     generation_budget,
+    sampling_params,
     serve,
 )
 
@@ -154,3 +155,80 @@ def test_the_budget_is_what_the_context_leaves() -> None:
     assert generation_budget(8000, None, 256) == 256
     with pytest.raises(ContextTooLong, match=r"8,192 tokens and the model's context is 8,192"):
         generation_budget(8192, 8192, 256)
+
+
+def raw(endpoint: Any, data: bytes) -> bytes:
+    """What the server answers to ``data`` sent as is on a new connection."""
+    port = int(endpoint.base_url.rsplit(":", 1)[1].split("/")[0])
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize(
+    ("head", "body"),
+    [
+        ("Content-Length: abc\r\n", b"{}"),  # once a traceback and a closed connection
+        ("", b"[" * 100_000 + b"]" * 100_000),  # nested 100,000 deep (the length is added)
+    ],
+)
+def test_a_malformed_request_is_a_one_line_400(
+    held: tuple[Held, Any], head: str, body: bytes
+) -> None:
+    _, endpoint = held
+    length = "" if head else f"Content-Length: {len(body)}\r\n"
+    data = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n{head}{length}\r\n".encode() + body
+    answer = raw(endpoint, data)
+    assert answer.startswith(b"HTTP/1.0 400") or answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    message = json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["message"]
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({}, (0, 1.0)),
+        ({"max_tokens": 32, "temperature": 0.7}, (32, 0.7)),
+        ({"max_completion_tokens": 8}, (8, 1.0)),
+        ({"temperature": 1e-320}, (0, 0.0)),  # would overflow the logits: greedy
+    ],
+)
+def test_sampling_parameters_are_read_once_and_checked(
+    body: dict[str, Any], expected: tuple[int, float]
+) -> None:
+    assert sampling_params(body) == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"max_tokens": float("inf")}, {"max_tokens": 10**400}, {"max_tokens": True},
+     {"temperature": float("nan")}, {"temperature": 3}, {"temperature": "hot"}],
+)  # fmt: skip
+def test_bad_sampling_parameters_are_one_line_errors(body: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"max_tokens|temperature") as caught:
+        sampling_params(body)
+    assert "\n" not in str(caught.value)
+
+
+def test_connections_past_the_bound_are_answered_busy_and_closed(
+    held: tuple[Held, Any],
+) -> None:
+    _, endpoint = held
+    port = int(endpoint.base_url.rsplit(":", 1)[1].split("/")[0])
+    slow = [socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) for _ in range(64)]
+    try:
+        for sock in slow:  # each holds a half-sent request, and a thread
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        until(lambda: endpoint.server._slots._value == 0)  # pyright: ignore[reportAttributeAccessIssue]
+        answer = raw(endpoint, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 503"), answer[:100]
+        assert b"too many connections" in answer
+    finally:
+        for sock in slow:
+            sock.close()
+    until(lambda: endpoint.server._slots._value == 64)  # pyright: ignore[reportAttributeAccessIssue]
+    assert raw(endpoint, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.0 200")

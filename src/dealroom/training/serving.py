@@ -131,9 +131,7 @@ class ChatModel:
         if not messages:
             raise ValueError("messages must be a non-empty list")
         tools = body.get("tools") or None
-        limit = int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)
-        raw_temperature = body.get("temperature")
-        temperature = 1.0 if raw_temperature is None else float(raw_temperature)
+        limit, temperature = sampling_params(body)
         inputs = self.tokenizer.apply_chat_template(
             messages, tools=tools, add_generation_prompt=True, return_tensors="pt", return_dict=True
         ).to(self.model.device)
@@ -299,6 +297,32 @@ class Queue:
             return self._next - self._serving
 
 
+MAX_TOKENS_LIMIT = 1_000_000
+GREEDY_BELOW = 1e-4
+"""A temperature below this decodes greedily: dividing logits by it would overflow."""
+
+
+def sampling_params(body: Mapping[str, Any]) -> tuple[int, float]:
+    """The request's token limit (0: the server's) and temperature (default 1), checked:
+    a ValueError of one line for anything but an integer in [0, 1,000,000] and a finite number
+    in [0, 2]; a temperature below ``GREEDY_BELOW`` is 0 (greedy)."""
+    raw_limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if raw_limit is None:
+        limit = 0
+    elif isinstance(raw_limit, int) and not isinstance(raw_limit, bool):
+        limit = raw_limit
+    else:
+        raise ValueError(f"max_tokens must be an integer, not {str(raw_limit)[:40]}")
+    if not 0 <= limit <= MAX_TOKENS_LIMIT:
+        raise ValueError(f"max_tokens must be in [0, {MAX_TOKENS_LIMIT:,}]")
+    raw = body.get("temperature")
+    if raw is None:
+        return limit, 1.0
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 2:
+        raise ValueError(f"temperature must be a number in [0, 2], not {str(raw)[:40]}")
+    return limit, 0.0 if raw < GREEDY_BELOW else float(raw)
+
+
 def client_gone(sock: socket.socket) -> bool:
     """True when the peer closed the connection (readable with nothing to read)."""
     try:
@@ -308,6 +332,45 @@ def client_gone(sock: socket.socket) -> bool:
         return sock.recv(1, socket.MSG_PEEK) == b""
     except (OSError, ValueError):
         return True
+
+
+MAX_CONNECTIONS = 64
+"""Connections served at once (a thread each); one more is answered 503 and closed."""
+REQUEST_TIMEOUT_S = 30.0
+"""Seconds a connection may stay silent while its request is read."""
+
+
+_BUSY_BODY = json.dumps({"error": {"message": "busy: too many connections"}}).encode()
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    + f"Content-Length: {len(_BUSY_BODY)}\r\nConnection: close\r\n\r\n".encode()
+    + _BUSY_BODY
+)
+
+
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``MAX_CONNECTIONS`` of them: 300 slow clients holding
+    half-sent requests once made 307 threads."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.sendall(_BUSY)
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +384,8 @@ class ServedEndpoint:
 
 def _handler(chat: Completer, queue: Queue) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        timeout = REQUEST_TIMEOUT_S  # a client that stops sending mid-request is dropped
+
         def log_message(self, format: str, *args: Any) -> None:
             log.debug("serve.request", line=format % args)
 
@@ -348,7 +413,10 @@ def _handler(chat: Completer, queue: Queue) -> type[BaseHTTPRequestHandler]:
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._error(404, "not found")
                 return
-            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
             if not 0 < length <= MAX_BODY:
                 self._error(400, f"body must be 1 to {MAX_BODY} bytes")
                 return
@@ -360,6 +428,9 @@ def _handler(chat: Completer, queue: Queue) -> type[BaseHTTPRequestHandler]:
                     raise ValueError("streaming is not supported")
             except (ValueError, TypeError) as exc:
                 self._error(400, _one_line(exc))
+                return
+            except RecursionError:
+                self._error(400, "the JSON body is nested too deep")
                 return
             self._complete(body)
 
@@ -402,8 +473,7 @@ def serve(
 ) -> Generator[ServedEndpoint]:
     """Serve ``chat`` in a background thread for the duration of the block."""
     queue = Queue(max_queue)
-    server = ThreadingHTTPServer((host, port), _handler(chat, queue))
-    server.daemon_threads = True
+    server = _BoundedServer((host, port), _handler(chat, queue))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1})
     thread.start()
     endpoint = ServedEndpoint(f"http://{host}:{server.server_address[1]}/v1", server, queue)
