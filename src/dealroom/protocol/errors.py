@@ -66,6 +66,8 @@ class ErrorCode(StrEnum):
     MESSAGE_EMPTY = "message_empty"
     DEADLINE_PASSED = "deadline_passed"
     INVALID_ACTION = "invalid_action"
+    UNKNOWN_BUYER = "unknown_buyer"
+    """A market seller's action for no buyer, or a buyer that is not in the market."""
 
 
 class DealroomError(Exception):
