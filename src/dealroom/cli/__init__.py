@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "tournament",
         "round robin: every agent against every other in both seats, into a results store",
     ),
+    "markets": ("markets", "tournament of markets: every seller against every pool of buyers"),
     "report": ("report", "tournament report: leaderboard, tiers, features"),
     "replay": (
         "replay",

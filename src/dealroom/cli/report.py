@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from dealroom.analysis.market_report import build_market_report, format_market_report
 from dealroom.analysis.oracle import OracleKey, OracleResult
 from dealroom.analysis.report import build_report, format_report
 from dealroom.analysis.report_html import render_html
@@ -56,9 +57,19 @@ def open_existing_store(path: Path) -> ResultsStore:
         raise usage_error(str(exc)) from None
 
 
+def market_runs(store: ResultsStore) -> dict[str, int]:
+    """The store's market runs and their stored markets (keys are ``RUN/...``)."""
+    counts: dict[str, int] = {}
+    for key in store.market_keys():
+        run = key.split("/", 1)[0]
+        counts[run] = counts.get(run, 0) + 1
+    return counts
+
+
 def choose_run(store: ResultsStore, run: str | None) -> str:
-    """The run to read: the one asked for, or the only one in the store."""
-    runs = {name: n for name, n in store.runs().items() if n}
+    """The run to read: the one asked for, or the only one in the store (negotiations or
+    markets)."""
+    runs = {name: n for name, n in store.runs().items() if n} | market_runs(store)
     if run is not None:
         if run not in runs:
             known = ", ".join(repr(r) for r in runs) or "none"
@@ -107,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
     """Build the report and print it (text or JSON); write the HTML page if asked."""
     with open_existing_store(args.store) as store:
         name = choose_run(store, args.run)
+        if name in market_runs(store):
+            return _market_report(args, store, name)
         oracles = _oracles(store, name, args.oracle_budget) if args.oracle else None
         report = build_report(
             store.iter(name),
@@ -128,4 +141,17 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         sys.stdout.write(format_report(report) + "\n")
+    return 0
+
+
+def _market_report(args: argparse.Namespace, store: ResultsStore, run: str) -> int:
+    """A market run's report (``dealroom markets``), as text or JSON."""
+    if args.html is not None or args.oracle:
+        raise usage_error(f"run {run!r} is a market run: --html and --oracle are for negotiations")
+    records = (record for _, record in store.iter_markets(run))
+    report = build_market_report(records, run=run, resamples=args.resamples, seed=args.seed)
+    if args.json:
+        sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+    else:
+        sys.stdout.write(format_market_report(report) + "\n")
     return 0

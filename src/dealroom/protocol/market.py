@@ -15,7 +15,7 @@ action to one buyer (``Addressed``).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, Protocol
@@ -40,6 +40,12 @@ def buyer_ids(n: int) -> tuple[str, ...]:
     if not 1 <= n <= MAX_BUYERS:
         raise ValueError(f"a market has 1 to {MAX_BUYERS} buyers, not {n}")
     return tuple(f"b{i}" for i in range(1, n + 1))
+
+
+def pool_name(specs: Sequence[str]) -> str:
+    """The agent specs of a market's buyers as one word: the one spec of a pool of equals,
+    else the specs joined by '+'."""
+    return specs[0] if len(set(specs)) == 1 else "+".join(specs)
 
 
 class MarketRules(Model):
