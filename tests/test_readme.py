@@ -3,6 +3,9 @@
 import re
 from pathlib import Path
 
+import pytest
+
+from dealroom.cli import main
 from dealroom.protocol.tools import seat_tools
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,3 +45,14 @@ def test_the_mcp_section_lists_every_tool_a_seat_is_offered_in_order() -> None:
     section = README.split("## Put any agent in a seat (MCP)", 1)[1]
     sentence = section.split("a `briefing` prompt", 1)[0]
     assert re.findall(r"`(\w+)`", sentence) == [t.name for t in seat_tools(series=True)]
+
+
+def test_the_readme_market_report_is_what_the_command_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = re.search(r"```\n\$ (dealroom markets [^\n]*)\n(.*?)```", README, flags=re.DOTALL)
+    assert block is not None, "the README shows a market tournament"
+    argv = block.group(1).split()[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "markets.db")
+    assert main(argv) == 0
+    assert capsys.readouterr().out == block.group(2)

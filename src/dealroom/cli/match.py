@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from dealroom.agents import MissingExtraError, entries, families, seat_entries
-from dealroom.agents.market import market_seller
+from dealroom.agents.market import MARKET_SELLERS, market_seller
 from dealroom.analysis.market import format_market
 from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import (
@@ -140,4 +140,7 @@ def run_agents(args: argparse.Namespace) -> int:
         )
         for member in members:
             sys.stdout.write(f"  {member.name:<44} {member.summary}\n")
+    for seller in MARKET_SELLERS.values():
+        params = ", ".join(f"{k}={v:g}" for k, v in seller.defaults.items())
+        sys.stdout.write(f"{seller.name:<12} {seller.summary} (market seller)  [{params}]\n")
     return 0

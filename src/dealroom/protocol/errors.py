@@ -24,6 +24,7 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     │   └── MissingExtraError          missing_extra  play      an agent whose extra is absent
     ├── PlayerFailed                   player_failed  play      a player that could not go on
     ├── RemoteMatchError               remote_match   play      a remote room that failed
+    ├── MarketPlanError (ValueError)   market_plan    play      a market tournament not playable
     ├── TournamentError                tournament     play      a tournament that cannot start
     │   ├── RunExistsError             run_exists
     │   └── ConfigMismatchError        config_mismatch

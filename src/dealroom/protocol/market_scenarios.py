@@ -16,7 +16,7 @@ from decimal import Decimal
 from pydantic import Field, model_validator
 
 from dealroom.protocol._base import Model, to_cents
-from dealroom.protocol.generator import DEFAULT_SPEC, digest, scenario_at, uniform
+from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at, scenario_digest, scenario_uniform
 from dealroom.protocol.market import MarketScenario, buyer_ids
 from dealroom.protocol.scenario import TIERS, Tier
 from dealroom.protocol.secret import Seed
@@ -50,7 +50,9 @@ DEFAULT_MARKET_SPEC = MarketSpec()
 
 def market_id(seed: Seed, index: int, tier: Tier, buyers: int) -> str:
     """The opaque id of market ``index`` of ``tier`` with ``buyers`` buyers."""
-    return f"{tier}-m{buyers}-{digest(seed, index, f'market:{buyers}:id:{tier}')[:8].hex()}"
+    return (
+        f"{tier}-m{buyers}-{scenario_digest(seed, index, f'market:{buyers}:id:{tier}')[:8].hex()}"
+    )
 
 
 def market_at(
@@ -62,12 +64,14 @@ def market_at(
     lp = float(item.list_price)
     key = f"market:{buyers}"
     low, high = spec.cost_band
-    cost = to_cents(round(lp * (low + (high - low) * uniform(seed, index, f"{key}:cost")), 2))
-    order = sorted(names, key=lambda b: uniform(seed, index, f"{key}:order:{b}"))
+    cost = to_cents(
+        round(lp * (low + (high - low) * scenario_uniform(seed, index, f"{key}:cost")), 2)
+    )
+    order = sorted(names, key=lambda b: scenario_uniform(seed, index, f"{key}:order:{b}"))
     values: list[Decimal] = []
     for name in names:
         band_low, band_high = spec.value_bands[order.index(name) % len(spec.value_bands)]
-        draw = uniform(seed, index, f"{key}:value:{name}")
+        draw = scenario_uniform(seed, index, f"{key}:value:{name}")
         values.append(to_cents(round(lp * (band_low + (band_high - band_low) * draw), 2)))
     base = item.model_copy(
         update={
