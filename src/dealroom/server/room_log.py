@@ -10,11 +10,20 @@ room's own (consent) to the room, every other to the current negotiation.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from dealroom.server.journal import Op, RoomJournal
-from dealroom.server.negotiation import Negotiation
 from dealroom.server.room_experiment import Consent
-from dealroom.server.series import Series
+from dealroom.server.series import Numbered, Series
+
+
+class Replaying(Numbered, Protocol):
+    """What the restorer gives a negotiation: its inputs, one at a time
+    (``Negotiation.replay``)."""
+
+    def replay(self, op: Op) -> None:
+        """Take one journaled input as it was made."""
+        ...
 
 
 class RoomLog:
@@ -42,7 +51,7 @@ class RoomLog:
             self.file.remove()
 
     def replay(
-        self, entries: Iterable[tuple[int, Op]], *, series: Series[Negotiation], consent: Consent
+        self, entries: Iterable[tuple[int, Op]], *, series: Series[Replaying], consent: Consent
     ) -> None:
         """Rebuild a room from its journal: negotiation by negotiation, input by input."""
         for number, op in entries:

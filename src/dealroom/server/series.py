@@ -30,7 +30,7 @@ class Numbered(Protocol):
         ...
 
 
-N = TypeVar("N", bound=Numbered)
+N = TypeVar("N", bound=Numbered, covariant=True)
 
 
 class Series(Generic[N]):
