@@ -14,7 +14,7 @@ A room that cannot be opened (its journal: a full disk) is tried again, never an
 
 Every input is journaled (``study-<id>.jsonl`` beside the rooms' journals: consent, matches,
 results, page events, endings), so that a restarted server restores the study; each room
-restores itself from its own journal. Results come from each room's ``on_record``
+restores itself from its own journal. Results come from each room's ``StudyHook``
 (``recorded``), keyed by room and negotiation, so a room replayed after a restart adds nothing
 twice. A failed journal write loses nothing: the journal is written whole again from
 ``entries`` (``WholeJournal``).
