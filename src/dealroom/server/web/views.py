@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict
 
 from dealroom.engine.schedule import live_offers
 from dealroom.protocol import (
-    ROLES,
     Event,
     LiveOffer,
     Observation,
@@ -171,7 +170,7 @@ def spectator_view(room: Room) -> SpectatorView:
         finished=room.series.finished,
         clock=room.settings.clock,
         open=outcome is None,
-        seats={role: room.seats.name(role) for role in ROLES},
+        seats=room.seats.names(),
         scenario=scenario.public(),
         now=now,
         time_left=round(max(scenario.deadline - now, 0.0), 3),
@@ -206,11 +205,8 @@ def seat_page_view(
     negotiation = room.current
     study, who = (None, None) if ticket is None else (ticket.study, ticket.who)
     number, length = negotiation.number, None
-    results, finished, total = (
-        room.seats[role].results(),
-        room.series.finished,
-        room.seats[role].total_surplus,
-    )
+    slot = room.seats[role]
+    results, finished, total = slot.results(), room.series.finished, slot.total_surplus
     if study is None or who is None:
         can_next = room.series.can_start_next()
         over = not negotiation.is_open and not can_next
