@@ -12,7 +12,11 @@ from anyio.abc import TaskGroup
 
 from dealroom.protocol import Role
 from dealroom.server.negotiation import Negotiation
-from dealroom.server.room_settings import PLAYER_GRACE_S, SeatPlayer
+from dealroom.server.room_settings import SeatPlayer
+
+PLAYER_GRACE_S = 30.0
+"""Wall seconds an in-process player whose own call ended its negotiation has to take the reply
+and return (an LLM seat returns at once) before it is cancelled."""
 
 Play = Callable[[SeatPlayer, Role], Awaitable[None]]
 """How a player plays its seat of the room (``SeatPlayer.play`` bound to the room)."""

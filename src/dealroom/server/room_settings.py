@@ -23,10 +23,6 @@ if TYPE_CHECKING:
 ScenarioSource = Callable[[int], Scenario | None]
 """The scenario of the n-th negotiation of a series (from 0), or None when there is no more."""
 
-PLAYER_GRACE_S = 30.0
-"""Wall seconds an in-process player whose own call ended its negotiation has to take the reply
-and return (an LLM seat returns at once) before it is cancelled."""
-
 
 @dataclass(frozen=True, slots=True)
 class House:
@@ -44,7 +40,8 @@ class SeatPlayer:
     ends; a failure is its own to handle (``dealroom.play.runner.house_player`` walks away and
     sets ``Negotiation.errors``). It is cancelled when the negotiation ends, unless its own call
     ended it: then it takes that call's reply, reports what it has to store once more
-    (``RoomRecords.player_done``) and returns, or is cancelled after ``PLAYER_GRACE_S``.
+    (``RoomRecords.player_done``) and returns, or is cancelled after
+    ``room_players.PLAYER_GRACE_S``.
     """
 
     spec: str
