@@ -44,6 +44,7 @@ from dealroom.server.mcp_app import (
 )
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
+from dealroom.server.room_settings import RoomSettings
 from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
 
@@ -336,7 +337,10 @@ async def test_a_series_ends_when_the_scenario_list_is_exhausted() -> None:
 
 
 async def test_a_room_of_two_clients_refuses_new_negotiation() -> None:
-    room = Room("two", scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.05))
+    room = Room(
+        "two",
+        RoomSettings(scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.05)),
+    )
     async with client_for(room, "buyer") as client:
         await ok(client, "walk_away")
         text = await refused(client, "new_negotiation")
@@ -418,7 +422,9 @@ async def test_the_briefing_prompt_tells_the_seat_everything_it_needs() -> None:
 
 
 async def test_a_cancelled_wait_call_corrupts_nothing() -> None:
-    room = Room("two", scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.3))
+    room = Room(
+        "two", RoomSettings(scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.3))
+    )
     negotiation = room.current
     async with client_for(room, "buyer") as buyer, client_for(room, "seller") as seller:
         await ok(seller, "get_state")  # the seller is here, and thinking

@@ -56,7 +56,7 @@ from dealroom.server.http_limits import (
     raise_open_file_limit,
 )
 from dealroom.server.mcp_app import build_app
-from dealroom.server.room import RoomError
+from dealroom.server.room_error import RoomError
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.tokens import SEAT_SCOPE, SeatTokens, seat_of_request
 from dealroom.server.web.routes import first_error
@@ -329,15 +329,15 @@ class _AdminApi:
                 "open": n.is_open,
                 "events": n.referee.event_count,
                 "outcome": None if outcome is None else outcome.model_dump(mode="json"),
-                "key": room.key(n),
+                "key": room.records.key(n),
             }
         ]
         body = {
             "room": room.id,
-            "clock": room.clock,
-            "seats": {role: room.name(role) for role in ("buyer", "seller")},
-            "finished": room.finished,
-            "pending": room.has_pending(),
+            "clock": room.settings.clock,
+            "seats": room.seats.names(),
+            "finished": room.series.finished,
+            "pending": room.records.has_pending(),
             "negotiations": negotiations,
         }
         return JSONResponse(body)

@@ -54,7 +54,7 @@ from dealroom.protocol.model_seat import ArgumentsForm, call_messages, with_argu
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Seed
 from dealroom.protocol.tools import ToolName, function_schemas
-from dealroom.server.room import REMOTE_NAME
+from dealroom.server.room_seats import REMOTE_NAME
 from dealroom.training.trl import call_tool
 
 TOOL_SCHEMAS: list[dict[str, Any]] = function_schemas(DEFAULT_RULES)
