@@ -91,7 +91,13 @@ def add(commands: Commands) -> None:
     parser.add_argument(
         "--learner-role", choices=["buyer", "seller"], help="with --learner: only in this seat"
     )
-    parser.add_argument("--backend", choices=["local", "ray"], default="local")
+    parser.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default="local",
+        help="local (default): process pool and one event loop; ray: model negotiations as "
+        "Ray tasks",
+    )
     parser.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
     llm = parser.add_argument_group("LLM benchmarks")
     llm.add_argument(
