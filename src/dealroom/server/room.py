@@ -60,6 +60,7 @@ from dealroom.protocol.wire import ClockKind, StudySeats
 from dealroom.server.conversations import Conversations
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, Pace, RoomLimits
+from dealroom.server.seat_names import client_name
 from dealroom.store.results import SerializedRecord
 from dealroom.store.spool import PendingRow
 from dealroom.store.writer import ResultWriter
@@ -68,9 +69,6 @@ log = structlog.stdlib.get_logger(__name__)
 
 ScenarioSource = Callable[[int], Scenario | None]
 """The scenario of the n-th negotiation of a series (from 0), or None when there is no more."""
-
-REMOTE_NAME = "mcp"
-"""Name recorded for a seat played by an MCP client."""
 
 RECENT_RESULTS = 20
 """How many of the last results a seat's state carries (the totals cover them all)."""
@@ -256,9 +254,10 @@ class Room:
             await writer.flush()
 
     def name(self, role: Role) -> str:
-        """Who sits in a seat, as recorded: the house agent's or player's spec, or ``mcp``."""
+        """Who sits in a seat, as recorded: the house agent's or player's spec, or a client's
+        name (``person`` in a room made for people, else ``mcp``: ``server.seat_names``)."""
         house = self.houses.get(role) or self.players.get(role)
-        return house.spec if house is not None else REMOTE_NAME
+        return house.spec if house is not None else client_name(self)
 
     @asynccontextmanager
     async def playing(self) -> AsyncGenerator[None]:
