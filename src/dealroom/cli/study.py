@@ -230,6 +230,8 @@ def _flag_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     message = str(first["msg"]).removeprefix("Value error, ")
     fields = [str(part) for part in first["loc"] if isinstance(part, str)]
+    blamed = first.get("ctx", {}).get("field")  # a rule across fields names the one to change
+    fields += [str(blamed)] if blamed else []
     return message if not fields else f"--{fields[-1].replace('_', '-')}: {message}"
 
 
