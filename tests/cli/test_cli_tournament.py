@@ -235,9 +235,29 @@ def test_report_refuses_missing_files_and_ambiguous_runs(
     assert tournament(store, "--run", "other") == 0
     capsys.readouterr()
     assert main(["report", str(store)]) == 2
-    assert "holds several runs" in capsys.readouterr().err
+    assert "holds 2 runs: " in capsys.readouterr().err
     assert main(["report", str(store), "--run", "nope"]) == 2
     assert main(["report", str(store), "--run", "other", "--resamples", "20"]) == 0
+
+
+def test_report_on_a_store_of_many_runs_names_a_few_and_lists_them_all_on_request(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = next(iter(rows(store).values()))
+    with ResultsStore(store) as db:  # a server's store: one small run per room
+        for i in range(120):
+            db.add(f"room-{i:03d}/1", record, run=f"room-{i:03d}")
+    assert main(["report", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 300, err
+    assert "holds 121 runs: 'tournament' (36), 'room-000' (1), 'room-001' (1) and 118 more" in err
+    assert main(["report", str(store), "--run", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 300 and "118 more" in err, err
+    assert main(["report", str(store), "--runs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 121
+    assert lines[0].split() == ["36", "tournament"] and lines[1].split() == ["1", "room-000"]
 
 
 # -- replay ---------------------------------------------------------------------------------------

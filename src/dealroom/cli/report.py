@@ -25,6 +25,11 @@ def add(commands: Commands) -> None:
     parser = commands.add_parser("report", help="tournament report: leaderboard, tiers, features")
     parser.add_argument("store", type=Path, help="results store written by dealroom tournament")
     parser.add_argument("--run", help="run to report (needed when the store holds several)")
+    parser.add_argument(
+        "--runs",
+        action="store_true",
+        help="list the store's runs, one a line with its negotiations, largest first",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.add_argument("--html", type=Path, help="also write a self-contained HTML page here")
     parser.add_argument(
@@ -56,19 +61,35 @@ def open_existing_store(path: Path) -> ResultsStore:
         raise usage_error(str(exc)) from None
 
 
+NAMED_RUNS = 3
+"""How many runs an error names (a server's store holds a run per room: hundreds)."""
+
+
+def _largest(runs: dict[str, int]) -> list[tuple[str, int]]:
+    return sorted(runs.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _some_runs(runs: dict[str, int]) -> str:
+    """The largest runs by name, and how many more (``--runs`` lists them all)."""
+    named = ", ".join(f"{r!r} ({n:,})" for r, n in _largest(runs)[:NAMED_RUNS])
+    more = len(runs) - NAMED_RUNS
+    return named if more <= 0 else f"{named} and {more:,} more (--runs lists them all)"
+
+
 def choose_run(store: ResultsStore, run: str | None) -> str:
     """The run to read: the one asked for, or the only one in the store."""
     runs = {name: n for name, n in store.runs().items() if n}
     if run is not None:
         if run not in runs:
-            known = ", ".join(repr(r) for r in runs) or "none"
+            known = _some_runs(runs) if runs else "none"
             raise usage_error(f"{store.path}: no negotiations of run {run!r} (runs: {known})")
         return run
     if not runs:
         raise usage_error(f"{store.path}: no negotiations stored")
     if len(runs) > 1:
-        known = ", ".join(f"{r!r} ({n:,})" for r, n in runs.items())
-        raise usage_error(f"{store.path} holds several runs: {known}; choose one with --run")
+        raise usage_error(
+            f"{store.path} holds {len(runs):,} runs: {_some_runs(runs)}; choose one with --run"
+        )
     return next(iter(runs))
 
 
@@ -106,6 +127,10 @@ def _oracles(store: ResultsStore, run: str, budget: int) -> dict[OracleKey, Orac
 def run(args: argparse.Namespace) -> int:
     """Build the report and print it (text or JSON); write the HTML page if asked."""
     with open_existing_store(args.store) as store:
+        if args.runs:
+            runs = {name: n for name, n in store.runs().items() if n}
+            sys.stdout.writelines(f"{n:>9,}  {name}\n" for name, n in _largest(runs))
+            return 0
         name = choose_run(store, args.run)
         oracles = _oracles(store, name, args.oracle_budget) if args.oracle else None
         report = build_report(
