@@ -112,16 +112,28 @@ def _oracles(store: ResultsStore, run: str, budget: int) -> dict[OracleKey, Orac
     records = (row.record for row in store.iter(run))
     table = oracles(records, seed=seed, rules=rules, budget=budget)
     values = table.values.values()
+    exact = _exactness(sum(o.exact for o in values), len(table.values))
     line = (
-        f"dealroom: {len(table.values):,} oracles searched ({sum(o.exact for o in values):,} "
-        f"exact, the rest lower bounds; {sum(o.simulations for o in values):,} negotiations "
-        f"simulated) in {time.perf_counter() - started:.1f} s"
+        f"dealroom: {len(table.values):,} oracles searched ({exact}"
+        f"{sum(o.simulations for o in values):,} negotiations simulated) in "
+        f"{time.perf_counter() - started:.1f} s"
     )
     if table.skipped:
         first = sorted(table.skipped.values())[0]
         line += f"; {len(table.skipped):,} seats have none (for one: {first})"
     sys.stderr.write(line + "\n")
     return table.values
+
+
+def _exactness(exact: int, searched: int) -> str:
+    """How many of the oracles are exact, the others being lower bounds (none: nothing)."""
+    if not searched:
+        return ""
+    if exact == searched:
+        return "all exact; "
+    if not exact:
+        return "all lower bounds; "
+    return f"{exact:,} exact, the rest lower bounds; "
 
 
 def run(args: argparse.Namespace) -> int:
