@@ -15,7 +15,7 @@ import hmac
 import re
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Literal
+from typing import Literal, LiteralString
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
@@ -114,7 +114,7 @@ class StudyCompletion(Model):
     url: str | None
 
 
-def _field_error(field: str, message: str) -> PydanticCustomError:
+def _field_error(field: str, message: LiteralString) -> PydanticCustomError:
     """A rule across fields, blamed on ``field`` (its ``ctx``: a model validator's error has no
     location of its own), so that the CLI names the flag and the HTTP API the field."""
     return PydanticCustomError("study_request", message, {"field": field})
