@@ -151,7 +151,7 @@ class _HostCheck:
         await self.app(scope, receive, send)
 
 
-WRONG_SEAT_TOKEN = "not a seat token of this server (a wrong token, or one of a closed room)"
+WRONG_SEAT_TOKEN = "unknown seat token: a wrong one, or one of a room this server no longer keeps"
 """What a client is told of a bearer token ``/mcp`` does not know (the SDK says "Authentication
 required", the same as for no token at all)."""
 
