@@ -121,6 +121,19 @@ def test_an_existing_run_needs_resume_and_resume_needs_the_same_configuration(
     assert len(rows(store)) == 72
 
 
+def test_a_resumed_run_counts_the_deals_of_what_was_stored_before(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with sqlite3.connect(store) as db:
+        db.execute(
+            "DELETE FROM negotiations WHERE rowid IN (SELECT rowid FROM negotiations LIMIT 6)"
+        )
+        (deals,) = db.execute("SELECT COUNT(*) FROM negotiations WHERE status = 'deal'").fetchone()
+    capsys.readouterr()
+    assert tournament(store, "--resume") == 0
+    assert f"30 already stored (deals: {deals})" in capsys.readouterr().err
+
+
 def test_agent_lists_keep_parameters_with_their_spec() -> None:
     assert agent_list("boulware:e=0.1,k=0.2, linear,,micro") == [
         "boulware:e=0.1,k=0.2",
@@ -135,11 +148,12 @@ class FakeTerminal(io.StringIO):
 
 
 def test_the_progress_bar_shows_count_rate_eta_and_deals_only_on_a_terminal() -> None:
-    progress = Progress(total=100, skipped=20, done=40, deals=30)
+    progress = Progress(total=100, skipped=20, done=40, deals=30, skipped_deals=15)
     bar = ProgressBar(FakeTerminal())
     text = bar.render(progress, seconds=4.0)
     assert "60/100" in text and "60%" in text
-    assert "10/s" in text and "ETA 00:04" in text and "deals 30 (75%)" in text
+    assert "10/s" in text and "ETA 00:04" in text
+    assert "deals 45 (75%)" in text  # of the 60 stored: those of a resumed run's past too
     bar.update(progress)
     bar.close()
     written = bar.stream.getvalue()  # pyright: ignore[reportAttributeAccessIssue]
@@ -151,10 +165,11 @@ def test_the_progress_bar_shows_count_rate_eta_and_deals_only_on_a_terminal() ->
 
 
 def test_the_summary_line_says_what_was_played_and_skipped() -> None:
-    line = summary_line(Progress(total=10, skipped=4, done=6, deals=3), 2.0, Path("x.db"), "r")
+    progress = Progress(total=10, skipped=4, done=6, deals=3, skipped_deals=1)
+    line = summary_line(progress, 2.0, Path("x.db"), "r")
     assert line == (
         "dealroom: 6 negotiations in 2.0 s (3/s), 3 deals in 6 negotiations (50%), 4 already "
-        "stored; run 'r' in "
+        "stored (deals: 1); run 'r' in "
         "x.db (dealroom report x.db)"
     )
 
