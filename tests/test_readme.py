@@ -123,3 +123,34 @@ def test_the_readme_shows_what_the_loopback_round_robin_prints(tmp_path: Path) -
     start = printed.index(models[0])
     shown = printed[start : start + len(models)]
     assert [_steady(x) for x in shown] == [_steady(x) for x in models]
+
+
+def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    from dealroom.cli import main
+
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_the_readme_shows_what_one_match_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    block = README.split("```\n$ dealroom match ", 1)[1].split("```", 1)[0]
+    command, *shown = block.splitlines()
+    printed = _run_cli(capsys, "match", *command.split()).splitlines()
+    assert [line for line in shown if line.strip() != "..."] == [
+        line for line in printed if line in shown
+    ]
+    assert printed[:5] == shown[:5] and printed[-4:] == shown[-4:]  # abridged in the middle
+
+
+@pytest.mark.slow
+def test_the_readme_shows_what_the_quick_start_report_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The quick start's tournament (600 negotiations) and the start of its report."""
+    command = README.split("pip install -e . && dealroom tournament ", 1)[1].split(" && ", 1)[0]
+    argv = command.replace("demo.db", str(tmp_path / "demo.db")).split()
+    _run_cli(capsys, "tournament", *argv)
+    printed = _run_cli(capsys, "report", str(tmp_path / "demo.db")).splitlines()
+    shown = ("Run 'tournament'" + README.split("```\nRun 'tournament'", 1)[1]).split("```")[0]
+    for line in shown.splitlines():
+        assert line in printed, line  # abridged: the tiers and features are left out
