@@ -161,7 +161,6 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
         ([*MATCH, "--scenario", "{huge}"], "huge.jsonl: line 1: list_price"),
         ([*MATCH, "--scenario", "{empty}"], "no scenario in the file"),
         ([*MATCH, "--scenario", "{binary}"], "not a UTF-8 text file"),
-        ([], "required: command"),
         (["haggle"], "invalid choice: 'haggle'"),
         (["scenarios", "--n", "0"], "must be at least 1"),
         (["scenarios", "--n", "two"], "not an integer"),

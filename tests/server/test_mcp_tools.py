@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from mcp_support import (
     text_of,
 )
 
+from benchmark_support import load_benchmark
 from dealroom.protocol import (
     DEFAULT_RULES,
     Accept,
@@ -438,3 +440,23 @@ async def test_a_cancelled_wait_call_corrupts_nothing() -> None:
             accepted = await ok(buyer, "accept", offer_id=offer["events"][-1]["offer_id"])
     assert update["woke"] == "news" and [e["type"] for e in update["events"]] == ["offer_made"]
     assert accepted["outcome"]["status"] == "deal"
+
+
+def test_the_tools_list_reply_fits_its_budget_and_is_the_size_the_docs_show(
+    tmp_path: Path,
+) -> None:
+    """The stdio benchmark's own measurement, on ``dealroom serve`` (the bytes of the reply
+    line); the README's and benchmarks/README.md's tables show this figure."""
+    startup = load_benchmark("stdio_startup")
+    dealroom = str(Path(sys.executable).parent / "dealroom")
+    results = str(tmp_path / "r.db")
+    run = startup.start(
+        [dealroom, "serve", "--role", "buyer", "--opponent", "boulware", "--results", results],
+        list_tools=True,
+    )
+    assert run.tools == len(seat_tools(series=True))
+    assert run.tools_bytes <= startup.TARGET_TOOLS_BYTES
+    root = Path(__file__).resolve().parents[2]
+    for doc in (root / "README.md", root / "benchmarks" / "README.md"):
+        row = next(x for x in doc.read_text(encoding="utf-8").splitlines() if "| `tools/list`" in x)
+        assert f"{run.tools_bytes:,} bytes" in row, (doc, row)

@@ -10,8 +10,9 @@ from dealroom.agents import resolve
 from dealroom.protocol import ROLES, Accept, MakeOffer, OfferMade, Referee, Role, seat_outcome
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.room import Room
-from dealroom.server.room_seats import RECENT_RESULTS, REMOTE_NAME, RoomSeats
+from dealroom.server.room_seats import RECENT_RESULTS, RoomSeats
 from dealroom.server.room_settings import House, SeatPlayer
+from dealroom.server.seat_names import REMOTE_NAME
 
 
 async def _never(room: Room, role: Role) -> None:

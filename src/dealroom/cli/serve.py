@@ -45,7 +45,13 @@ def add(commands: Commands) -> None:
         "against a house agent, for hosts such as Claude Desktop. http: rooms with a bearer "
         "token per seat, MCP at /mcp, rooms created with `dealroom room create`.",
     )
-    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (default): one seat for the MCP host that starts it; http: rooms, "
+        "web pages and tokens",
+    )
     house = parser.add_argument_group("stdio house mode")
     house.add_argument(
         "--role",

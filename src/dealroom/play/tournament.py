@@ -189,7 +189,11 @@ class Tournament:
             raise ConfigMismatchError(run, ["the stored run has no recorded configuration"])
         self.store.set_run_config(run, wanted, replace=True)
         jobs = [job for job in self.config.jobs(run) if job.key not in stored]
-        self.progress = Progress(total=self.progress.total, skipped=self.progress.total - len(jobs))
+        self.progress = Progress(
+            total=self.progress.total,
+            skipped=self.progress.total - len(jobs),
+            skipped_deals=self.store.run_progress(run).deals if stored else 0,
+        )
         return jobs
 
     def save(self, job: Job, played: Played) -> None:

@@ -38,6 +38,7 @@ from dealroom.server.room_players import PlayerTasks
 from dealroom.server.room_records import RoomRecords
 from dealroom.server.room_seats import RoomSeats
 from dealroom.server.room_settings import RoomSettings, SeatPlayer
+from dealroom.server.seat_names import client_name
 from dealroom.server.series import Series
 from dealroom.store.writer import ResultWriter
 
@@ -66,7 +67,7 @@ class Room:
         """The series' secret (default: a fresh one no seat sees). Each negotiation's house
         agents draw under a key derived from it for that negotiation alone, which is what the
         store keeps (``negotiation_seed``): a seat reading the store computes no later one."""
-        self.seats = RoomSeats(settings.occupants)
+        self.seats = RoomSeats(settings.occupants, client_name=client_name(settings.experiment))
         self.run = settings.experiment.run(room_id)
         """The results store's run: the study, else the participant, else the room."""
         self.study_hook = study_hook

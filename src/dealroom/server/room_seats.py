@@ -15,9 +15,7 @@ from decimal import Decimal
 
 from dealroom.protocol import ROLES, Outcome, Role, Scenario, SeriesResult, seat_outcome
 from dealroom.server.room_settings import House, Occupant, SeatPlayer
-
-REMOTE_NAME = "mcp"
-"""Name recorded for a seat played by an MCP client."""
+from dealroom.server.seat_names import REMOTE_NAME
 
 RECENT_RESULTS = 20
 """How many of the last results a seat's state carries (the totals cover them all)."""
@@ -40,11 +38,14 @@ class SeatSlot:
     """Its surplus over every finished negotiation."""
     recent: deque[SeriesResult] = field(default_factory=_recent)
     """Its last ``RECENT_RESULTS`` finished negotiations, as it saw them."""
+    client_name: str = REMOTE_NAME
+    """What a client in this seat is recorded as (``server.seat_names``)."""
 
     @property
     def name(self) -> str:
-        """Who sits here, as recorded: the house agent's or player's spec, or ``mcp``."""
-        return REMOTE_NAME if self.occupant is None else self.occupant.spec
+        """Who sits here, as recorded: the house agent's or player's spec, or the client's
+        name (``person`` in a room made for people, else ``mcp``)."""
+        return self.client_name if self.occupant is None else self.occupant.spec
 
     @property
     def remote(self) -> bool:
@@ -70,11 +71,19 @@ class SeatSlot:
 class RoomSeats:
     """Every seat of a room, in role order."""
 
-    def __init__(self, occupants: Mapping[Role, Occupant], roles: tuple[Role, ...] = ROLES) -> None:
+    def __init__(
+        self,
+        occupants: Mapping[Role, Occupant],
+        roles: tuple[Role, ...] = ROLES,
+        *,
+        client_name: str = REMOTE_NAME,
+    ) -> None:
         unknown = set(occupants) - set(roles)
         if unknown:
             raise ValueError(f"no such seat: {', '.join(sorted(unknown))}")
-        self._slots = {role: SeatSlot(role, occupants.get(role)) for role in roles}
+        self._slots = {
+            role: SeatSlot(role, occupants.get(role), client_name=client_name) for role in roles
+        }
         self.roles = roles
         self.remote_roles: tuple[Role, ...] = tuple(s.role for s in self if s.remote)
         """The seats played through their tools (by a client or an in-process player)."""

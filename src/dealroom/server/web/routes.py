@@ -72,7 +72,8 @@ def error(status: int, message: str) -> Response:
 def first_error(exc: ValidationError) -> str:
     """A request body's first validation error, in one line: where it is, and what."""
     first = exc.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "body"
+    blamed = first.get("ctx", {}).get("field")  # a rule across fields names the one to change
+    where = ".".join(str(part) for part in first["loc"]) or str(blamed or "body")
     return f"{where}: {first['msg']}"
 
 

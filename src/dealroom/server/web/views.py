@@ -79,7 +79,7 @@ class SpectatorView(View):
     clock: ClockKind
     open: bool
     seats: dict[Role, str]
-    """Who sits where: a house agent's spec, or ``mcp`` for a client."""
+    """Who sits where: a house agent's spec, or a client's name (``person``, ``mcp``)."""
     scenario: PublicScenario
     now: float
     time_left: float
