@@ -4,11 +4,14 @@
 - ``check_agent``: plays your agent in both seats against the built-in strategies and raises
   ``AgentCheckError`` naming the first problem: an exception, something that is not a Decision,
   a deal that loses your agent money, or different results for the same seed.
+- ``check_market_agent``: the same for a market seller (docs/design.md section 12), against
+  pools of built-in buyers, in markets of one and of three buyers.
 
 Usage::
 
     from dealroom.testing import check_agent
     check_agent(MyAgent)          # MyAgent(view, rng) -> object with act(observation)
+    check_market_agent(MySeller)  # MySeller(market_view, rng) -> act(market_observation)
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from dealroom.agents import resolve
+from dealroom.engine.market import play_market
 from dealroom.engine.match import play
 from dealroom.protocol import (
     TIERS,
@@ -29,11 +33,21 @@ from dealroom.protocol import (
     Role,
     SeatView,
 )
+from dealroom.protocol.agent import DecisionError
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.generator import generate
+from dealroom.protocol.market import (
+    MarketAgentFactory,
+    MarketDecision,
+    MarketObservation,
+    MarketView,
+    check_market_decision,
+)
+from dealroom.protocol.market_referee import MarketRecord
+from dealroom.protocol.market_scenarios import generate_markets
 from dealroom.protocol.record import NegotiationRecord
 
-__all__ = ["AgentCheckError", "ScriptedAgent", "check_agent"]
+__all__ = ["AgentCheckError", "ScriptedAgent", "check_agent", "check_market_agent"]
 
 DEFAULT_OPPONENTS = ("hardliner", "boulware", "linear", "conceder")
 
@@ -140,4 +154,74 @@ def check_agent(
                     )
                 _check_record(first, role, where[0])
                 records.append(first)
+    return records
+
+
+class _SellerActs(Protocol):
+    """A market seller as the checker calls it: what ``act`` returns is checked."""
+
+    def act(self, observation: MarketObservation, /) -> object: ...
+
+
+@dataclass
+class _CheckedSeller:
+    agent: _SellerActs
+    where: str
+
+    def act(self, observation: MarketObservation) -> MarketDecision:
+        try:
+            decision = self.agent.act(observation)
+        except Exception as exc:
+            raise AgentCheckError(
+                f"{self.where} at t={observation.now}: act raised {exc!r}"
+            ) from exc
+        try:
+            checked = check_market_decision(decision)
+        except DecisionError as exc:
+            raise AgentCheckError(f"{self.where} at t={observation.now}: {exc}") from None
+        if checked.wait is not None and not checked.wait >= 0:
+            raise AgentCheckError(f"{self.where}: MarketDecision.wait must be None or >= 0")
+        return checked
+
+
+def check_market_agent(
+    factory: MarketAgentFactory,
+    *,
+    pools: Iterable[str] = ("linear", "boulware", "conceder"),
+    buyers: Iterable[int] = (1, 3),
+    markets_per_tier: int = 2,
+    seed: int = 0,
+) -> list[MarketRecord]:
+    """Play the market seller ``factory`` against each pool (every buyer plays the spec) in
+    markets of each number of ``buyers`` on every tier; check the contract: no exception, a
+    ``MarketDecision`` of ``Addressed`` actions, no sale below its cost, the same record for the
+    same seed. Returns the records (the first run of each)."""
+    records: list[MarketRecord] = []
+    for pool in pools:
+        buyer = resolve(pool)
+        for count in buyers:
+            for market in generate_markets(markets_per_tier, count, seed=seed):
+                where = f"as seller vs {count} x {pool} in {market.id}"
+
+                def seller(view: MarketView, rng: random.Random, where: str = where) -> object:
+                    try:
+                        return _CheckedSeller(factory(view, rng), where)
+                    except Exception as exc:
+                        raise AgentCheckError(
+                            f"{where}: building the agent raised {exc!r}"
+                        ) from exc
+
+                runs = [
+                    play_market(market, seller, [buyer] * count, seed=seed)  # type: ignore[arg-type]
+                    for _ in range(2)
+                ]
+                if runs[0].model_dump_json() != runs[1].model_dump_json():
+                    raise AgentCheckError(
+                        f"{where}: two runs with the same seed differ (use only the rng the "
+                        "factory is given)"
+                    )
+                if runs[0].outcome.seller_ir_violation:
+                    price = runs[0].outcome.price
+                    raise AgentCheckError(f"{where}: sold at {price}, below its cost")
+                records.append(runs[0])
     return records

@@ -92,3 +92,28 @@ def test_a_market_seller_that_returns_a_bilateral_decision_gets_one_line() -> No
     ):
         room.run()
     assert MarketDecision().actions == ()
+
+
+def test_check_market_agent_passes_the_scripted_sellers_and_names_a_broken_one() -> None:
+    from dealroom.protocol import Accept
+    from dealroom.protocol.market import Addressed
+    from dealroom.testing import AgentCheckError, check_market_agent
+
+    records = check_market_agent(market_seller("auctioneer"), markets_per_tier=1)
+    assert len(records) == 3 * 2 * 3  # pools x sizes x tiers
+    check_market_agent(market_seller("boulware"), pools=["zic"], markets_per_tier=1)
+
+    class NoBuyer:
+        def act(self, observation: object) -> MarketDecision:
+            return MarketDecision((Addressed(None, Accept(offer_id="o1")),))
+
+    with pytest.raises(AgentCheckError, match="only a walk-away may leave the buyer out"):
+        check_market_agent(lambda view, rng: NoBuyer(), pools=["linear"], markets_per_tier=1)
+
+    class Bilateral:
+        def act(self, observation: object) -> Decision:
+            return Decision()
+
+    with pytest.raises(AgentCheckError, match=r"as seller vs 1 x linear in \S+ at t=0.0: the "):
+        wrong = lambda view, rng: Bilateral()  # noqa: E731
+        check_market_agent(wrong, pools=["linear"], markets_per_tier=1)  # pyright: ignore[reportArgumentType]
