@@ -169,7 +169,9 @@ def test_walk_away_is_the_reward_of_every_outcome_without_a_deal() -> None:
     assert both(no_zone, "buyer", 100) == pytest.approx(-0.2)
 
 
-@pytest.mark.parametrize("clip", [(1.0, -1.0), (0.0, 0.0), (float("nan"), 1.0), (-1.0, float("inf"))])
+@pytest.mark.parametrize(
+    "clip", [(1.0, -1.0), (0.0, 0.0), (float("nan"), 1.0), (-1.0, float("inf"))]
+)
 def test_a_clip_that_is_not_two_ordered_finite_bounds_is_refused(
     clip: tuple[float, float],
 ) -> None:

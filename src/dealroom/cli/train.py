@@ -143,6 +143,12 @@ def add(commands: Commands) -> None:
         default=8,
         help="requests that may wait for the model (default 8); more get a 503",
     )
+    serve.add_argument(
+        "--threads",
+        type=positive_int,
+        help="torch's CPU threads (default without a GPU: the idle cores, usable cores minus "
+        "the load average, at least 1; OMP_NUM_THREADS is respected)",
+    )
     serve.set_defaults(handler=_serve)
 
     plot = stages.add_parser(
@@ -222,6 +228,12 @@ def _common_flags(parser: argparse.ArgumentParser, *, learning_rate: float) -> N
         default=32,
         help="with --use-peft: LoRA scaling alpha (default: 32)",
     )
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        help="torch's CPU threads (default without a GPU: the idle cores, usable cores minus "
+        "the load average, at least 1; OMP_NUM_THREADS is respected)",
+    )
 
 
 def _common(args: argparse.Namespace) -> dict[str, Any]:
@@ -241,6 +253,7 @@ def _common(args: argparse.Namespace) -> dict[str, Any]:
         "resume_from_checkpoint": args.resume_from_checkpoint,
         "seed": args.seed,
         "chat_template": args.chat_template,
+        "threads": args.threads,
         "lora": LoRA(r=args.lora_r, alpha=args.lora_alpha) if args.use_peft else None,
     }
 
@@ -329,6 +342,7 @@ def _report(stage: str, result: Any, resumed_at: int = 0) -> int:
         "metrics": str(result.output_dir / METRICS_FILE),
         "learned": result.learned,
         "saved": result.saved,
+        "threads": result.threads,
         "last_log": last,
     }
     if result.learned is False:
@@ -439,7 +453,9 @@ def _roster(path: Path | None) -> dict[str, dict[str, Any]] | None:
 def _serve(args: argparse.Namespace) -> int:
     def run() -> int:
         from dealroom.training.serving import ChatModel, serve
+        from dealroom.training.threads import set_threads
 
+        set_threads(args.threads)
         chat = ChatModel(args.model, name=args.name, max_new_tokens=args.max_new_tokens)
         try:
             with serve(chat, args.host, args.port, max_queue=args.max_queue) as endpoint:

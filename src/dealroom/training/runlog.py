@@ -1,12 +1,16 @@
 """What a training run leaves behind to be watched, resumed and judged.
 
 - ``metrics.jsonl`` in the output directory: one JSON object per logged step (TRL's own log
-  dict plus ``step``), appended as the step is logged. A run resumed from a checkpoint first
-  drops the lines after that checkpoint's step (a crashed run may have logged steps it never
-  saved), then appends: the file covers both halves, each step once.
+  dict plus ``step``), appended as the step is logged; a second log of the same step is merged
+  into its line, so one line is one step. A run resumed from a checkpoint first drops the lines
+  after that checkpoint's step (a crashed run may have logged steps it never saved), then
+  appends: the file covers both halves, each step once.
+- ``train_summary.json`` beside it: the run's end-of-training summary (``train_runtime``,
+  ``train_loss``, ...), which transformers logs at the last step's number and which is no step.
 - For GRPO, each logged step also carries the outcomes of the rollouts scored since the last
-  log: ``deal_rate`` (fraction of negotiations with a deal) and ``share`` (mean surplus share
-  of the learner's seat), which TRL cannot know.
+  log: ``deal_rate`` (fraction of negotiations with a deal), ``share`` (mean surplus share
+  of the learner's seat) and ``ir_violation_rate`` (fraction that were deals below the seat's
+  own value), which TRL cannot know.
 - ``learned(history)``: False when every logged GRPO step had all groups' rewards equal
   (``frac_reward_zero_std`` 1): every advantage was 0, the gradient too, and the weights did not
   move.
@@ -26,11 +30,15 @@ from typing import Any
 
 from dealroom.protocol import Outcome, Role
 from dealroom.training.models import TrainingSetupError, jsonl_values, lib
-from dealroom.training.rewards import surplus_share
+from dealroom.training.rewards import deal_made, ir_violated, surplus_share
 from dealroom.training.trl import BargainToolEnv
 
 METRICS_FILE = "metrics.jsonl"
 """The per-step log in a run's output directory."""
+SUMMARY_FILE = "train_summary.json"
+"""The end-of-training summary beside it (the last run's, when a run was resumed)."""
+SUMMARY_KEYS = frozenset({"train_runtime", "train_loss", "total_flos"})
+"""Keys only transformers' end-of-training log has (``Trainer._inner_training_loop``)."""
 
 REPORTERS: dict[str, tuple[str, ...]] = {
     "tensorboard": ("tensorboard", "tensorboardX"),
@@ -93,20 +101,29 @@ class OutcomeTally:
     def __init__(self) -> None:
         self._deals: list[float] = []
         self._shares: list[float] = []
+        self._violations: list[float] = []
 
     def add(self, outcome: Outcome, role: Role) -> None:
         """Count one scored negotiation."""
-        self._deals.append(1.0 if outcome.status == "deal" else 0.0)
+        self._deals.append(deal_made(outcome))
         self._shares.append(surplus_share(outcome, role))
+        self._violations.append(ir_violated(outcome, role))
 
     def drain(self) -> dict[str, float]:
-        """``deal_rate`` and ``share`` of what was counted, then forget it ({} if nothing)."""
+        """``deal_rate``, ``share`` and ``ir_violation_rate`` (deals below the seat's own value,
+        the reward hacking a deal bonus invites) of what was counted, then forget it ({} if
+        nothing)."""
         if not self._deals:
             return {}
         n = len(self._deals)
-        summary = {"deal_rate": sum(self._deals) / n, "share": sum(self._shares) / n}
+        summary = {
+            "deal_rate": sum(self._deals) / n,
+            "share": sum(self._shares) / n,
+            "ir_violation_rate": sum(self._violations) / n,
+        }
         self._deals.clear()
         self._shares.clear()
+        self._violations.clear()
         return summary
 
 
@@ -131,27 +148,48 @@ def observed_env(tally: OutcomeTally) -> type[BargainToolEnv]:
 
 
 def metrics_callback(path: Path, tally: OutcomeTally | None = None) -> Any:
-    """A ``TrainerCallback`` appending every logged step to ``path`` (see the module doc)."""
+    """A ``TrainerCallback`` writing every logged step to ``path``, one line per step, and the
+    end-of-training summary to ``SUMMARY_FILE`` beside it (see the module doc)."""
     base = lib("transformers").TrainerCallback
 
     class MetricsFile(base):  # type: ignore[misc, valid-type]
+        last: dict[str, Any] | None = None
+
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             kept = [r for r in read_metrics(path) if r.get("step", 0) <= state.global_step]
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+            _write_rows(path, kept)
+            self.last = kept[-1] if kept else None
 
         def on_log(
             self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any
         ) -> None:
             if logs is None:
                 return
+            if SUMMARY_KEYS & logs.keys():
+                summary = {**logs, "step": state.global_step}
+                (path.parent / SUMMARY_FILE).write_text(json.dumps(summary) + "\n", "utf-8")
+                return
             if tally is not None and "reward" in logs:
                 logs.update(tally.drain())  # the same dict lands in the trainer's log_history
             row = {**logs, "step": state.global_step}
+            if self.last is not None and self.last.get("step") == row["step"]:
+                self.last.update(row)  # a second log of the same step: one line still
+                rows = read_metrics(path)
+                _write_rows(path, [*rows[:-1], self.last])
+                return
+            self.last = row
             with path.open("a", encoding="utf-8") as out:
                 out.write(json.dumps(row) + "\n")
 
     return MetricsFile()
+
+
+def _write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Replace the file's lines at once (a crash leaves the old file or the new one)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    partial.replace(path)
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

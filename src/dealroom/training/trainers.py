@@ -71,6 +71,7 @@ from dealroom.training.runlog import (
 )
 from dealroom.training.sequences import tokenize
 from dealroom.training.sft import sft_example
+from dealroom.training.threads import set_threads
 from dealroom.training.trl import BargainToolEnv
 
 log = structlog.get_logger(__name__)
@@ -113,6 +114,8 @@ class Common:
     """Save a resumable checkpoint (``checkpoint-N``) every this many steps; None: none."""
     resume_from_checkpoint: str | None = None
     """A checkpoint directory, or ``last`` for the output directory's latest."""
+    threads: int | None = None
+    """torch's CPU threads; None: chosen for the machine (``dealroom.training.threads``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +167,8 @@ class Result:
     learned: bool | None = None
     """GRPO: False when every group's rewards were equal in every step (nothing saved)."""
     saved: bool = True
+    threads: int | None = None
+    """torch's CPU threads during the run."""
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -442,6 +447,7 @@ def finish(
         lengths,
         learned=learned(history),
         saved=save,
+        threads=int(lib("torch").get_num_threads()),
     )
 
 
@@ -459,6 +465,7 @@ def _train(trainer: Any, settings: Common, tally: OutcomeTally | None = None) ->
 def run_sft(settings: SFTSettings, rows: Sequence[Row]) -> Result:
     """Build, train and save."""
     checkpoint_to_resume(settings.resume_from_checkpoint, settings.output_dir)
+    set_threads(settings.threads)
     trainer, lengths = build_sft(settings, rows)
     return finish(trainer, settings, lengths, _train(trainer, settings))
 
@@ -471,6 +478,7 @@ def run_grpo(settings: GRPOSettings) -> Result:
     ``learned=False``), so an unchanged model is never presented as trained.
     """
     checkpoint_to_resume(settings.resume_from_checkpoint, settings.output_dir)
+    set_threads(settings.threads)
     tally = OutcomeTally()
     trainer, lengths = build_grpo(settings, tally)
     seconds = _train(trainer, settings, tally)
