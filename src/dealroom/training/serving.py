@@ -400,8 +400,9 @@ def _handler(chat: Completer, queue: Queue) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up
 
-        def _error(self, code: int, message: str) -> None:
-            self._send(code, {"error": {"message": message, "type": "invalid_request_error"}})
+        def _error(self, status: int, message: str, code: str | None = None) -> None:
+            error = {"message": message, "type": "invalid_request_error", "code": code}
+            self._send(status, {"error": error})
 
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
@@ -453,6 +454,9 @@ def _handler(chat: Completer, queue: Queue) -> type[BaseHTTPRequestHandler]:
                 queue.dropped += 1
                 log.info("serve.dropped", reason="client disconnected")
                 self.close_connection = True
+                return
+            except ContextTooLong as exc:  # OpenAI's code, which clients recognise
+                self._error(400, _one_line(exc), code="context_length_exceeded")
                 return
             except (ValueError, TypeError, KeyError) as exc:
                 self._error(400, _one_line(exc))
