@@ -182,3 +182,35 @@ def test_the_metrics_file_has_one_line_per_step_and_the_summary_apart(tmp_path: 
     summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
     assert summary == {**end, "step": 2}
     assert not (tmp_path / "metrics.jsonl.partial").exists()
+
+
+def test_a_grpo_checkpoint_records_its_horizon_and_serving_lists_it(tmp_path: Path) -> None:
+    from dealroom.training.rewards import RewardSpec
+    from dealroom.training.runlog import (
+        TRAINING_FILE,
+        model_entry,
+        training_horizon,
+        write_training_record,
+    )
+
+    run = SimpleNamespace(
+        max_tool_calling_iterations=2, role="buyer", opponent="boulware", reward=RewardSpec()
+    )
+    write_training_record(tmp_path, run)  # pyright: ignore[reportArgumentType]
+    record = json.loads((tmp_path / TRAINING_FILE).read_text())
+    assert record["reward"]["clip"] == [-1.0, 1.0] and record["role"] == "buyer"
+    assert training_horizon(tmp_path) == 2
+    assert model_entry("trained", 2) == {
+        "id": "trained",
+        "object": "model",
+        "max_tool_calling_iterations": 2,
+    }
+    whole = SimpleNamespace(
+        max_tool_calling_iterations=None, role="seller", opponent=object(), reward=RewardSpec()
+    )
+    write_training_record(tmp_path, whole)  # pyright: ignore[reportArgumentType]
+    assert training_horizon(tmp_path) is None  # whole negotiations: no horizon to list
+    assert model_entry("trained", None) == {"id": "trained", "object": "model"}
+    (tmp_path / TRAINING_FILE).write_text("{oops")
+    assert training_horizon(tmp_path) is None
+    assert training_horizon(tmp_path / "nowhere") is None

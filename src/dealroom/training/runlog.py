@@ -11,6 +11,9 @@
   log: ``deal_rate`` (fraction of negotiations with a deal), ``share`` (mean surplus share
   of the learner's seat) and ``ir_violation_rate`` (fraction that were deals below the seat's
   own value), which TRL cannot know.
+- ``dealroom_training.json`` beside a saved GRPO checkpoint: its role, opponent, reward and
+  tool-calling horizon (``max_tool_calling_iterations``), which ``train serve`` lists with the
+  model and ``train evaluate`` takes as its default limit.
 - ``learned(history)``: False when every logged GRPO step had all groups' rewards equal
   (``frac_reward_zero_std`` 1): every advantage was 0, the gradient too, and the weights did not
   move.
@@ -26,17 +29,23 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dealroom.protocol import Outcome, Role
+from dealroom.training._chat import json_object
 from dealroom.training.models import TrainingSetupError, jsonl_values, lib
-from dealroom.training.rewards import deal_made, ir_violated, surplus_share
+from dealroom.training.rewards import RewardSpec, deal_made, ir_violated, surplus_share
 from dealroom.training.trl import BargainToolEnv
 
 METRICS_FILE = "metrics.jsonl"
 """The per-step log in a run's output directory."""
 SUMMARY_FILE = "train_summary.json"
 """The end-of-training summary beside it (the last run's, when a run was resumed)."""
+TRAINING_FILE = "dealroom_training.json"
+"""Beside a saved GRPO checkpoint: how it was trained (``training_record``); ``train serve``
+reads its horizon from it."""
+HORIZON_KEY = "max_tool_calling_iterations"
+"""The field of a served model's ``GET /models`` entry that gives its training horizon."""
 SUMMARY_KEYS = frozenset({"train_runtime", "train_loss", "total_flos"})
 """Keys only transformers' end-of-training log has (``Trainer._inner_training_loop``)."""
 
@@ -190,6 +199,52 @@ def _write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     partial.replace(path)
+
+
+class GRPORun(Protocol):
+    """What ``TRAINING_FILE`` records of a GRPO run (``trainers.GRPOSettings``)."""
+
+    @property
+    def max_tool_calling_iterations(self) -> int | None: ...
+    @property
+    def role(self) -> Role: ...
+    @property
+    def opponent(self) -> object: ...
+    @property
+    def reward(self) -> RewardSpec: ...
+
+
+def write_training_record(output_dir: Path, run: GRPORun) -> None:
+    """Write ``TRAINING_FILE`` in a checkpoint directory: how its weights were trained."""
+    record = {
+        "stage": "grpo",
+        "max_tool_calling_iterations": run.max_tool_calling_iterations,
+        "role": run.role,
+        "opponent": run.opponent if isinstance(run.opponent, str) else "custom",
+        "reward": run.reward.model_dump(mode="json"),
+    }
+    (output_dir / TRAINING_FILE).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
+
+
+def training_horizon(model_dir: Path) -> int | None:
+    """The tool-calling horizon a checkpoint was trained with (None: unknown, or whole
+    negotiations); a file that cannot be read counts as none."""
+    try:
+        record = json.loads((model_dir / TRAINING_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    fields = json_object(record)
+    horizon = fields.get("max_tool_calling_iterations") if fields is not None else None
+    if isinstance(horizon, int) and not isinstance(horizon, bool) and horizon >= 1:
+        return horizon
+    return None
+
+
+def model_entry(name: str, horizon: object = None) -> dict[str, object]:
+    """A served model as ``GET /models`` lists it: with ``HORIZON_KEY``, the tool-calling
+    horizon it was trained with, when known (vLLM adds its own fields the same way)."""
+    extra = {HORIZON_KEY: horizon} if isinstance(horizon, int) else {}
+    return {"id": name, "object": "model", **extra}
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

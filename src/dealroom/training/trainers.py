@@ -68,6 +68,7 @@ from dealroom.training.runlog import (
     metrics_callback,
     observed_env,
     report_to,
+    write_training_record,
 )
 from dealroom.training.sequences import tokenize
 from dealroom.training.sft import sft_example
@@ -439,6 +440,8 @@ def finish(
         settings.output_dir.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(settings.output_dir)
         trainer.processing_class.save_pretrained(settings.output_dir)
+        if isinstance(settings, GRPOSettings):
+            write_training_record(settings.output_dir, settings)
     return Result(
         settings.output_dir,
         trainer.state.global_step,
