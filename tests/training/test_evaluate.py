@@ -10,6 +10,7 @@ tests/fake_openai.py.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -299,3 +300,27 @@ def test_evaluate_defaults_to_the_training_horizon_and_records_it(
         other = ["--max-tool-calling-iterations", str(limit + 1)]
         assert main([*argv[: len(argv) - len(flag)], *other, "--resume"]) == 2
         assert "different configuration" in capsys.readouterr().err
+
+
+def test_evaluate_ends_with_the_models_line_and_counts_deals_below_its_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reward hacking shows where the evaluation ends: a model that buys at any price (an
+    offer far above its value, which the seller takes) is reported with its IR violations."""
+    value = float(scenario_at(1, 0, "mid").buyer_value)
+    brain = scripted(
+        [ToolCalls((("make_offer", {"price": round(value * 1.5, 2)}),))],  # pyright: ignore[reportArgumentType]
+        then=Text("Done."),
+    )
+    with serve(brain) as fake:
+        argv = [
+            "train", "evaluate", "--model", "fake", "--base-url", fake.base_url,
+            "--name", "trained", "--opponents", "boulware", "--scenarios", "1",
+            "--out", str(tmp_path / "e.db"),
+        ]  # fmt: skip
+        assert main(argv) == 0
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("dealroom: trained as buyer: 1 negotiations, deal rate 100%")
+    assert re.search(r"surplus share -\d\.\d{3},", last), last  # it lost money
+    assert "1 IR violations (deals below its own value)" in last
+    assert "0 plays ended by the turn limit, 0 by a full context" in last

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from dealroom.cli._common import Commands, positive_int, tier_list, usage_error
 from dealroom.play.settings import PlaySettings, RosterEntry, RunSettings, SeatSettings
+from dealroom.protocol import Role
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
 KEY_ENV = "DEALROOM_EVALUATE_API_KEY"
@@ -154,7 +155,36 @@ def run(args: argparse.Namespace) -> int:
     sys.stderr.write(f"dealroom: at most {limit} tool-calling turns per negotiation ({why})\n")
     learner = learner.model_copy(update={"max_tool_rounds": limit})  # recorded with the run
     play = replace(play, entries=(learner,), seats=SeatSettings(max_tool_rounds=limit))
-    return tournament.run_tournament(play, run)
+    status = tournament.run_tournament(play, run)
+    sys.stderr.write(learner_line(args.out, args.run, name, args.role) + "\n")
+    return status
+
+
+def learner_line(out: Path, run: str, name: str, role: Role) -> str:
+    """The evaluated model's results in one line, reward hacking included: deals below its own
+    value (IR violations), and how its plays ended early (turn limit, context full)."""
+    from dealroom.analysis import metrics as m
+    from dealroom.store.results import ResultsStore
+
+    rows: list[m.SeatStats] = []
+    limits = context = 0
+    with ResultsStore(out, create=False) as store:
+        for stored in store.iter(run):
+            seat = next(s for s in m.seats_of(stored.record) if s.role == role)
+            if seat.agent != name:
+                continue
+            rows.append(seat)
+            data = stored.extra.get("players", {}).get(role, {})
+            limits += data.get("ended_by") == "limit"
+            context += data.get("ended_by") == "context"
+    deals, share = m.deal_rate(rows), m.surplus_share(rows)
+    return (
+        f"dealroom: {name} as {role}: {len(rows):,} negotiations, deal rate "
+        f"{'-' if deals is None else f'{deals:.0%}'}, surplus share "
+        f"{'-' if share is None else f'{share:.3f}'}, {m.ir_violations(rows):,} IR violations "
+        f"(deals below its own value), {limits:,} plays ended by the turn limit, {context:,} by "
+        "a full context"
+    )
 
 
 def _horizon(given: int | None, listed: Mapping[str, object]) -> tuple[int, str]:
