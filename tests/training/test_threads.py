@@ -51,5 +51,8 @@ def test_set_threads_sets_torchs_thread_count() -> None:
     before = torch.get_num_threads()
     try:
         assert set_threads(1) == 1 == torch.get_num_threads()
+        torch.set_num_threads(before)
+        chosen = set_threads(None)  # this machine's load and cores (or its GPU, or OMP's)
+        assert 1 <= chosen <= before and chosen == torch.get_num_threads()
     finally:
         torch.set_num_threads(before)

@@ -44,7 +44,7 @@ def choose_threads(
     cuda: bool,
     default: int,
     environ: Mapping[str, str] = os.environ,
-    load: Callable[[], tuple[float, float, float]] = os.getloadavg,
+    load: Callable[[], tuple[float, float, float]] | None = None,
     cores: Callable[[], int] = usable_cores,
 ) -> tuple[int | None, str]:
     """The thread count to set (None: leave torch's ``default``) and why, in a few words."""
@@ -56,7 +56,8 @@ def choose_threads(
         return None, "a GPU computes; torch's default"
     if environ.get("OMP_NUM_THREADS"):
         return None, "OMP_NUM_THREADS"
-    return min(default, idle_cores(cores(), load()[0])), "idle cores (usable cores - load)"
+    loadavg = load or getattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # none on Windows
+    return min(default, idle_cores(cores(), loadavg()[0])), "idle cores (usable cores - load)"
 
 
 def set_threads(threads: int | None) -> int:
