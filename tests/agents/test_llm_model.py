@@ -10,7 +10,13 @@ import openai
 import pytest
 
 from dealroom.agents._llm_chat import ChatCompletions, ModelCallError
-from dealroom.agents._llm_model import ModelSpec, build_model, is_transient, parse_llm_spec
+from dealroom.agents._llm_model import (
+    ModelSpec,
+    build_model,
+    is_context_full,
+    is_transient,
+    parse_llm_spec,
+)
 from dealroom.agents.llm import LLMConfigError, LLMPlayer, RetryPolicy, is_llm_spec
 
 
@@ -99,6 +105,61 @@ def _status(code: int) -> openai.APIStatusError:
 )
 def test_only_transient_api_errors_are_retried(error: Exception, transient: bool) -> None:
     assert is_transient(error) is transient
+
+
+def _bad_request(message: str, code: str | None = None) -> openai.BadRequestError:
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    body = {"message": message, "code": code}
+    return openai.BadRequestError(
+        message, response=httpx2.Response(400, request=request), body=body
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "full"),
+    [
+        # dealroom train serve
+        (
+            ModelCallError(
+                "HTTP 400: the prompt is 9,000 tokens and the model's context is 8,192: "
+                "shorten the conversation",
+                transient=False,
+                status_code=400,
+            ),
+            True,
+        ),
+        # vLLM (both phrasings) and OpenAI
+        (
+            ModelCallError(
+                "HTTP 400: This model's maximum context length is 8192 tokens. However, you "
+                "requested 9012 tokens (8756 in the messages, 256 in the completion).",
+                transient=False,
+                status_code=400,
+            ),
+            True,
+        ),
+        (
+            ModelCallError(
+                "HTTP 400: The decoder prompt (length 9000) is longer than the maximum model "
+                "length of 8192.",
+                transient=False,
+                status_code=400,
+            ),
+            True,
+        ),
+        (_bad_request("Too long.", code="context_length_exceeded"), True),
+        (_bad_request("This model's maximum context length is 128000 tokens."), True),
+        (ModelCallError("HTTP 400: temperature must be in [0, 2]", transient=False), False),
+        (
+            ModelCallError("HTTP 500: context length exceeded", transient=True, status_code=500),
+            False,
+        ),
+        (_bad_request("Invalid 'tools'."), False),
+        (TimeoutError(), False),
+    ],
+)
+def test_a_prompt_over_the_models_context_is_told_apart(error: Exception, full: bool) -> None:
+    assert is_context_full(error) is full
 
 
 def test_backoff_doubles_up_to_its_cap() -> None:

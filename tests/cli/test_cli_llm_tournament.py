@@ -311,8 +311,9 @@ def test_the_ray_backend_plays_an_llm_round_robin_into_one_store(
         ({"colour": '"red"'}, False, "colour: unknown key"),
         ({}, True, "$FAKE_KEY is not set"),
         ({"max_tokens": "0"}, False, "max_tokens"),
+        ({"max_tool_rounds": "0"}, False, "max_tool_rounds"),
     ],
-    ids=["unknown-key", "missing-key-variable", "bad-value"],
+    ids=["unknown-key", "missing-key-variable", "bad-value", "bad-tool-rounds"],
 )
 def test_a_bad_roster_is_one_line_before_anything_starts(
     tmp_path: Path,

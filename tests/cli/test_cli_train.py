@@ -114,3 +114,43 @@ def test_a_resumed_run_reports_the_time_of_the_steps_it_ran(
     summary = json.loads(capsys.readouterr().out)
     assert summary["steps"] == 2 and summary["resumed_at_step"] == 1
     assert summary["seconds_per_step"] == 1.0  # one step ran here, not two
+
+
+def test_grpo_reads_reward_weights_walk_away_and_clip(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    seen: list[Any] = []
+
+    def run(settings: Any) -> trainers.Result:
+        seen.append(settings.reward)
+        return chatty([{"loss": 0.1, "frac_reward_zero_std": 0.5, "step": 1}])(settings)
+
+    monkeypatch.setattr(trainers, "run_grpo", run)
+    argv = ["train", "grpo", "--model", "m", "--output-dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert main([*argv, "--reward", "share=0,utility=1,walk_away=-0.1,clip=-0.5:2"]) == 0
+    assert main([*argv, "--reward", "clip=none"]) == 0
+    default, money, unclipped = seen
+    assert default.clip == (-1.0, 1.0) and default.ir_violation == -1.0
+    assert (money.utility, money.walk_away, money.clip) == (1.0, -0.1, (-0.5, 2.0))
+    assert unclipped.clip is None
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("reward", "says"),
+    [
+        ("clip=1", "clip='1' is not LOW:HIGH or none"),
+        ("clip=1:-1", "clip must be two finite bounds"),
+        ("walk_away=x", "walk_away='x' is not a number"),
+        ("bonus=1", "'bonus=1' is not TERM=WEIGHT"),
+    ],
+)
+def test_a_bad_reward_is_one_line_before_any_step(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, reward: str, says: str
+) -> None:
+    argv = ["train", "grpo", "--model", "m", "--output-dir", str(tmp_path), "--reward", reward]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    (line,) = err.splitlines()
+    assert out == "" and says in line and not any(tmp_path.iterdir())

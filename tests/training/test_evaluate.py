@@ -10,6 +10,7 @@ tests/fake_openai.py.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -231,3 +232,95 @@ def test_evaluate_waits_for_an_endpoint_still_loading_then_gives_up_in_one_line(
     ]  # fmt: skip
     assert main(argv) == 2
     assert "unreachable" in capsys.readouterr().err
+
+
+class Looker:
+    """A served checkpoint (``train serve``'s HTTP side) that only ever calls get_state, as
+    the documented GRPO checkpoint never ended its turn; ``horizon`` as ``ChatModel`` reads it
+    from the checkpoint's training record."""
+
+    name = "trained"
+
+    def __init__(self, horizon: int | None) -> None:
+        self.horizon = horizon
+        self.requests = 0
+
+    def complete(self, body: Mapping[str, Any], cancelled: Any = None) -> dict[str, Any]:
+        del body, cancelled
+        self.requests += 1
+        call = {"id": "c", "type": "function", "function": {"name": "get_state", "arguments": "{}"}}
+        message = {"role": "assistant", "content": "", "tool_calls": [call]}
+        return {
+            "id": "x",
+            "object": "chat.completion",
+            "model": self.name,
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+
+@pytest.mark.parametrize(
+    ("horizon", "flag", "limit", "says"),
+    [
+        (2, [], 2, "the horizon the checkpoint was trained with"),
+        (2, ["--max-tool-calling-iterations", "3"], 3, "--max-tool-calling-iterations"),
+        (None, [], 100, "the default: the endpoint lists no training horizon"),
+    ],
+)
+def test_evaluate_defaults_to_the_training_horizon_and_records_it(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    horizon: int | None,
+    flag: list[str],
+    limit: int,
+    says: str,
+) -> None:
+    """A checkpoint that never ends its turn gets the horizon it was trained with (two
+    tool-calling turns, then its play ends), not 100 re-prefilled turns; the limit is recorded
+    with the run, so a resume under another one is refused."""
+    from dealroom.training.serving import serve as serve_model
+
+    db = tmp_path / "eval.db"
+    model = Looker(horizon)
+    with serve_model(model) as endpoint:  # pyright: ignore[reportArgumentType]
+        argv = [
+            "train", "evaluate", "--model", "trained", "--base-url", endpoint.base_url,
+            "--opponents", "boulware", "--scenarios", "1", "--out", str(db), *flag,
+        ]  # fmt: skip
+        assert main(argv) == 0
+        err = capsys.readouterr().err
+        assert f"at most {limit} tool-calling turns per negotiation ({says}" in err
+        with ResultsStore(db) as store:
+            (stored,) = store.iter("evaluate")
+            config = store.run_config("evaluate") or {}
+        seat = stored.extra["players"]["buyer"]
+        assert (seat["tool_rounds"], seat["model_calls"]) == (limit, limit + 1)
+        assert seat["ended_by"] == "limit" and model.requests == limit + 1
+        assert config["entries"]["trained"]["max_tool_rounds"] == limit
+        other = ["--max-tool-calling-iterations", str(limit + 1)]
+        assert main([*argv[: len(argv) - len(flag)], *other, "--resume"]) == 2
+        assert "different configuration" in capsys.readouterr().err
+
+
+def test_evaluate_ends_with_the_models_line_and_counts_deals_below_its_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reward hacking shows where the evaluation ends: a model that buys at any price (an
+    offer far above its value, which the seller takes) is reported with its IR violations."""
+    value = float(scenario_at(1, 0, "mid").buyer_value)
+    brain = scripted(
+        [ToolCalls((("make_offer", {"price": round(value * 1.5, 2)}),))],  # pyright: ignore[reportArgumentType]
+        then=Text("Done."),
+    )
+    with serve(brain) as fake:
+        argv = [
+            "train", "evaluate", "--model", "fake", "--base-url", fake.base_url,
+            "--name", "trained", "--opponents", "boulware", "--scenarios", "1",
+            "--out", str(tmp_path / "e.db"),
+        ]  # fmt: skip
+        assert main(argv) == 0
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("dealroom: trained as buyer: 1 negotiations, deal rate 100%")
+    assert re.search(r"surplus share -\d\.\d{3},", last), last  # it lost money
+    assert "1 IR violations (deals below its own value)" in last
+    assert "0 plays ended by the turn limit, 0 by a full context" in last

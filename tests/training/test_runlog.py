@@ -15,6 +15,7 @@ import pytest
 from dealroom.training.models import TrainingSetupError
 from dealroom.training.runlog import (
     REPORTERS,
+    SUMMARY_FILE,
     OutcomeTally,
     checkpoint_to_resume,
     learned,
@@ -80,7 +81,19 @@ def test_observed_env_counts_outcomes_and_offers_the_same_tools_under_the_same_n
     summary = tally.drain()
     assert summary["deal_rate"] == 0.5
     assert 0 < summary["share"] < 0.5
+    assert summary["ir_violation_rate"] == 0.0
     assert tally.drain() == {}
+
+
+def test_the_tally_counts_deals_below_the_seats_own_value() -> None:
+    tally = OutcomeTally()
+    env = observed_env(tally)(opponent="conceder")
+    env.reset(index=2)
+    seat = env.seat
+    assert seat is not None
+    env.make_offer(float(seat.referee.scenario.buyer_value) * 1.5)  # the seller takes it
+    env.get_reward()
+    assert tally.drain()["ir_violation_rate"] == 1.0
 
 
 class Trainer:
@@ -148,3 +161,56 @@ def test_an_unreadable_metrics_file_is_one_line(tmp_path: Path) -> None:
     path.write_text(json.dumps({"step": 1}) + "\n{oops\n")
     with pytest.raises(TrainingSetupError, match=r"metrics.jsonl:2: not JSON"):
         read_metrics(path)
+
+
+def test_the_metrics_file_has_one_line_per_step_and_the_summary_apart(tmp_path: Path) -> None:
+    """transformers logs its end-of-training summary (train_runtime, train_loss) at the last
+    step's number: it goes to train_summary.json, not into the per-step file; a second log of
+    a step joins that step's line."""
+    pytest.importorskip("transformers")
+    path = tmp_path / "metrics.jsonl"
+    trainer = Trainer(metrics_callback(path))
+    trainer.begin(0)
+    trainer.log(loss=2.0)
+    trainer.log(loss=1.0)
+    trainer.callback.on_log(None, trainer.state, None, logs={"grad_norm": 0.5})
+    end = {"train_runtime": 9.5, "train_loss": 1.5, "train_steps_per_second": 0.2}
+    trainer.callback.on_log(None, trainer.state, None, logs=end)
+    rows = read_metrics(path)
+    assert [r["step"] for r in rows] == [1, 2]
+    assert rows[-1] == {"loss": 1.0, "grad_norm": 0.5, "step": 2}
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert summary == {**end, "step": 2}
+    assert not (tmp_path / "metrics.jsonl.partial").exists()
+
+
+def test_a_grpo_checkpoint_records_its_horizon_and_serving_lists_it(tmp_path: Path) -> None:
+    from dealroom.training.rewards import RewardSpec
+    from dealroom.training.runlog import (
+        TRAINING_FILE,
+        model_entry,
+        training_horizon,
+        write_training_record,
+    )
+
+    run = SimpleNamespace(
+        max_tool_calling_iterations=2, role="buyer", opponent="boulware", reward=RewardSpec()
+    )
+    write_training_record(tmp_path, run)  # pyright: ignore[reportArgumentType]
+    record = json.loads((tmp_path / TRAINING_FILE).read_text())
+    assert record["reward"]["clip"] == [-1.0, 1.0] and record["role"] == "buyer"
+    assert training_horizon(tmp_path) == 2
+    assert model_entry("trained", 2) == {
+        "id": "trained",
+        "object": "model",
+        "max_tool_calling_iterations": 2,
+    }
+    whole = SimpleNamespace(
+        max_tool_calling_iterations=None, role="seller", opponent=object(), reward=RewardSpec()
+    )
+    write_training_record(tmp_path, whole)  # pyright: ignore[reportArgumentType]
+    assert training_horizon(tmp_path) is None  # whole negotiations: no horizon to list
+    assert model_entry("trained", None) == {"id": "trained", "object": "model"}
+    (tmp_path / TRAINING_FILE).write_text("{oops")
+    assert training_horizon(tmp_path) is None
+    assert training_horizon(tmp_path / "nowhere") is None

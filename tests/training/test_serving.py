@@ -147,6 +147,7 @@ def test_a_prompt_over_the_context_is_a_one_line_400(held: tuple[Held, Any]) -> 
     status, payload = request(endpoint, "long")
     assert status == 400
     assert payload["error"]["message"].startswith("the prompt is 9,000 tokens")
+    assert payload["error"]["code"] == "context_length_exceeded"  # OpenAI's, which clients know
 
 
 def test_the_budget_is_what_the_context_leaves() -> None:
@@ -234,3 +235,74 @@ def test_connections_past_the_bound_are_answered_busy_and_closed(
             sock.close()
     until(lambda: endpoint.server._slots._value == 64)  # pyright: ignore[reportAttributeAccessIssue]
     assert raw(endpoint, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.0 200")
+
+
+class Filling:
+    """A model with a small context: it offers, then waits, and refuses (as ``ChatModel``
+    does) a conversation of more than ``fits`` messages."""
+
+    name = "filling"
+
+    def __init__(self, fits: int) -> None:
+        self.fits = fits
+        self.requests = 0
+
+    def complete(self, body: Mapping[str, Any], cancelled: Callable[[], bool]) -> dict[str, Any]:
+        del cancelled
+        self.requests += 1
+        messages = body["messages"]
+        if len(messages) > self.fits:
+            raise ContextTooLong(
+                f"the prompt is {1_000 * len(messages):,} tokens and the model's context is "
+                f"{1_000 * self.fits:,}: shorten the conversation"
+            )
+        name, arguments = (
+            ("make_offer", {"price": 4000}) if len(messages) == 1 else ("wait_for_opponent", {})
+        )
+        call = {
+            "id": f"call_{len(messages)}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        message = {"role": "assistant", "content": "", "tool_calls": [call]}
+        return {
+            "id": "x",
+            "object": "chat.completion",
+            "model": self.name,
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+
+def test_a_seat_whose_conversation_outgrows_the_context_ends_its_play_not_the_negotiation() -> None:
+    """The LLM seat against train serve: the 400 that says the prompt does not fit ends the
+    seat's play (``ended_by: "context"``, the endpoint's sentence kept), is not retried, and
+    the negotiation plays on to its own end with no error: its live offer still stands."""
+    import anyio
+
+    from dealroom.agents import resolve
+    from dealroom.agents.llm import LLMPlayer, LLMSettings
+    from dealroom.play.players import ScriptedPlayer
+    from dealroom.play.runner import play_match
+    from dealroom.protocol.generator import scenario_at
+
+    model = Filling(fits=5)
+
+    async def main(base_url: str) -> Any:
+        async with LLMPlayer.from_spec(
+            "llm:filling", base_url=base_url, settings=LLMSettings()
+        ) as seat:
+            return await play_match(
+                scenario_at(0, 0, "mid"), seat, ScriptedPlayer(resolve("boulware"), "boulware")
+            )
+
+    with serve(model) as endpoint:  # pyright: ignore[reportArgumentType]
+        result = anyio.run(main, endpoint.base_url)
+    data = result.extra["players"]["buyer"]
+    assert result.errors == {}
+    assert data["ended_by"] == "context"
+    assert "the model's context is 5,000" in data["context_full"]
+    assert (data["model_calls"], data["failed_attempts"]) == (3, 1)
+    assert model.requests == 4  # three replies, one refusal, no retry
+    assert result.record.outcome is not None
+    assert result.record.outcome.end_reason != "walk_away"  # it was not made to walk away

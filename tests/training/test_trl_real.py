@@ -56,6 +56,7 @@ from dealroom.training.models import (  # noqa: E402
 from dealroom.training.opponents import training_opponent  # noqa: E402
 from dealroom.training.runlog import (  # noqa: E402
     METRICS_FILE,
+    SUMMARY_FILE,
     OutcomeTally,
     learned,
     metrics_callback,
@@ -145,9 +146,10 @@ def sft_run(demo: Path, store: Path, work: Path) -> dict[str, Any]:
 
 
 class Counted:
-    """Counts get_reward calls per environment instance during GRPO."""
+    """Counts get_reward calls per environment instance during GRPO, and keeps the rewards."""
 
     calls: dict[int, int] = {}  # noqa: RUF012 (shared by design)
+    rewards: list[float] = []  # noqa: RUF012
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +158,9 @@ def grpo_run(sft_run: dict[str, Any], work: Path) -> Iterator[dict[str, Any]]:
 
     def counted(self: BargainToolEnv) -> float:
         Counted.calls[id(self)] = Counted.calls.get(id(self), 0) + 1
-        return original(self)
+        reward = original(self)
+        Counted.rewards.append(reward)
+        return reward
 
     BargainToolEnv.get_reward = counted  # type: ignore[method-assign]
     try:
@@ -179,8 +183,15 @@ def grpo_run(sft_run: dict[str, Any], work: Path) -> Iterator[dict[str, Any]]:
             trainer, lengths = build_grpo(settings, tally)
             trainer.add_callback(metrics_callback(work / "grpo" / METRICS_FILE, tally))
             trainer.train()
+            rewards = list(Counted.rewards)
             result = finish(trainer, settings, lengths, 0.0)
-            yield {"trainer": trainer, "result": result, "settings": settings, "fake": fake}
+            yield {
+                "trainer": trainer,
+                "result": result,
+                "settings": settings,
+                "fake": fake,
+                "rewards": rewards,
+            }
     finally:
         BargainToolEnv.get_reward = original  # type: ignore[method-assign]
 
@@ -212,14 +223,37 @@ def test_a_resumed_sft_run_continues_the_checkpoint_and_its_metrics(
     rows = read_metrics(sft_run["dir"] / METRICS_FILE)
     losses = [r["step"] for r in rows if "loss" in r]
     assert losses == list(range(1, SFT_STEPS + 1))  # both halves, each step once
+    assert [r["step"] for r in rows] == losses  # one line per step: the summary is apart
+    assert json.loads((sft_run["dir"] / SUMMARY_FILE).read_text())["step"] == SFT_STEPS
 
 
 def test_grpo_steps_log_reward_spread_deal_rate_and_share(grpo_run: dict[str, Any]) -> None:
     trainer = grpo_run["trainer"]
     metrics = read_metrics(grpo_run["settings"].output_dir / METRICS_FILE)
-    (row,) = [r for r in metrics if "reward" in r]
+    assert [r["step"] for r in metrics] == [1]  # one line per step, the summary apart
+    (row,) = metrics
     assert row["step"] == 1 and 0 <= row["deal_rate"] <= 1 and "reward_std" in row
+    assert 0 <= row["ir_violation_rate"] <= 1
     assert learned(trainer.state.log_history) is (row["frac_reward_zero_std"] < 1)
+    summary = json.loads((grpo_run["settings"].output_dir / SUMMARY_FILE).read_text())
+    assert "train_runtime" in summary and summary["step"] == 1
+
+
+def test_grpo_groups_the_clipped_rewards_as_the_unit_test_models_it(
+    grpo_run: dict[str, Any],
+) -> None:
+    """The rewards TRL logged are the environment's, each within the default's [-2, 1], and
+    their spread is the sample standard deviation (Bessel's correction) that
+    tests/training/test_rewards.py's group_advantages divides by."""
+    import statistics
+
+    rewards = grpo_run["rewards"]
+    assert len(rewards) == grpo_run["settings"].num_generations
+    assert all(-2.0 <= r <= 1.0 for r in rewards)
+    (row,) = read_metrics(grpo_run["settings"].output_dir / METRICS_FILE)
+    assert row["reward"] == pytest.approx(statistics.fmean(rewards), abs=1e-6)
+    assert row["reward_std"] == pytest.approx(statistics.stdev(rewards), abs=1e-6)
+    assert (row["frac_reward_zero_std"] == 1.0) is (len(set(rewards)) == 1)
 
 
 def test_grpo_reward_comes_from_the_environment_once(grpo_run: dict[str, Any]) -> None:
@@ -336,13 +370,15 @@ def test_the_trained_checkpoint_is_evaluated_on_its_training_surface(
     with serve(chat) as endpoint:
         argv = [
             "train", "evaluate", "--model", "trained", "--base-url", endpoint.base_url,
-            "--opponents", "conceder", "--scenarios", "1",
-            "--max-tool-calling-iterations", "1", "--out", str(work / "eval.db"),
+            "--opponents", "conceder", "--scenarios", "1", "--out", str(work / "eval.db"),
         ]  # fmt: skip
-        assert main(argv) == 0
+        assert main(argv) == 0  # its tool-calling limit: the checkpoint's horizon, 1
     with ResultsStore(work / "eval.db") as store:
         (stored,) = store.iter("evaluate")
+        config = store.run_config("evaluate") or {}
+    assert config["entries"]["trained"]["max_tool_rounds"] == 1
     seat = stored.extra["players"]["buyer"]
+    assert seat["tool_rounds"] <= 1
     assert seat["conversation"]["messages"][0]["content"].startswith("You are the buyer")
     assert seat["model_calls"] >= 1
     assert stored.record.buyer == "trained" and stored.record.outcome is not None

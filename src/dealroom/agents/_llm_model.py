@@ -9,6 +9,8 @@ and where each attempt is bounded by a timeout. Error tree::
     LLMError                 the model could not be used; the seat's run ends as an error
       LLMConfigError         bad spec or missing extra (raised before the negotiation starts)
       LLMCallFailed          a model call still failed after the bounded retries
+        ContextFull          the endpoint said the conversation no longer fits the model's
+                             context (not retried; the seat's play ends, the negotiation not)
 """
 
 from __future__ import annotations
@@ -59,6 +61,42 @@ class LLMCallFailed(LLMError):
         super().__init__(message)
         self.attempts = attempts
         self.cause = cause
+
+
+class ContextFull(LLMCallFailed):
+    """The conversation no longer fits the model's context: the endpoint refused it (HTTP 400
+    saying so). A long negotiation reaching a small model's limit, not a broken model."""
+
+    kind = "context_full"
+
+
+CONTEXT_PHRASES = (
+    "maximum context length",  # OpenAI, vLLM
+    "context length",
+    "context window",
+    "maximum model length",  # vLLM: "longer than the maximum model length"
+    "the model's context is",  # dealroom train serve
+)
+"""How endpoints say a prompt does not fit (lower case), beside OpenAI's error code
+``context_length_exceeded``."""
+
+
+def is_context_full(exc: BaseException) -> bool:
+    """True for an endpoint's refusal of a prompt longer than the model's context."""
+    if isinstance(exc, ModelCallError):
+        return exc.status_code == 400 and _says_context(str(exc))
+    if "openai" not in sys.modules:
+        return False
+    import openai
+
+    if isinstance(exc, openai.BadRequestError):
+        return exc.code == "context_length_exceeded" or _says_context(exc.message)
+    return False
+
+
+def _says_context(message: str) -> bool:
+    text = message.lower()
+    return "context_length_exceeded" in text or any(p in text for p in CONTEXT_PHRASES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +200,8 @@ class Meter:
                     completion = await conversation.respond()
             except Exception as exc:
                 self.usage.failed_attempts += 1
+                if is_context_full(exc):
+                    raise ContextFull(_describe(exc), attempts=attempt, cause=exc) from exc
                 if not is_transient(exc) or attempt == policy.attempts:
                     raise LLMCallFailed(
                         f"model call failed after {attempt} attempt(s): {_describe(exc)}",

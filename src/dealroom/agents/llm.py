@@ -22,8 +22,11 @@ which cost more CPU per model call than the seat itself (``benchmarks/orchestrat
 Errors: a call that cannot be made as written (no such tool, arguments that do not fit) reads
 the text TRL's loop writes for it; refusals read ``code: sentence. hint.``; both are counted.
 Transient API errors are retried with bounded backoff, and each attempt is bounded in time
-(``RetryPolicy``). A model call that still fails raises ``PlayerFailed``: the match runner then
-walks away for the seat and records the error beside the negotiation.
+(``RetryPolicy``). A conversation that outgrew the model's context (the endpoint refuses it,
+``ContextFull``) ends the seat's play as a text reply would: the seat sits out, the negotiation
+goes on, and the seat's data says ``ended_by: "context"``. A model call that still fails raises
+``PlayerFailed``: the match runner then walks away for the seat and records the error beside
+the negotiation.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from mcp.types import CallToolResult
 
 from dealroom.agents._llm_chat import Conversation, ModelReply, Sampling, SeatModel
 from dealroom.agents._llm_model import (
+    ContextFull,
     LLMConfigError,
     LLMError,
     Meter,
@@ -204,8 +208,11 @@ class _Game:
         )
         self.rounds = 0
         self.turn_limit_hits = 0
-        self.ended_by: Literal["reply", "limit", "outcome"] | None = None
-        """Why the seat's play ended: a reply without tool calls, the round limit, the end."""
+        self.ended_by: Literal["reply", "limit", "context", "outcome"] | None = None
+        """Why the seat's play ended: a reply without tool calls, the round limit, the model's
+        context full, the end."""
+        self.context_full: str | None = None
+        """The endpoint's refusal when the conversation outgrew the model's context."""
         self.over = False
         self.tools = SeatTools(seat, context.rules, self.stats, self._on_result)
         self.chat: Conversation | None = None
@@ -221,6 +228,7 @@ class _Game:
             "tool_rounds": self.rounds,
             "turn_limit_hits": self.turn_limit_hits,
             "ended_by": self.ended_by,
+            **({"context_full": self.context_full} if self.context_full is not None else {}),
             **usage.as_dict(),
             "cost_usd": None
             if prices is None
@@ -262,7 +270,12 @@ class _Game:
     async def _play(self, chat: Conversation) -> None:
         """Model calls until a reply without tool calls, the round limit or the end."""
         while not self.over:
-            completion = await self.meter.respond(chat)
+            try:
+                completion = await self.meter.respond(chat)
+            except ContextFull as full:
+                self.ended_by = "context"
+                self.context_full = str(full)
+                return
             if not completion.tool_calls:
                 self.ended_by = "reply"
                 return

@@ -70,6 +70,7 @@ class RosterPlayer:
             temperature=entry.temperature,
             max_tokens=entry.max_tokens,
             reasoning_effort=entry.reasoning_effort,
+            max_tool_rounds=entry.max_tool_rounds or self.settings.max_tool_rounds,
             prices=None
             if entry.input_price is None or entry.output_price is None
             else Prices(
@@ -179,9 +180,10 @@ def probe(base_url: str, key: str | None, *, timeout_s: float = PROBE_TIMEOUT_S)
 
 def served_models(
     base_url: str, key: str | None, *, timeout_s: float = PROBE_TIMEOUT_S
-) -> list[str]:
-    """The model ids an OpenAI-compatible endpoint lists (``GET /models``). Raises RosterError
-    when it cannot be reached, refuses the key, or answers without a list of models."""
+) -> list[dict[str, object]]:
+    """The models an OpenAI-compatible endpoint lists (``GET /models``), each its entry (an
+    ``id``, and whatever else the server says of it). Raises RosterError when it cannot be
+    reached, refuses the key, or answers without a list of models."""
     request = urllib.request.Request(base_url.rstrip("/") + "/models", method="GET")
     if key:
         request.add_header("Authorization", f"Bearer {key}")
@@ -196,7 +198,7 @@ def served_models(
     try:
         data = json.loads(body)
         listed = cast("list[dict[str, object]]", data["data"])
-        return [str(item["id"]) for item in listed]
+        return [{**item, "id": str(item["id"])} for item in listed]
     except (ValueError, KeyError, TypeError):
         raise RosterError(f"{base_url}: GET /models did not answer a list of models") from None
 
@@ -210,11 +212,11 @@ def wait_for_model(
     poll_s: float = 1.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-) -> None:
-    """Return once the endpoint lists ``model``; wait up to ``wait_s`` while it is unreachable
-    (a server still loading its model), then raise RosterError. An endpoint that answers but
-    serves other models is an error at once: evaluating whatever answers on a port would store
-    another model's negotiations under this one's name."""
+) -> dict[str, object]:
+    """The endpoint's entry for ``model`` once it lists it; wait up to ``wait_s`` while it is
+    unreachable (a server still loading its model), then raise RosterError. An endpoint that
+    answers but serves other models is an error at once: evaluating whatever answers on a port
+    would store another model's negotiations under this one's name."""
     deadline = clock() + wait_s
     while True:
         try:
@@ -224,9 +226,10 @@ def wait_for_model(
                 raise RosterError(f"{exc} (waited {wait_s:g} s)") from None
             sleep(poll_s)
             continue
-        if model in served:
-            return
-        shown = ", ".join(repr(m) for m in served[:5]) or "no model"
+        for entry in served:
+            if entry["id"] == model:
+                return entry
+        shown = ", ".join(repr(m["id"]) for m in served[:5]) or "no model"
         raise RosterError(f"{base_url} serves {shown}, not {model!r}")
 
 

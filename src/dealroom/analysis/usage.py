@@ -1,7 +1,8 @@
 """What each model cost and how it behaved: the per-model columns of an LLM tournament's report.
 
 Read from what every LLM seat stored beside its negotiation (``extra["players"][role]``: model
-calls, failed attempts, tokens, latency, cost, tool-call counts, turn-limit hits, its error).
+calls, failed attempts, tokens, latency, cost, tool-call counts, turn-limit hits, context ends,
+its error).
 One row per agent with at least one such seat, plus the run's totals; typed, frozen models (the
 report's JSON is their dump). Rates are pooled over all the seats' tool calls; latency is the
 mean over successful model calls; a cost is None when a seat's model has no prices.
@@ -42,6 +43,9 @@ class ModelUsage(BaseModel):
     refused_rate: float | None
     """Tool calls the server refused / tool calls."""
     turn_limit_hits: int
+    context_full: int = 0
+    """Seats whose conversation outgrew the model's context: their play ended there (the
+    endpoint refused the prompt), the negotiation went on (``ended_by: "context"``)."""
     failures: int
     """Seats whose player failed (the error is stored with the negotiation)."""
     messages_per_negotiation: float | None
@@ -93,6 +97,7 @@ class _Sum:
     invalid: int = 0
     refused: int = 0
     turn_limits: int = 0
+    context_full: int = 0
     failures: int = 0
     rows: list[m.SeatStats] = field(default_factory=list[m.SeatStats])
 
@@ -112,6 +117,7 @@ class _Sum:
         self.invalid += int(data.get("invalid_tool_calls", 0))
         self.refused += int(data.get("refused_tool_calls", 0))
         self.turn_limits += int(data.get("turn_limit_hits", 0))
+        self.context_full += data.get("ended_by") == "context"
         self.failures += error
         self.rows.append(seat)
 
@@ -192,6 +198,7 @@ def _row(agent: str, s: _Sum) -> ModelUsage:
         invalid_rate=_ratio(s.invalid, s.tool_calls),
         refused_rate=_ratio(s.refused, s.tool_calls),
         turn_limit_hits=s.turn_limits,
+        context_full=s.context_full,
         failures=s.failures,
         messages_per_negotiation=m.messages_per_negotiation(s.rows),
         leakage=m.leakage(s.rows),

@@ -86,7 +86,12 @@ def add(commands: Commands) -> None:
         "--scenario-seed", type=int, default=0, help="seed of the scenarios (default: 0)"
     )
     grpo.add_argument("--scenarios", type=positive_int, default=512, help="dataset rows")
-    grpo.add_argument("--reward", default="", help="reward weights, e.g. share=1,no_deal=-0.2")
+    grpo.add_argument(
+        "--reward",
+        default="",
+        help="reward weights and options, e.g. share=1,no_deal=-0.2,walk_away=0,clip=-1:1 "
+        "(default: share clipped to [-1, 1], ir_violation=-1; clip=none unclips)",
+    )
     _common_flags(grpo, learning_rate=1e-5)
     grpo.add_argument(
         "--num-generations",
@@ -137,6 +142,12 @@ def add(commands: Commands) -> None:
         type=positive_int,
         default=8,
         help="requests that may wait for the model (default 8); more get a 503",
+    )
+    serve.add_argument(
+        "--threads",
+        type=positive_int,
+        help="torch's CPU threads (default without a GPU: the idle cores, usable cores minus "
+        "the load average, at least 1; OMP_NUM_THREADS is respected)",
     )
     serve.set_defaults(handler=_serve)
 
@@ -217,6 +228,12 @@ def _common_flags(parser: argparse.ArgumentParser, *, learning_rate: float) -> N
         default=32,
         help="with --use-peft: LoRA scaling alpha (default: 32)",
     )
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        help="torch's CPU threads (default without a GPU: the idle cores, usable cores minus "
+        "the load average, at least 1; OMP_NUM_THREADS is respected)",
+    )
 
 
 def _common(args: argparse.Namespace) -> dict[str, Any]:
@@ -236,24 +253,42 @@ def _common(args: argparse.Namespace) -> dict[str, Any]:
         "resume_from_checkpoint": args.resume_from_checkpoint,
         "seed": args.seed,
         "chat_template": args.chat_template,
+        "threads": args.threads,
         "lora": LoRA(r=args.lora_r, alpha=args.lora_alpha) if args.use_peft else None,
     }
 
 
 def _reward(text: str) -> Any:
+    """``--reward``: ``TERM=WEIGHT`` pairs, ``walk_away=VALUE``, ``clip=LOW:HIGH`` or
+    ``clip=none``; the rest keep their defaults."""
+    from pydantic import ValidationError
+
     from dealroom.training.rewards import RewardSpec
 
     names = set(RewardSpec.model_fields)
-    weights: dict[str, float] = {}
+    values: dict[str, Any] = {}
     for pair in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, raw = pair.partition("=")
-        if not sep or key.strip() not in names:
+        key, sep, raw = (part.strip() for part in pair.partition("="))
+        if not sep or key not in names:
             raise usage_error(f"--reward: {pair!r} is not TERM=WEIGHT ({', '.join(sorted(names))})")
         try:
-            weights[key.strip()] = float(raw)
+            values[key] = _clip(raw) if key == "clip" else float(raw)
         except ValueError:
-            raise usage_error(f"--reward: {raw!r} is not a number") from None
-    return RewardSpec(**weights)
+            hint = "LOW:HIGH or none" if key == "clip" else "a number"
+            raise usage_error(f"--reward: {key}={raw!r} is not {hint}") from None
+    try:
+        return RewardSpec(**values)
+    except ValidationError as exc:
+        raise usage_error(f"--reward: {exc.errors()[0]['msg']}") from None
+
+
+def _clip(raw: str) -> tuple[float, float] | None:
+    if raw.lower() == "none":
+        return None
+    low, sep, high = raw.partition(":")
+    if not sep:
+        raise ValueError(raw)
+    return float(low), float(high)
 
 
 NOTHING_LEARNED = 3
@@ -307,6 +342,7 @@ def _report(stage: str, result: Any, resumed_at: int = 0) -> int:
         "metrics": str(result.output_dir / METRICS_FILE),
         "learned": result.learned,
         "saved": result.saved,
+        "threads": result.threads,
         "last_log": last,
     }
     if result.learned is False:
@@ -417,7 +453,9 @@ def _roster(path: Path | None) -> dict[str, dict[str, Any]] | None:
 def _serve(args: argparse.Namespace) -> int:
     def run() -> int:
         from dealroom.training.serving import ChatModel, serve
+        from dealroom.training.threads import set_threads
 
+        set_threads(args.threads)
         chat = ChatModel(args.model, name=args.name, max_new_tokens=args.max_new_tokens)
         try:
             with serve(chat, args.host, args.port, max_queue=args.max_queue) as endpoint:

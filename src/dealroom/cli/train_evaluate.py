@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from dealroom.cli._common import Commands, positive_int, tier_list, usage_error
 from dealroom.play.settings import PlaySettings, RosterEntry, RunSettings, SeatSettings
+from dealroom.protocol import Role
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
 KEY_ENV = "DEALROOM_EVALUATE_API_KEY"
@@ -63,9 +67,9 @@ def add(stages: Commands) -> None:
     evaluate.add_argument(
         "--max-tool-calling-iterations",
         type=positive_int,
-        default=MAX_TOOL_ROUNDS,
-        help="replies whose tool calls are made per negotiation, as in train grpo "
-        "(default: %(default)s)",
+        help="replies whose tool calls are made per negotiation, as in train grpo (default: "
+        f"the horizon the endpoint lists with the model, as train serve does for a GRPO "
+        f"checkpoint; else {MAX_TOOL_ROUNDS}); recorded with the run",
     )
     evaluate.add_argument(
         "--temperature", type=float, default=0.0, help="sampling temperature (default: 0)"
@@ -138,7 +142,6 @@ def run(args: argparse.Namespace) -> int:
         secret=args.scenario_seed,
         learner=name,
         learner_role=args.role,
-        seats=SeatSettings(max_tool_rounds=args.max_tool_calling_iterations),
     )
     run = RunSettings(
         out=args.out,
@@ -147,11 +150,58 @@ def run(args: argparse.Namespace) -> int:
         concurrency=1,
         llm_concurrency=max(args.concurrency, 1) * 4,
     )
-    _wait_for_the_model(play, args, key_env)
-    return tournament.run_tournament(play, run)
+    listed = _wait_for_the_model(play, args, key_env)
+    limit, why = _horizon(args.max_tool_calling_iterations, listed)
+    sys.stderr.write(f"dealroom: at most {limit} tool-calling turns per negotiation ({why})\n")
+    learner = learner.model_copy(update={"max_tool_rounds": limit})  # recorded with the run
+    play = replace(play, entries=(learner,), seats=SeatSettings(max_tool_rounds=limit))
+    status = tournament.run_tournament(play, run)
+    sys.stderr.write(learner_line(args.out, args.run, name, args.role) + "\n")
+    return status
 
 
-def _wait_for_the_model(play: PlaySettings, args: argparse.Namespace, key_env: str) -> None:
+def learner_line(out: Path, run: str, name: str, role: Role) -> str:
+    """The evaluated model's results in one line, reward hacking included: deals below its own
+    value (IR violations), and how its plays ended early (turn limit, context full)."""
+    from dealroom.analysis import metrics as m
+    from dealroom.store.results import ResultsStore
+
+    rows: list[m.SeatStats] = []
+    limits = context = 0
+    with ResultsStore(out, create=False) as store:
+        for stored in store.iter(run):
+            seat = next(s for s in m.seats_of(stored.record) if s.role == role)
+            if seat.agent != name:
+                continue
+            rows.append(seat)
+            data = stored.extra.get("players", {}).get(role, {})
+            limits += data.get("ended_by") == "limit"
+            context += data.get("ended_by") == "context"
+    deals, share = m.deal_rate(rows), m.surplus_share(rows)
+    return (
+        f"dealroom: {name} as {role}: {len(rows):,} negotiations, deal rate "
+        f"{'-' if deals is None else f'{deals:.0%}'}, surplus share "
+        f"{'-' if share is None else f'{share:.3f}'}, {m.ir_violations(rows):,} IR violations "
+        f"(deals below its own value), {limits:,} plays ended by the turn limit, {context:,} by "
+        "a full context"
+    )
+
+
+def _horizon(given: int | None, listed: Mapping[str, object]) -> tuple[int, str]:
+    """The evaluation's tool-calling limit and where it came from."""
+    from dealroom.training.runlog import HORIZON_KEY
+
+    if given is not None:
+        return given, "--max-tool-calling-iterations"
+    trained = listed.get(HORIZON_KEY)
+    if isinstance(trained, int) and not isinstance(trained, bool) and trained >= 1:
+        return trained, "the horizon the checkpoint was trained with"
+    return MAX_TOOL_ROUNDS, "the default: the endpoint lists no training horizon"
+
+
+def _wait_for_the_model(
+    play: PlaySettings, args: argparse.Namespace, key_env: str
+) -> dict[str, object]:
     """Every other setting checked first (without probing), then the endpoint must list the
     model id: a server still loading is waited for, one serving another model is refused."""
     from dealroom.agents.lineup import lineup
@@ -163,6 +213,6 @@ def _wait_for_the_model(play: PlaySettings, args: argparse.Namespace, key_env: s
     try:
         lineup(play, probe=False)
         key = os.environ.get(key_env) if key_env else None
-        wait_for_model(args.base_url, key, args.model, wait_s=args.endpoint_wait)
+        return wait_for_model(args.base_url, key, args.model, wait_s=args.endpoint_wait)
     except (RosterError, AgentSpecError) as exc:
         raise usage_error(str(exc)) from None

@@ -87,6 +87,9 @@ class RosterEntry(BaseModel):
     input_price: float | None = Field(default=None, ge=0)
     output_price: float | None = Field(default=None, ge=0)
     cached_input_price: float | None = Field(default=None, ge=0)
+    max_tool_rounds: int | None = Field(default=None, ge=1)
+    """Most replies whose tool calls are made per negotiation for this model (a trained
+    checkpoint's horizon); None: the run's ``--max-tool-rounds``."""
 
     @property
     def litellm(self) -> bool:
@@ -97,8 +100,9 @@ class RosterEntry(BaseModel):
         """What a run records about the entry (no secrets): resuming with other settings is
         refused."""
         data = self.model_dump(mode="json", exclude={"name", "concurrency"})
-        if data["cached_input_price"] is None:  # as runs recorded before it existed
-            del data["cached_input_price"]
+        for optional in ("cached_input_price", "max_tool_rounds"):
+            if data[optional] is None:  # as runs recorded before it existed
+                del data[optional]
         return data
 
 

@@ -18,15 +18,29 @@ a trained policy leans is set by the reward:
   recovers when it is rewarded for deals, and it gives back surplus to do so.
 - **ir_violation** (+1 when the seat agreed to a price that loses it money; give it a negative
   weight) keeps a deal bonus from buying deals at a loss. Keep it larger than the deal bonus.
+- **walk_away**: what an outcome without a deal is worth (0 by default), the level a deal's
+  reward is measured against.
 
-Combine them with a :class:`RewardSpec`: the reward is the weighted sum of the terms.
+Combine them with a :class:`RewardSpec`: the weighted sum of the terms, the surplus terms (share
+and utility) first clipped to ``clip`` (default [-1, 1]), plus ``walk_away`` without a deal
+(docs/design.md, section 13).
+
+Why the clip: GRPO scores a rollout by its advantage, the distance of its reward from its
+group's mean in units of the group's standard deviation (TRL's default, ``scale_rewards=
+"group"``). The share is unbounded below: a buyer who pays far above a value barely above the
+seller's cost loses many times the gains (share -24.8 in one documented rollout). One such
+reward makes the group's mean and spread its own: as it grows, every other rollout's advantage
+tends to ``1/sqrt(n)`` for a group of n, whatever that rollout did, and the step teaches only
+"do not be that rollout". Clipped, the worst deal weighs at most ``-clip[0]`` plus the IR
+penalty, and the other rollouts' differences survive into their advantages.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from dealroom.protocol import Model, Outcome, Role
 
@@ -68,7 +82,7 @@ def ir_violated(outcome: Outcome, role: Role) -> float:
 
 
 class RewardTerms(Model):
-    """Every reward term of one outcome for one seat, before weighting."""
+    """Every reward term of one outcome for one seat, before clipping and weighting."""
 
     share: float
     utility: float
@@ -89,35 +103,63 @@ def reward_terms(outcome: Outcome, role: Role, list_price: Decimal | float) -> R
 
 
 class RewardSpec(Model):
-    """Weights of the reward terms; the reward is their weighted sum.
+    """Weights of the reward terms, the clip of the surplus terms and the no-deal value:
+    ``share * clip(share) + utility * clip(utility) + deal * deal + no_deal * no_deal +
+    ir_violation * ir_violation + walk_away * (no deal)``.
 
-    The default is the surplus share with a penalty of 1 for a losing deal.
+    The default is the surplus share clipped to [-1, 1] with a penalty of 1 for a losing deal:
+    every reward lies in [-2, 1].
     """
 
     share: float = Field(default=1.0, allow_inf_nan=False)
     """Weight of the surplus share (own surplus / gains, 0 without a deal)."""
     utility: float = Field(default=0.0, allow_inf_nan=False)
-    """Weight of the normalised utility (own surplus / list price)."""
+    """Weight of the normalised utility (own surplus / list price): the reward in money."""
     deal: float = Field(default=0.0, allow_inf_nan=False)
     """Weight of the deal indicator; positive values favour closing over share."""
     no_deal: float = Field(default=0.0, allow_inf_nan=False)
     """Weight of the missed-deal indicator (no deal although gains > 0); use <= 0."""
     ir_violation: float = Field(default=-1.0, allow_inf_nan=False)
     """Weight of the losing-deal indicator; use < 0."""
+    walk_away: float = Field(default=0.0, allow_inf_nan=False)
+    """The reward of an outcome without a deal (added to the no_deal term when one was
+    possible)."""
+    clip: tuple[float, float] | None = (-1.0, 1.0)
+    """Bounds the share and the utility are clipped to before weighting; None: unclipped."""
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Self:
+        if self.clip is not None:
+            low, high = self.clip
+            if not (-1e9 < low < high < 1e9):
+                raise ValueError(f"clip must be two finite bounds, low < high, not {self.clip}")
+        return self
+
+    def clipped(self, value: float) -> float:
+        """A surplus term within ``clip``."""
+        if self.clip is None:
+            return value
+        low, high = self.clip
+        return min(max(value, low), high)
 
     def __call__(self, outcome: Outcome, role: Role, list_price: Decimal | float) -> float:
         """The reward of one outcome for one seat."""
         terms = reward_terms(outcome, role, list_price)
         return (
-            self.share * terms.share
-            + self.utility * terms.utility
+            self.share * self.clipped(terms.share)
+            + self.utility * self.clipped(terms.utility)
             + self.deal * terms.deal
             + self.no_deal * terms.no_deal
             + self.ir_violation * terms.ir_violation
+            + self.walk_away * (1.0 - terms.deal)
         )
 
 
 SHARE = RewardSpec()
-"""Surplus share, -1 for a losing deal (the default)."""
+"""Surplus share clipped to [-1, 1], -1 for a losing deal (the default)."""
+UNCLIPPED = RewardSpec(clip=None)
+"""The surplus share unclipped, -1 for a losing deal (the default before clipping)."""
+MONEY = RewardSpec(share=0.0, utility=1.0)
+"""Own surplus / list price clipped to [-1, 1], -1 for a losing deal."""
 DEAL_SEEKING = RewardSpec(share=1.0, deal=0.5, ir_violation=-2.0)
 """Share plus a deal bonus: more deals, less share per deal."""

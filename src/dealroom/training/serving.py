@@ -17,7 +17,8 @@ GPU), in arrival order:
 - a prompt longer than the model's context (``max_position_embeddings``) is a one-line ``400``;
   one that fits gets at most what is left of the context to generate.
 
-Only ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models`` are served, on
+Only ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models`` (with the training
+horizon, ``runlog.model_entry``) are served, on
 127.0.0.1 by default. Needs the ``train`` extra (only ``ChatModel`` does: the HTTP side takes
 any ``Completer``).
 """
@@ -35,6 +36,7 @@ from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 import structlog
@@ -50,6 +52,7 @@ from dealroom.training._chat import (
     json_object,
 )
 from dealroom.training.models import check_tool_template, lib, require_train_extra
+from dealroom.training.runlog import model_entry, training_horizon
 
 log = structlog.get_logger(__name__)
 
@@ -118,6 +121,7 @@ class ChatModel:
         self.model.eval()
         context = getattr(self.model.config, "max_position_embeddings", None)
         self.context: int | None = int(context) if context else None
+        self.horizon = training_horizon(Path(path))
         self._lock = threading.Lock()
         self._count = 0
 
@@ -400,12 +404,14 @@ def _handler(chat: Completer, queue: Queue) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up
 
-        def _error(self, code: int, message: str) -> None:
-            self._send(code, {"error": {"message": message, "type": "invalid_request_error"}})
+        def _error(self, status: int, message: str, code: str | None = None) -> None:
+            error = {"message": message, "type": "invalid_request_error", "code": code}
+            self._send(status, {"error": error})
 
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
-                self._send(200, {"object": "list", "data": [{"id": chat.name, "object": "model"}]})
+                entry = model_entry(chat.name, getattr(chat, "horizon", None))
+                self._send(200, {"object": "list", "data": [entry]})
             else:
                 self._error(404, "not found")
 
@@ -453,6 +459,9 @@ def _handler(chat: Completer, queue: Queue) -> type[BaseHTTPRequestHandler]:
                 queue.dropped += 1
                 log.info("serve.dropped", reason="client disconnected")
                 self.close_connection = True
+                return
+            except ContextTooLong as exc:  # OpenAI's code, which clients recognise
+                self._error(400, _one_line(exc), code="context_length_exceeded")
                 return
             except (ValueError, TypeError, KeyError) as exc:
                 self._error(400, _one_line(exc))

@@ -68,9 +68,11 @@ from dealroom.training.runlog import (
     metrics_callback,
     observed_env,
     report_to,
+    write_training_record,
 )
 from dealroom.training.sequences import tokenize
 from dealroom.training.sft import sft_example
+from dealroom.training.threads import set_threads
 from dealroom.training.trl import BargainToolEnv
 
 log = structlog.get_logger(__name__)
@@ -113,6 +115,8 @@ class Common:
     """Save a resumable checkpoint (``checkpoint-N``) every this many steps; None: none."""
     resume_from_checkpoint: str | None = None
     """A checkpoint directory, or ``last`` for the output directory's latest."""
+    threads: int | None = None
+    """torch's CPU threads; None: chosen for the machine (``dealroom.training.threads``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +168,8 @@ class Result:
     learned: bool | None = None
     """GRPO: False when every group's rewards were equal in every step (nothing saved)."""
     saved: bool = True
+    threads: int | None = None
+    """torch's CPU threads during the run."""
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -434,6 +440,8 @@ def finish(
         settings.output_dir.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(settings.output_dir)
         trainer.processing_class.save_pretrained(settings.output_dir)
+        if isinstance(settings, GRPOSettings):
+            write_training_record(settings.output_dir, settings)
     return Result(
         settings.output_dir,
         trainer.state.global_step,
@@ -442,6 +450,7 @@ def finish(
         lengths,
         learned=learned(history),
         saved=save,
+        threads=int(lib("torch").get_num_threads()),
     )
 
 
@@ -459,6 +468,7 @@ def _train(trainer: Any, settings: Common, tally: OutcomeTally | None = None) ->
 def run_sft(settings: SFTSettings, rows: Sequence[Row]) -> Result:
     """Build, train and save."""
     checkpoint_to_resume(settings.resume_from_checkpoint, settings.output_dir)
+    set_threads(settings.threads)
     trainer, lengths = build_sft(settings, rows)
     return finish(trainer, settings, lengths, _train(trainer, settings))
 
@@ -471,6 +481,7 @@ def run_grpo(settings: GRPOSettings) -> Result:
     ``learned=False``), so an unchanged model is never presented as trained.
     """
     checkpoint_to_resume(settings.resume_from_checkpoint, settings.output_dir)
+    set_threads(settings.threads)
     tally = OutcomeTally()
     trainer, lengths = build_grpo(settings, tally)
     seconds = _train(trainer, settings, tally)
