@@ -278,6 +278,24 @@ async def test_a_study_is_served_through_the_front_by_its_own_worker(tmp_path: P
         assert missing.status_code == 404 and missing.json() == {"error": "no such study"}
 
 
+async def test_a_study_id_is_unique_across_the_cluster(tmp_path: Path) -> None:
+    body = {"id": "s1", "participants": ["a"], "house": "hardliner"}
+    async with cluster(tmp_path) as c, http(ADMIN) as admin:
+        statuses = [(await admin.post(f"{c.url}/admin/studies", json=body)) for _ in range(3)]
+        same: list[int] = []
+
+        async def post(study: str) -> None:
+            reply = await admin.post(f"{c.url}/admin/studies", json=body | {"id": study})
+            same.append(reply.status_code)
+
+        async with anyio.create_task_group() as group:  # at once, round robin over both
+            for _ in range(4):
+                group.start_soon(post, "s2")
+    assert [r.status_code for r in statuses] == [201, 409, 409], [r.text for r in statuses]
+    assert statuses[2].json()["error"].startswith("study_exists: "), statuses[2].text
+    assert sorted(same) == [201, 409, 409, 409]
+
+
 async def test_a_token_is_served_by_its_own_worker_only(tmp_path: Path) -> None:
     async with cluster(tmp_path) as c:
         first, second = [await create(c.url, house_seller="hardliner") for _ in range(2)]
