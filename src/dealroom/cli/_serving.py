@@ -93,6 +93,8 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
             limits=RoomLimits(
                 idle_s=args.idle_limit,
                 negotiations_per_minute=args.max_negotiations_per_minute or None,
+                message_chars_per_minute=args.max_message_chars_per_minute or None,
+                message_chars_per_series=args.max_message_chars_per_series or None,
             ),
             journals=journals,
             resolve_player=lambda spec: room_player(spec, args, players),

@@ -52,6 +52,7 @@ ERROR_HINTS: dict[str, str] = {
     SessionErrorCode.SEAT_TOKEN_REFUSED: "Start the seat again with a token the room issued.",
     SessionErrorCode.RESULT_PENDING: "Call get_state to see the outcome; do not repeat the action.",
     SessionErrorCode.TOO_MANY_NEGOTIATIONS: "Call new_negotiation again then.",
+    SessionErrorCode.TOO_MANY_MESSAGE_CHARS: "Act without a message, or with a shorter one.",
 }
 """The hint appended to each refusal, by code (argument errors carry their own)."""
 

@@ -59,7 +59,8 @@ from dealroom.protocol.tools import ToolName, function_schemas
 from dealroom.protocol.wire import ClockKind, StudySeats
 from dealroom.server.conversations import Conversations
 from dealroom.server.journal import Op, RoomJournal
-from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, Pace, RoomLimits
+from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
+from dealroom.server.pacing import MessageBudget, Pace
 from dealroom.store.results import SerializedRecord
 from dealroom.store.spool import PendingRow
 from dealroom.store.writer import ResultWriter
@@ -173,6 +174,9 @@ class Room:
         self._scenarios = scenarios
         self._timer = timer
         self._pace = Pace(limits.negotiations_per_minute)
+        self.messages = MessageBudget(
+            limits.message_chars_per_minute, limits.message_chars_per_series, lambda: self._timer()
+        )
         self.finished = 0
         """How many negotiations of the series have finished (and been handed to the writer)."""
         self._recent: dict[Role, deque[SeriesResult]] = {
