@@ -139,7 +139,7 @@ async def run(name: str, minutes: float, limits: RoomLimits) -> tuple[int, int, 
             cpu = time.process_time() - cpu
             await writer.flush()
             grown = _bytes(path, Path(f"{path}.rooms")) - start
-            return grown, played, room.messages.series["buyer"], cpu
+            return grown, played, room.pacing.messages.series["buyer"], cpu
         finally:
             rooms.close()
             writer.store.close()

@@ -60,7 +60,7 @@ from dealroom.protocol.wire import ClockKind, StudySeats
 from dealroom.server.conversations import Conversations
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import DEFAULT_LIMITS, Negotiation, RoomLimits
-from dealroom.server.pacing import MessageBudget, Pace
+from dealroom.server.pacing import Pacing
 from dealroom.store.results import SerializedRecord
 from dealroom.store.spool import PendingRow
 from dealroom.store.writer import ResultWriter
@@ -173,10 +173,7 @@ class Room:
         self.limits = limits
         self._scenarios = scenarios
         self._timer = timer
-        self._pace = Pace(limits.negotiations_per_minute)
-        self.messages = MessageBudget(
-            limits.message_chars_per_minute, limits.message_chars_per_series, lambda: self._timer()
-        )
+        self.pacing = Pacing(limits, lambda: self._timer())
         self.finished = 0
         """How many negotiations of the series have finished (and been handed to the writer)."""
         self._recent: dict[Role, deque[SeriesResult]] = {
@@ -229,10 +226,10 @@ class Room:
                 SessionErrorCode.NEGOTIATION_RUNNING,
                 "The current negotiation is still running; finish it (or walk_away) first.",
             )
-        if paced and (too_soon := self._pace.refusal(self._timer())):
+        if paced and (too_soon := self.pacing.starts.refusal(self._timer())):
             raise RoomError(SessionErrorCode.TOO_MANY_NEGOTIATIONS, too_soon)
         self._current = self._start()
-        self._pace.started(self._timer())
+        self.pacing.starts.started(self._timer())
         return self._current
 
     def results(self, role: Role) -> tuple[SeriesResult, ...]:

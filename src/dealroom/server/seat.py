@@ -140,7 +140,7 @@ class RoomSeat:
     async def _act(self, action: Action) -> ActionResult:
         self._consented()
         if self.role in self.room.client_roles and (
-            over := self.room.messages.charge(self.role, action)
+            over := self.room.pacing.messages.charge(self.role, action)
         ):
             code = SessionErrorCode.TOO_MANY_MESSAGE_CHARS
             raise CallRefused(seat_text.error_payload(code, over))
