@@ -149,6 +149,13 @@ def test_one_process_at_a_time_owns_a_workers_journals(tmp_path: Path) -> None:
         pass
     with owning(directory, wait_s=0.2):  # released: the next owner gets it at once
         pass
+    named = rf"another process still serves these rooms \(pid {os.getpid()}, serving http://127\."
+    with (
+        owning(directory, owner="serving http://127.0.0.1:9"),
+        pytest.raises(OSError, match=named),
+        owning(directory, wait_s=0.2),
+    ):
+        pass
 
 
 def test_journals_a_smaller_cluster_would_not_restore_refuse_the_start(
@@ -186,7 +193,10 @@ async def test_a_cluster_started_on_a_running_clusters_store_refuses_in_one_line
             process.wait(10)
     lines = refused.stderr.decode().splitlines()
     assert refused.returncode == 2, lines
-    assert len(lines) == 1 and "another process still serves these rooms" in lines[0], lines
+    assert len(lines) == 2, lines  # said at once, then refused after the wait: one line each
+    assert "another process serves these rooms: waiting for it to stop" in lines[0], lines
+    assert "another process still serves these rooms (pid " in lines[1], lines
+    assert f"worker 0 of the cluster serving {url})" in lines[1], lines
 
 
 @pytest.mark.slow

@@ -103,7 +103,7 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
         with contextlib.ExitStack() as owned:
             # No two processes serve one store's rooms: both would restore and play them.
             try:
-                owned.enter_context(owning(journals.directory))
+                owned.enter_context(owning(journals.directory, owner=_serving_what(args, worker)))
             except OSError as exc:
                 raise usage_error(str(exc)) from None
             registry.restore()  # open rooms of an earlier process, with their tokens
@@ -111,6 +111,14 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
     finally:
         close_store(writer)
     return 0
+
+
+def _serving_what(args: argparse.Namespace, worker: tuple[int, str] | None) -> str:
+    """What this process serves, as the owner lock of its journals names it to another."""
+    from dealroom.server.mcp_http import listen_url
+
+    url = f"serving {listen_url(args.host, args.port)}"
+    return url if worker is None else f"worker {worker[0]} of the cluster {url}"
 
 
 def _serve_registry(
