@@ -25,7 +25,8 @@ import anyio
 from dealroom.agents import resolve
 from dealroom.protocol import Accept, MakeOffer
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 
 THINK_S = 8.0
 
@@ -39,10 +40,12 @@ async def negotiate(
     now = [0.0]
     room = Room(
         "pace",
-        scenarios=lambda i: scenario_at(0, index + i, "mid", spec),
-        houses={"seller": House(house, resolve(house))},
-        clock="wall",
-        seed=0,
+        RoomSettings(
+            scenarios=lambda i: scenario_at(0, index + i, "mid", spec),
+            occupants={"seller": House(house, resolve(house))},
+            clock="wall",
+            seed=0,
+        ),
         timer=lambda: now[0],
     )
     negotiation = room.current

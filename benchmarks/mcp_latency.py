@@ -42,7 +42,8 @@ from mcp.client.streamable_http import streamable_http_client
 from dealroom.agents import resolve
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.mcp_app import build_app
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 from dealroom.server.seat import RoomSeat
 
 ADMIN = "bench-admin-token"
@@ -104,7 +105,10 @@ async def in_memory(calls: int) -> Figures:
     figures: Figures = {}
     scenarios: Callable[[int], Any] = lambda i: scenario_at(0, i, "mid")  # noqa: E731
     room = Room(
-        "bench", scenarios=scenarios, houses={"seller": House("hardliner", resolve("hardliner"))}
+        "bench",
+        RoomSettings(
+            scenarios=scenarios, occupants={"seller": House("hardliner", resolve("hardliner"))}
+        ),
     )
     seat = RoomSeat(room, "buyer")
     for validate in (False, True):

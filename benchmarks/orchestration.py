@@ -52,7 +52,8 @@ from dealroom.play.registry import resolve
 from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.protocol import DEFAULT_RULES, TIERS, model_seat
 from dealroom.protocol.generator import scenario_at
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
 
@@ -190,9 +191,11 @@ def model_floor(
     the tournament uses."""
     room = Room(
         "floor",
-        scenarios=lambda n: scenario_at(0, n, "mid") if n == 0 else None,
-        houses={"seller": House(HOUSE, resolve(HOUSE))},
-        rules=DEFAULT_RULES,
+        RoomSettings(
+            scenarios=lambda n: scenario_at(0, n, "mid") if n == 0 else None,
+            occupants={"seller": House(HOUSE, resolve(HOUSE))},
+            rules=DEFAULT_RULES,
+        ),
     )
     del settings
     spent = 0.0

@@ -95,6 +95,7 @@ def start(command: list[str], *, list_tools: bool) -> Run:
         tools = len(json.loads(listed)["result"]["tools"])
     process.stdin.close()
     _, status, usage = os.wait4(process.pid, 0)
+    process.stdout.close()
     process.returncode = os.waitstatus_to_exitcode(status)
     return Run(wall, usage.ru_utime + usage.ru_stime if cpu is None else cpu, tools_bytes, tools)
 

@@ -119,7 +119,6 @@ async def run(name: str, minutes: float, limits: RoomLimits) -> tuple[int, int, 
         try:
             created = rooms.create(RoomRequest(house_seller="hardliner"))
             room = rooms.rooms[created.room]
-            room._timer = lambda: now[0]  # pyright: ignore[reportPrivateUsage]
             seat = rooms.seat(created.room, "buyer")
             await writer.flush()
             start = _bytes(path, Path(f"{path}.rooms"))
@@ -139,7 +138,7 @@ async def run(name: str, minutes: float, limits: RoomLimits) -> tuple[int, int, 
             cpu = time.process_time() - cpu
             await writer.flush()
             grown = _bytes(path, Path(f"{path}.rooms")) - start
-            return grown, played, room.pacing.messages.series["buyer"], cpu
+            return grown, played, room.messages.series["buyer"], cpu
         finally:
             rooms.close()
             writer.store.close()

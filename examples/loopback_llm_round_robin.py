@@ -7,7 +7,7 @@ negotiators with 20, 50 and 100 ms of latency; the third fails every 7th request
 roster for them to ``OUT_DIR/models.toml``, then runs exactly what a user would::
 
     dealroom tournament --models OUT_DIR/models.toml --agents boulware,conceder \\
-        --tiers mid --per-pair 2 --out OUT_DIR/llm.db
+        --tiers mid --per-pair 2 --secret SECRET --out OUT_DIR/llm.db
     dealroom report OUT_DIR/llm.db
 """
 
@@ -20,6 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from dealroom.cli import main
 from fake_openai import flaky, negotiator, serve, with_latency
+
+SECRET = "b7e2c94a1f0d3865a9c4e17f20b6d358"
+"""Published, so that every run plays the same scenarios: the same calls, tokens and cost
+(the latencies and the wall time are this machine's)."""
 
 ROSTER = """[models.{name}]
 model = "{model}"
@@ -54,6 +58,7 @@ def run(out: Path) -> None:
             )
         )
         argv = ["--models", str(roster), "--agents", "boulware,conceder", "--tiers", "mid"]
+        argv += ["--secret", SECRET]
         main(["tournament", *argv, "--per-pair", "2", "--out", str(out / "llm.db")])
     main(["report", str(out / "llm.db")])
 

@@ -197,6 +197,16 @@ fill="grey">best scripted ({baseline[0]}) {baseline[1]:.3f}</text>
     return path
 
 
+def held_out() -> list[Scenario]:
+    """The 200 scenarios every policy is compared on (never trained or validated on)."""
+    return [scenario_at(3, i, "mid") for i in range(200)]
+
+
+def row(agent: str, share: float, deals: float) -> str:
+    """One line of the comparison table (the README shows the table as printed)."""
+    return f"  {agent:<14} {share:6.3f} {deals:6.2f}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Train, compare, plot, print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -210,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     train = [scenario_at(1, i, "mid") for i in range(400)]
     valid = [scenario_at(2, i, "mid") for i in range(64)]
-    test = [scenario_at(3, i, "mid") for i in range(200)]
+    test = held_out()
     env = BargainEnv(role="buyer", opponent=OPPONENT, wait=None)
 
     theta, curve = cem(
@@ -231,9 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nBuyer vs {OPPONENT}, {len(test)} held-out mid-tier scenarios:")
     print(f"  {'agent':<14} {'share':>6} {'deals':>6}")
     for name, (share, deals) in sorted(baselines.items(), key=lambda kv: -kv[1][0]):
-        print(f"  {name:<14} {share:6.3f} {deals:6.2f}")
-    print(f"  {'CEM prior':<14} {prior[0]:6.3f} {prior[1]:6.2f}")
-    print(f"  {'CEM learned':<14} {learned[0]:6.3f} {learned[1]:6.2f}")
+        print(row(name, share, deals))
+    print(row("CEM prior", *prior))
+    print(row("CEM learned", *learned))
     print("  learned parameters: " + ", ".join(f"{k}={v:.3f}" for k, v in params(theta).items()))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     plot = write_plot(curve, (best_name, best_share), args.out)

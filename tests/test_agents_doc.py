@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from coverage_support import coverage_env
+from dealroom.store.results import ResultsStore
 from fake_openai import Reply, Text, ToolCalls, negotiator, serve
 from room_server import ADMIN, room_server_thread
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "agents.md"
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "agents.md"
+AGENTS_SDK = "examples/agents_sdk_seat.py"
 BIN = Path(sys.executable).parent
 
 
@@ -48,6 +52,11 @@ def env(fake_url: str) -> dict[str, str]:
 def run_python(code: str, environment: dict[str, str], tmp_path: Path) -> str:
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
+    return run_file(script, environment, tmp_path)
+
+
+def run_file(script: Path, environment: dict[str, str], tmp_path: Path) -> str:
+    """Run ``script`` as a user would (``python script``) in ``tmp_path``; its stdout."""
     done = subprocess.run(
         [sys.executable, str(script)],
         capture_output=True,
@@ -61,24 +70,34 @@ def run_python(code: str, environment: dict[str, str], tmp_path: Path) -> str:
     return done.stdout
 
 
-def agent_loop(request: dict[str, Any]) -> Reply:
-    """One long Agents SDK run: look, offer, accept the first counter-offer, stop at the end."""
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content)
+    return str(content)
+
+
+def stops_early(request: dict[str, Any]) -> Reply:
+    """A model as the Agents SDK meets it: it looks, offers, then ends its first run with text
+    ("Waiting for the other side.") while the negotiation goes on; told to go on, it waits and
+    accepts the first counter-offer, and says so once the negotiation is over."""
     messages = request["messages"]
     outputs = [m for m in messages if m.get("role") == "tool"]
-    if not outputs:
-        return ToolCalls((("get_state", {}),))
-    content = outputs[-1].get("content")
-    if isinstance(content, list):
-        content = "".join(part.get("text", "") for part in content)
-    last = str(content)
+    if messages[-1]["role"] == "user":
+        return ToolCalls(
+            (("wait_for_opponent", {"timeout_s": 10}),) if outputs else (("get_state", {}),)
+        )
+    last = _text(outputs[-1])
     if re.search(r"^outcome: ", last, re.MULTILINE):
         return Text("The negotiation is over.")
-    live = next((x for x in last.splitlines() if x.startswith("live offers: ")), "")
-    theirs = re.findall(r"seller (o\d+) at", live)
-    if theirs and len(outputs) > 2:
-        return ToolCalls((("accept", {"offer_id": theirs[-1]}),))
     if len(outputs) == 1:
         return ToolCalls((("make_offer", {"price": 5000}),))
+    if len(outputs) == 2:
+        return Text("Waiting for the other side.")
+    live = next((x for x in last.splitlines() if x.startswith("live offers: ")), "")
+    theirs = re.findall(r"seller (o\d+) at", live)
+    if theirs:
+        return ToolCalls((("accept", {"offer_id": theirs[-1]}),))
     return ToolCalls((("wait_for_opponent", {"timeout_s": 10}),))
 
 
@@ -89,22 +108,35 @@ def test_the_python_match_snippet_runs(tmp_path: Path) -> None:
     assert re.search(r"^\d+ model calls$", out, re.MULTILINE)
 
 
+def test_the_agents_sdk_section_shows_its_example_file_whole() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    found = re.search(rf"<!-- file: {AGENTS_SDK} -->\n```python\n(.*?)```", text, re.DOTALL)
+    assert found, f"docs/agents.md shows {AGENTS_SDK}"
+    assert found.group(1) == (ROOT / AGENTS_SDK).read_text(encoding="utf-8")
+
+
 @pytest.mark.slow
-def test_the_agents_sdk_snippet_runs(tmp_path: Path) -> None:
-    # The snippet uses the SDK's default provider; the loopback endpoint speaks chat completions.
-    code = "import agents\nagents.set_default_openai_api('chat_completions')\n"
-    code += snippet("agents-sdk")
+def test_the_agents_sdk_example_file_plays_to_an_outcome_that_is_stored(tmp_path: Path) -> None:
+    # The SDK starts the server with a few variables of ours only (HOME, PATH, ...), not
+    # XDG_DATA_HOME: the store is the default one under HOME.
     environment = env("")
-    with serve(agent_loop) as fake:
+    environment["HOME"] = str(tmp_path)
+    with serve(stops_early) as fake:
         environment["OPENAI_BASE_URL"] = fake.base_url
-        environment["XDG_DATA_HOME"] = str(tmp_path)
-        out = run_python(code, environment, tmp_path)
-    assert out.strip() == "The negotiation is over."
+        out = run_file(ROOT / AGENTS_SDK, environment, tmp_path)
+    printed = ast.literal_eval(out.strip())  # the seat's outcome, a printed dict
+    assert printed["status"] == "deal"
     assert any(
-        "You are the buyer" in str(m.get("content"))
-        for m in fake.requests[0]["messages"]
-        if m["role"] == "user"
+        "You are the buyer" in _text(m) for m in fake.requests[0]["messages"] if m["role"] == "user"
     )
+    # The model stopped once with text mid-negotiation; the example ran it again.
+    runs = {sum(m["role"] == "user" for m in r["messages"]) for r in fake.requests}
+    assert runs == {1, 2}
+    store_path = tmp_path / ".local" / "share" / "dealroom" / "results.db"
+    with ResultsStore(store_path, create=False) as store:
+        (stored,) = store.iter()
+    assert stored.record.outcome.status == "deal"
+    assert stored.record.outcome.price == Decimal(str(printed["price"]))
 
 
 def test_the_raw_mcp_snippet_runs(tmp_path: Path) -> None:

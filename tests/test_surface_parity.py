@@ -30,7 +30,8 @@ from dealroom.play.registry import resolve
 from dealroom.protocol import DEFAULT_RULES
 from dealroom.protocol.generator import dumps_jsonl, scenario_at
 from dealroom.server.mcp_app import DirectSession, build_app
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 from dealroom.server.seat import RoomSeat
 from dealroom.training.trl import BargainToolEnv
 
@@ -68,9 +69,11 @@ def script(env: BargainToolEnv, index: int, opponent: str) -> tuple[str, list[Ca
 def room(index: int, opponent: str) -> Room:
     return Room(
         "parity",
-        scenarios=lambda n: scenario_at(0, index + n, "mid"),
-        houses={"seller": House(opponent, resolve(opponent))},
-        rules=DEFAULT_RULES,
+        RoomSettings(
+            scenarios=lambda n: scenario_at(0, index + n, "mid"),
+            occupants={"seller": House(opponent, resolve(opponent))},
+            rules=DEFAULT_RULES,
+        ),
     )
 
 
@@ -140,7 +143,7 @@ async def test_trl_mcp_and_the_llm_seat_read_the_same_bytes(opponent: str) -> No
         briefing, calls, texts = script(BargainToolEnv(), index, opponent)
         the_room = room(index, opponent)
         seat = RoomSeat(the_room, "buyer")
-        app = build_app(lambda seat=seat: seat, series=the_room.series)
+        app = build_app(lambda seat=seat: seat, series=the_room.series.available)
         async with Client(app) as client:
             mcp_briefing, mcp_results = await whole_results(client, calls)
             mcp_tools = await client.list_tools()
@@ -148,7 +151,7 @@ async def test_trl_mcp_and_the_llm_seat_read_the_same_bytes(opponent: str) -> No
         assert mcp_briefing == briefing, (opponent, index)
         assert mcp_texts == texts, (opponent, index)
         direct_room = room(index, opponent)
-        direct = DirectSession(RoomSeat(direct_room, "buyer"), series=direct_room.series)
+        direct = DirectSession(RoomSeat(direct_room, "buyer"), series=direct_room.series.available)
         direct_briefing, direct_results = await whole_results(direct, calls)
         assert direct_briefing == briefing, (opponent, index)
         assert dumped(direct_results) == dumped(mcp_results), (opponent, index)

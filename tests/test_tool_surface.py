@@ -30,7 +30,8 @@ from dealroom.protocol.tools import (
     validate_arguments,
 )
 from dealroom.server.mcp_app import build_app
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 from dealroom.server.seat import RoomSeat
 from dealroom.training import remote
 from dealroom.training.sft import TOOL_SCHEMAS as SFT_TOOLS
@@ -69,9 +70,11 @@ def _room(rules: Rules) -> Room:
 
     return Room(
         "room-tools",
-        scenarios=lambda i: scenario_at(0, i, "mid"),
-        houses={"seller": House("boulware", resolve("boulware"))},
-        rules=rules,
+        RoomSettings(
+            scenarios=lambda i: scenario_at(0, i, "mid"),
+            occupants={"seller": House("boulware", resolve("boulware"))},
+            rules=rules,
+        ),
     )
 
 
@@ -80,7 +83,7 @@ def _room(rules: Rules) -> Room:
 async def test_the_mcp_tools_are_the_spec_described_under_the_rooms_rules(rules: Rules) -> None:
     room = _room(rules)
     seat = RoomSeat(room, "buyer")
-    async with Client(build_app(lambda: seat, series=room.series)) as client:
+    async with Client(build_app(lambda: seat, series=room.series.available)) as client:
         listed = (await client.list_tools()).tools
     specs = seat_tools(series=True)
     assert [t.name for t in listed] == [s.name for s in specs]

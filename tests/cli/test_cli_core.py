@@ -161,7 +161,6 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
         ([*MATCH, "--scenario", "{huge}"], "huge.jsonl: line 1: list_price"),
         ([*MATCH, "--scenario", "{empty}"], "no scenario in the file"),
         ([*MATCH, "--scenario", "{binary}"], "not a UTF-8 text file"),
-        ([], "required: command"),
         (["haggle"], "invalid choice: 'haggle'"),
         (["scenarios", "--n", "0"], "must be at least 1"),
         (["scenarios", "--n", "two"], "not an integer"),
@@ -198,7 +197,8 @@ def test_agents_lists_one_line_per_agent(capsys: pytest.CaptureFixture[str]) -> 
     lines = out.splitlines()
     scripted = [entry.name for entry in entries()]
     heads = [line.split()[0] for line in lines if not line.startswith("  ")]
-    assert heads == [*scripted, "human", "llm:MODEL", "negmas:CLASS"]
+    assert heads == [*scripted, "human", "llm:MODEL", "negmas:CLASS", "auctioneer", "sequential"]
+    assert out.count("(market seller)") == 2
     assert "boulware" in out and "e=0.2" in out
     # The family's members (with the negmas extra), or one line on how to install it.
     members = [line.split()[0] for line in lines if line.startswith("  ")]

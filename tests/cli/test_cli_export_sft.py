@@ -85,12 +85,13 @@ def test_a_record_that_does_not_replay_is_skipped_and_counted(
     assert "skipped 2 that do not replay (events differ: 2)" in err
 
 
+@pytest.mark.parametrize("client", ["mcp", "person"])
 def test_a_house_seat_opposite_a_servers_client_is_skipped_as_such_in_the_count_alone(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], client: str
 ) -> None:
     path = tmp_path / "served.db"
     with ResultsStore(path) as db:
-        for key, names in [("r/pair", ("linear", "boulware")), ("r/room", ("mcp", "boulware"))]:
+        for key, names in [("r/pair", ("linear", "boulware")), ("r/room", (client, "boulware"))]:
             record = play(
                 scenario_at(0, 1, "mid"), resolve("linear"), resolve("boulware"), names=names
             )
@@ -99,7 +100,8 @@ def test_a_house_seat_opposite_a_servers_client_is_skipped_as_such_in_the_count_
     assert {line["metadata"]["key"] for line in lines} == {"r/pair"}
     out = tmp_path / "out.jsonl"
     assert capsys.readouterr().err == (  # no line per skipped seat
-        f"wrote 2 transcripts to {out}; skipped 2 that do not replay (remote client: 2)\n"
+        f"wrote 2 transcripts to {out}; skipped 2 that do not replay "
+        "(opposite a remote client: 1, remote client: 1)\n"
     )
 
 

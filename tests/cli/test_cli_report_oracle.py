@@ -47,6 +47,30 @@ def test_the_oracle_section_is_reported_for_every_seat(
     assert "Oracle gap" not in capsys.readouterr().out  # only on request
 
 
+@pytest.mark.parametrize(
+    ("exact", "searched", "said"),
+    [(3, 3, "all exact; "), (0, 3, "all lower bounds; "), (1, 3, "1 exact, the rest lower ")],
+)
+def test_the_oracle_line_speaks_of_a_rest_only_when_there_is_one(
+    exact: int, searched: int, said: str
+) -> None:
+    from dealroom.cli.report import _exactness  # pyright: ignore[reportPrivateUsage]
+
+    assert _exactness(exact, searched).startswith(said)
+
+
+def test_a_run_of_time_dependent_counterparts_has_only_exact_oracles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "t.db"
+    argv = ["tournament", "--agents", "boulware,linear", "--per-pair", "1", "--tiers", "mid"]
+    assert main([*argv, "--secret", SECRET, "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--oracle", "--resamples", "20"]) == 0
+    err = capsys.readouterr().err
+    assert "oracles searched (all exact; " in err and "the rest" not in err, err
+
+
 def test_a_run_without_its_secret_has_no_oracle(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -121,6 +121,19 @@ def test_an_existing_run_needs_resume_and_resume_needs_the_same_configuration(
     assert len(rows(store)) == 72
 
 
+def test_a_resumed_run_counts_the_deals_of_what_was_stored_before(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with sqlite3.connect(store) as db:
+        db.execute(
+            "DELETE FROM negotiations WHERE rowid IN (SELECT rowid FROM negotiations LIMIT 6)"
+        )
+        (deals,) = db.execute("SELECT COUNT(*) FROM negotiations WHERE status = 'deal'").fetchone()
+    capsys.readouterr()
+    assert tournament(store, "--resume") == 0
+    assert f"30 already stored (deals: {deals})" in capsys.readouterr().err
+
+
 def test_agent_lists_keep_parameters_with_their_spec() -> None:
     assert agent_list("boulware:e=0.1,k=0.2, linear,,micro") == [
         "boulware:e=0.1,k=0.2",
@@ -135,11 +148,12 @@ class FakeTerminal(io.StringIO):
 
 
 def test_the_progress_bar_shows_count_rate_eta_and_deals_only_on_a_terminal() -> None:
-    progress = Progress(total=100, skipped=20, done=40, deals=30)
+    progress = Progress(total=100, skipped=20, done=40, deals=30, skipped_deals=15)
     bar = ProgressBar(FakeTerminal())
     text = bar.render(progress, seconds=4.0)
     assert "60/100" in text and "60%" in text
-    assert "10/s" in text and "ETA 00:04" in text and "deals 30 (75%)" in text
+    assert "10/s" in text and "ETA 00:04" in text
+    assert "deals 45 (75%)" in text  # of the 60 stored: those of a resumed run's past too
     bar.update(progress)
     bar.close()
     written = bar.stream.getvalue()  # pyright: ignore[reportAttributeAccessIssue]
@@ -151,10 +165,11 @@ def test_the_progress_bar_shows_count_rate_eta_and_deals_only_on_a_terminal() ->
 
 
 def test_the_summary_line_says_what_was_played_and_skipped() -> None:
-    line = summary_line(Progress(total=10, skipped=4, done=6, deals=3), 2.0, Path("x.db"), "r")
+    progress = Progress(total=10, skipped=4, done=6, deals=3, skipped_deals=1)
+    line = summary_line(progress, 2.0, Path("x.db"), "r")
     assert line == (
         "dealroom: 6 negotiations in 2.0 s (3/s), 3 deals in 6 negotiations (50%), 4 already "
-        "stored; run 'r' in "
+        "stored (deals: 1); run 'r' in "
         "x.db (dealroom report x.db)"
     )
 
@@ -235,9 +250,29 @@ def test_report_refuses_missing_files_and_ambiguous_runs(
     assert tournament(store, "--run", "other") == 0
     capsys.readouterr()
     assert main(["report", str(store)]) == 2
-    assert "holds several runs" in capsys.readouterr().err
+    assert "holds 2 runs: " in capsys.readouterr().err
     assert main(["report", str(store), "--run", "nope"]) == 2
     assert main(["report", str(store), "--run", "other", "--resamples", "20"]) == 0
+
+
+def test_report_on_a_store_of_many_runs_names_a_few_and_lists_them_all_on_request(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = next(iter(rows(store).values()))
+    with ResultsStore(store) as db:  # a server's store: one small run per room
+        for i in range(120):
+            db.add(f"room-{i:03d}/1", record, run=f"room-{i:03d}")
+    assert main(["report", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 300, err
+    assert "holds 121 runs: 'tournament' (36), 'room-000' (1), 'room-001' (1) and 118 more" in err
+    assert main(["report", str(store), "--run", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 300 and "118 more" in err, err
+    assert main(["report", str(store), "--runs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 121
+    assert lines[0].split() == ["36", "tournament"] and lines[1].split() == ["1", "room-000"]
 
 
 # -- replay ---------------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ from dealroom.protocol import (
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.secret import Secret
 from dealroom.protocol.tools import seat_tools
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 from dealroom.store.results import ResultsStore
 from dealroom.testing import ScriptedAgent
 from room_server import ADMIN, room_server, share_schema_validators
@@ -50,8 +51,10 @@ def house_room(opponent: str = "boulware", seed: int = 0) -> Room:
     scenario = scenario_at(seed, 0, "mid")
     return Room(
         "test",
-        scenarios=lambda n: scenario if n == 0 else None,
-        houses={"seller": House(opponent, resolve(opponent))},
+        RoomSettings(
+            scenarios=lambda n: scenario if n == 0 else None,
+            occupants={"seller": House(opponent, resolve(opponent))},
+        ),
     )
 
 

@@ -27,7 +27,8 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.compact_schema import compact_schema
 from dealroom.protocol.generator import scenario_at
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 from dealroom.server.seat import RoomSeat
 
 RESULT_MODELS: list[type[Model]] = [ActionResult, WaitResult, SeatState]
@@ -45,8 +46,10 @@ async def _played_results() -> dict[type[Model], list[dict[str, Any]]]:
 
     room = Room(
         "room-schema",
-        scenarios=lambda i: scenario_at(0, i, "mid") if i < 2 else None,
-        houses={"seller": House("conceder", resolve("conceder"))},
+        RoomSettings(
+            scenarios=lambda i: scenario_at(0, i, "mid") if i < 2 else None,
+            occupants={"seller": House("conceder", resolve("conceder"))},
+        ),
     )
     seat = RoomSeat(room, "buyer")
     found: dict[type[Model], list[dict[str, Any]]] = {m: [] for m in RESULT_MODELS}

@@ -29,7 +29,8 @@ from dealroom.server.http_limits import DEFAULT_HTTP_LIMITS, HttpLimits
 from dealroom.server.mcp_app import build_app
 from dealroom.server.mcp_http import build_http_app, uvicorn_config
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
@@ -100,6 +101,7 @@ def acts(*actions: Action, wait: float | None = None) -> House:
 
 def house_room(
     *,
+    room_id: str = "room-test",
     role: Role = "buyer",
     opponent: House | str = "hardliner",
     seed: Seed = 0,
@@ -107,6 +109,7 @@ def house_room(
     deadline: float | None = None,
     clock: ClockKind = "virtual",
     store: ResultsStore | None = None,
+    writer: ResultWriter | None = None,
     scenarios: Callable[[int], Scenario | None] | None = None,
     limits: RoomLimits = DEFAULT_LIMITS,
     rules: Rules = DEFAULT_RULES,
@@ -115,14 +118,17 @@ def house_room(
     house = opponent if isinstance(opponent, House) else House(opponent, resolve(opponent))
     other: Role = "seller" if role == "buyer" else "buyer"
     return Room(
-        "room-test",
-        scenarios=scenarios or (lambda i: scenario(seed, tier=tier, index=i, deadline=deadline)),
-        houses={other: house},
-        clock=clock,
-        seed=seed,
-        writer=None if store is None else ResultWriter(store),
-        limits=limits,
-        rules=rules,
+        room_id,
+        RoomSettings(
+            scenarios=scenarios
+            or (lambda i: scenario(seed, tier=tier, index=i, deadline=deadline)),
+            occupants={other: house},
+            clock=clock,
+            seed=seed,
+            limits=limits,
+            rules=rules,
+        ),
+        writer=writer if store is None else ResultWriter(store),
     )
 
 

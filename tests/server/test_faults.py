@@ -51,6 +51,7 @@ from dealroom.protocol.record import NegotiationRecord
 from dealroom.server.cluster_owners import owning
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
+from dealroom.server.room_settings import RoomSettings
 from dealroom.store.results import ResultsStore
 from fake_openai import Status, negotiator, scripted, serve
 
@@ -375,9 +376,11 @@ async def test_an_accept_at_the_wall_clock_deadline_is_refused_and_ends_without_
     room = house_room(opponent=house, deadline=30, clock="wall")
     room = Room(
         "wall",
-        scenarios=lambda i: scenario(0, index=i, deadline=30),
-        houses=room.houses,
-        clock="wall",
+        RoomSettings(
+            scenarios=lambda i: scenario(0, index=i, deadline=30),
+            occupants=room.settings.occupants,
+            clock="wall",
+        ),
         timer=lambda: now[0],
     )
     async with client_for(room, "buyer") as client:
@@ -514,7 +517,10 @@ async def test_two_slow_clients_in_turn_do_not_end_the_negotiation() -> None:
     # Each client thinks longer than the idle limit while the other is in a call: first the
     # buyer (while the seller's message waits for it), then the seller (before the buyer's
     # offer). Each is then counted as waiting in turn; neither is gone.
-    room = Room("pair", scenarios=lambda i: scenario(3, index=i), limits=RoomLimits(idle_s=0.05))
+    room = Room(
+        "pair",
+        RoomSettings(scenarios=lambda i: scenario(3, index=i), limits=RoomLimits(idle_s=0.05)),
+    )
     async with client_for(room, "seller") as seller, client_for(room, "buyer") as buyer:
         with anyio.fail_after(10):
             await ok(seller, "send_message", text="Hello.")  # held until the buyer idles

@@ -11,7 +11,8 @@ from mcp_support import acts, scenario, scripted
 
 from dealroom.agents import resolve
 from dealroom.protocol import Decision, MakeOffer, Reject, SendMessage
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 
 OPEN_AT = 10.0
 
@@ -19,10 +20,12 @@ OPEN_AT = 10.0
 def wall_room(house: House, now: list[float], deadline: float = 300.0) -> Room:
     return Room(
         "room-test",
-        scenarios=lambda i: scenario(0, index=i, deadline=deadline),
-        houses={"seller": house},
-        clock="wall",
-        seed=0,
+        RoomSettings(
+            scenarios=lambda i: scenario(0, index=i, deadline=deadline),
+            occupants={"seller": house},
+            clock="wall",
+            seed=0,
+        ),
         timer=lambda: now[0],
     )
 

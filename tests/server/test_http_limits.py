@@ -170,7 +170,7 @@ async def test_long_polls_whose_connections_dropped_hold_no_slot_of_their_seat(
                     for n in range(10, 10 + SEAT_CALLS_IN_FLIGHT):
                         group.start_soon(long_poll, n)
                     room = next(iter(server.registry.rooms.values()))
-                    while room.in_flight["buyer"] < SEAT_CALLS_IN_FLIGHT:  # noqa: ASYNC110
+                    while room.seats["buyer"].in_flight < SEAT_CALLS_IN_FLIGHT:  # noqa: ASYNC110
                         await anyio.sleep(0.02)
                     group.cancel_scope.cancel()  # their connections close, no cancellation sent
                 replies: list[str] = []

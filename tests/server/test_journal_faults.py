@@ -29,7 +29,7 @@ from test_faults import open_room, play_in, serve_process, stored_rows
 from dealroom.protocol import MakeOffer, RoomRequest, WalkAway
 from dealroom.server.cluster_owners import journal_directory, owning
 from dealroom.server.journal import Journals
-from dealroom.server.room import RoomError
+from dealroom.server.room_error import RoomError
 from dealroom.server.rooms import RoomRegistry
 from store_faults import fill, mount_tmpfs, unmount
 
@@ -52,7 +52,7 @@ async def test_a_journal_that_missed_inputs_is_never_restored_behind_the_store(
     journal = Journals.beside(path).directory / f"{created.room}.jsonl"
     missed = journal.read_text()  # what a journal that stopped here holds
     await seat.act(WalkAway())
-    await first.rooms[created.room].save()
+    await first.rooms[created.room].records.save()
     journal.write_text(missed)
 
     second = registries(path)

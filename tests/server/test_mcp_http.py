@@ -29,6 +29,7 @@ from mcp_support import (
 from dealroom.cli import main as cli_main
 from dealroom.protocol import DEFAULT_RULES, Role, RoomRequest, WalkAway, model_seat
 from dealroom.server.mcp_app import MODEL_TOOLS_URI, build_app
+from dealroom.server.mcp_http import WRONG_SEAT_TOKEN
 from dealroom.server.mcp_proxy import UpstreamSeat
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.rooms import RoomRegistry
@@ -116,6 +117,9 @@ async def test_a_missing_or_wrong_seat_token_gets_401(tmp_path: Path) -> None:
             assert response.status_code == 401, headers
             assert response.headers["www-authenticate"].startswith(challenge), headers
             assert ("invalid_token" in response.text) is ("error=" in challenge)
+            if "error=" in challenge:  # a token was sent: say what is wrong with it
+                assert response.json()["error_description"] == WRONG_SEAT_TOKEN
+                assert WRONG_SEAT_TOKEN in response.headers["www-authenticate"]
 
 
 async def test_a_seat_can_never_act_for_the_other(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from dealroom.protocol import Role, other
 from dealroom.server.mcp_app import MODEL_TOOLS_URI, OBSERVATION_URI, TRANSCRIPT_URI
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
+from dealroom.server.room_settings import RoomSettings
 
 pytestmark = pytest.mark.anyio
 
@@ -150,8 +151,10 @@ async def test_neither_client_of_a_two_client_room_receives_the_other_sides_valu
     for seed in range(4):
         room = Room(
             "pair",
-            scenarios=lambda i, seed=seed: scenario(seed, tier="high", index=i),
-            limits=RoomLimits(idle_s=0.05, max_wait_s=0.2),
+            RoomSettings(
+                scenarios=lambda i, seed=seed: scenario(seed, tier="high", index=i),
+                limits=RoomLimits(idle_s=0.05, max_wait_s=0.2),
+            ),
         )
         for role, seat in (await _play_pair(room, seed)).items():
             check(room, role, seat)

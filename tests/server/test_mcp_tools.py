@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from mcp_support import (
     text_of,
 )
 
+from benchmark_support import load_benchmark
 from dealroom.protocol import (
     DEFAULT_RULES,
     Accept,
@@ -44,6 +46,7 @@ from dealroom.server.mcp_app import (
 )
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
+from dealroom.server.room_settings import RoomSettings
 from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
 
@@ -336,7 +339,10 @@ async def test_a_series_ends_when_the_scenario_list_is_exhausted() -> None:
 
 
 async def test_a_room_of_two_clients_refuses_new_negotiation() -> None:
-    room = Room("two", scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.05))
+    room = Room(
+        "two",
+        RoomSettings(scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.05)),
+    )
     async with client_for(room, "buyer") as client:
         await ok(client, "walk_away")
         text = await refused(client, "new_negotiation")
@@ -418,7 +424,9 @@ async def test_the_briefing_prompt_tells_the_seat_everything_it_needs() -> None:
 
 
 async def test_a_cancelled_wait_call_corrupts_nothing() -> None:
-    room = Room("two", scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.3))
+    room = Room(
+        "two", RoomSettings(scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.3))
+    )
     negotiation = room.current
     async with client_for(room, "buyer") as buyer, client_for(room, "seller") as seller:
         await ok(seller, "get_state")  # the seller is here, and thinking
@@ -432,3 +440,23 @@ async def test_a_cancelled_wait_call_corrupts_nothing() -> None:
             accepted = await ok(buyer, "accept", offer_id=offer["events"][-1]["offer_id"])
     assert update["woke"] == "news" and [e["type"] for e in update["events"]] == ["offer_made"]
     assert accepted["outcome"]["status"] == "deal"
+
+
+def test_the_tools_list_reply_fits_its_budget_and_is_the_size_the_docs_show(
+    tmp_path: Path,
+) -> None:
+    """The stdio benchmark's own measurement, on ``dealroom serve`` (the bytes of the reply
+    line); the README's and benchmarks/README.md's tables show this figure."""
+    startup = load_benchmark("stdio_startup")
+    dealroom = str(Path(sys.executable).parent / "dealroom")
+    results = str(tmp_path / "r.db")
+    run = startup.start(
+        [dealroom, "serve", "--role", "buyer", "--opponent", "boulware", "--results", results],
+        list_tools=True,
+    )
+    assert run.tools == len(seat_tools(series=True))
+    assert run.tools_bytes <= startup.TARGET_TOOLS_BYTES
+    root = Path(__file__).resolve().parents[2]
+    for doc in (root / "README.md", root / "benchmarks" / "README.md"):
+        row = next(x for x in doc.read_text(encoding="utf-8").splitlines() if "| `tools/list`" in x)
+        assert f"{run.tools_bytes:,} bytes" in row, (doc, row)

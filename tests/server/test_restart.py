@@ -30,7 +30,8 @@ from test_faults import serve_process
 from dealroom.protocol import Accept, MakeOffer, Role, RoomRequest, SendMessage, WalkAway
 from dealroom.server.journal import Journals
 from dealroom.server.negotiation import RoomLimits
-from dealroom.server.room import Room, SeatPlayer
+from dealroom.server.room import Room
+from dealroom.server.room_settings import SeatPlayer
 from dealroom.server.rooms import RoomRegistry
 from dealroom.store.results import ResultsStore
 from dealroom.store.writer import ResultWriter
@@ -46,7 +47,7 @@ def _shared_validators(monkeypatch: pytest.MonkeyPatch) -> None:
 async def views(registry: RoomRegistry, room: str) -> dict[str, str]:
     found = registry.rooms[room]
     out = {}
-    for role in found.remote_roles:
+    for role in found.seats.remote_roles:
         observation = await found.current.observe(role, deliver=False)
         out[role] = observation.model_dump_json() + found.current.hint(role)
     return out
@@ -82,22 +83,22 @@ async def test_a_restored_room_is_the_same_room_and_ends_the_same(
     for created in rooms:
         for role, token in created.tokens.items():
             assert second.seat_for_token(token) == (created.room, role)
-    assert second.rooms[rooms[0].room].finished == 1
-    assert second.rooms[rooms[0].room].total_surplus("buyer") == Decimal("0.00")
+    assert second.rooms[rooms[0].room].series.finished == 1
+    assert second.rooms[rooms[0].room].seats["buyer"].total_surplus == Decimal("0.00")
 
     async def finish(registry: RoomRegistry) -> list[str]:
         out = []
         for created in rooms:
             room = registry.rooms[created.room]
-            for role in room.remote_roles:
+            for role in room.seats.remote_roles:
                 if room.current.is_open:
                     seat = registry.seat(created.room, role)
                     update = await seat.wait(1)
                     theirs = [o for o in update.live_offers if o.by != role]
                     action = Accept(offer_id=theirs[0].offer_id) if theirs else WalkAway()
                     await seat.act(action)
-            await room.save()
-            record = registry.writer.store.get(room.key(room.current))  # type: ignore[union-attr]
+            await room.records.save()
+            record = registry.writer.store.get(room.records.key(room.current))  # type: ignore[union-attr]
             assert record is not None
             out.append(record.record.model_dump_json())
         return out
@@ -114,19 +115,19 @@ async def test_a_restored_experiment_room_remembers_who_consented_and_when(
         RoomRequest(house_seller="boulware", participant="p01", consent="I agree.")
     )
     room = first.rooms[created.room]
-    assert room.needs_consent("buyer")
-    room.agree("buyer")
-    room.agree("buyer")  # the first time counts
+    assert room.consent.needed("buyer")
+    room.consent.agree("buyer")
+    room.consent.agree("buyer")  # the first time counts
     await first.seat(created.room, "buyer").act(MakeOffer(price=Decimal(100)))
 
     second = registries(path)
     assert second.restore() == 1
     restored = second.rooms[created.room]
-    assert not restored.needs_consent("buyer")
-    assert restored.agreed == room.agreed
+    assert not restored.consent.needed("buyer")
+    assert restored.consent.agreed == room.consent.agreed
     third = registries(path)  # restored twice: still once, still the same time
     assert third.restore() == 1
-    assert third.rooms[created.room].agreed == room.agreed
+    assert third.rooms[created.room].consent.agreed == room.consent.agreed
 
 
 async def test_a_torn_last_line_is_dropped_and_a_broken_journal_is_left_alone(
@@ -278,10 +279,10 @@ async def test_an_in_process_players_report_is_marked_partial_after_a_restart(
 
     async def stored(room_id: str) -> dict[str, Any]:
         room = second.rooms[room_id]
-        room.player_report(room.current, "seller", {"name": "llm:fake", "model_calls": 2})
+        room.records.player_report(room.current, "seller", {"name": "llm:fake", "model_calls": 2})
         await second.seat(room_id, "buyer").act(WalkAway())
-        await room.save()
-        record = second.writer.store.get(room.key(room.current))  # type: ignore[union-attr]
+        await room.records.save()
+        record = second.writer.store.get(room.records.key(room.current))  # type: ignore[union-attr]
         assert record is not None
         return record.extra["players"]["seller"]
 

@@ -26,7 +26,8 @@ from mcp import Client, StdioServerParameters
 from mcp_support import client_for, house_room, ok, refused, scripted
 
 from dealroom.protocol import RoomRequest, WalkAway
-from dealroom.server.room import RECENT_RESULTS, Room
+from dealroom.server.room import Room
+from dealroom.server.room_seats import RECENT_RESULTS
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
@@ -38,9 +39,7 @@ pytestmark = pytest.mark.anyio
 
 
 def writer_room(writer: ResultWriter, **kwargs: object) -> Room:
-    room = house_room(opponent="hardliner", **kwargs)  # type: ignore[arg-type]
-    room.writer = writer
-    return room
+    return house_room(opponent="hardliner", writer=writer, **kwargs)  # type: ignore[arg-type]
 
 
 async def test_a_deal_closed_on_a_full_disk_says_so_and_is_stored_once_after_the_next_one(
@@ -58,7 +57,7 @@ async def test_a_deal_closed_on_a_full_disk_says_so_and_is_stored_once_after_the
         )
         for _ in range(5):  # retries, get_state and the reaper: no second copy of the result
             state = await ok(client, "get_state")
-            await room.save()
+            await room.records.save()
         assert state["observation"]["outcome"]["end_reason"] == "walk_away"
         assert (state["finished"], len(state["results"])) == (1, 1)
         second = await ok(client, "new_negotiation")  # the first stays pending
@@ -183,8 +182,7 @@ async def test_a_result_written_nowhere_at_shutdown_is_logged_in_full(
 async def test_a_store_locked_by_another_process_holds_up_no_other_room(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     writer = ResultWriter(ResultsStore(path, busy_s=60), Spool.beside(path))
-    ending, other = writer_room(writer), writer_room(writer)
-    other.id = "room-other"
+    ending, other = writer_room(writer), writer_room(writer, room_id="room-other")
     locker = sqlite3.connect(path, isolation_level=None)
     locker.execute("BEGIN IMMEDIATE")  # another process's write lock, held until we let go
     done = anyio.Event()
@@ -235,8 +233,7 @@ async def test_a_slow_spool_write_of_one_room_holds_up_no_call_of_another(tmp_pa
     path = tmp_path / "r.db"
     spool = SlowSpool(tmp_path / "r.db.pending")
     writer = ResultWriter(ResultsStore(path), spool)
-    ending, other = writer_room(writer), writer_room(writer)
-    other.id = "room-other"
+    ending, other = writer_room(writer), writer_room(writer, room_id="room-other")
     results = []
 
     async def end_it() -> None:
@@ -273,7 +270,7 @@ async def test_an_amendment_of_a_row_being_written_lands_after_it(tmp_path: Path
         assert (writer.store.get(row) or pytest.fail("not stored")).extra == {
             "v": 2
         }  # that save set it after the insert
-        assert not writer.has_pending(room.key_prefix)
+        assert not writer.has_pending(room.records.key_prefix)
         writer.amend(row, {"v": 3})
         writer.close()  # a last amendment lands at shutdown too
     saved = writer.store.get(row)

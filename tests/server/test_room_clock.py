@@ -32,7 +32,8 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.generator import generate
 from dealroom.server.negotiation import RoomLimits
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 from dealroom.store.results import ResultsStore
 from dealroom.store.writer import ResultWriter
 from store_faults import Disk, FailingStore
@@ -40,8 +41,8 @@ from store_faults import Disk, FailingStore
 FAST = RoomLimits(idle_s=0.2, abandon_s=0.3)
 
 
-def two_seat_room(seed: int = 1, *, limits: RoomLimits = FAST, **kwargs: object) -> Room:
-    return Room("pair", scenarios=lambda i: scenario(seed, index=i), limits=limits, **kwargs)  # type: ignore[arg-type]
+def two_seat_room(seed: int = 1, *, limits: RoomLimits = FAST) -> Room:
+    return Room("pair", RoomSettings(scenarios=lambda i: scenario(seed, index=i), limits=limits))
 
 
 def test_agents_in_place_driven_from_outside_or_mixed_play_the_same_negotiation() -> None:
@@ -164,8 +165,7 @@ async def test_a_silent_seat_counts_as_waiting_after_the_idle_limit_and_the_dead
     with ResultsStore(tmp_path / "r.db") as store:
         room = Room(
             "pair",
-            scenarios=lambda i: scenario(1, index=i, deadline=30),
-            limits=FAST,
+            RoomSettings(scenarios=lambda i: scenario(1, index=i, deadline=30), limits=FAST),
             writer=ResultWriter(store),
         )
         negotiation = room.current
@@ -175,7 +175,7 @@ async def test_a_silent_seat_counts_as_waiting_after_the_idle_limit_and_the_dead
             update = await negotiation.wait("buyer", 60)
         assert update.woke == "ended" and update.outcome is not None
         assert update.outcome.end_reason == "deadline"
-        await room.save()
+        await room.records.save()
         assert "pair/1" in store
 
 
@@ -263,7 +263,7 @@ async def test_a_wall_clock_negotiation_ends_at_its_deadline_and_is_recorded(
             update = await negotiation.wait("buyer", 5)
         assert update.woke == "ended" and update.outcome is not None
         assert update.outcome.end_reason == "deadline" and update.now == 0.3
-        await room.save()
+        await room.records.save()
         assert "room-test/1" in store
 
 
@@ -289,10 +289,12 @@ async def test_an_abandoned_negotiation_is_run_to_its_end_by_the_reaper(tmp_path
     with ResultsStore(tmp_path / "r.db") as store:
         room = Room(
             "room-test",
-            scenarios=lambda i: scenario(0, index=i),
-            houses={"seller": House("boulware", resolve("boulware"))},
+            RoomSettings(
+                scenarios=lambda i: scenario(0, index=i),
+                occupants={"seller": House("boulware", resolve("boulware"))},
+                limits=RoomLimits(abandon_s=600),
+            ),
             writer=ResultWriter(store),
-            limits=RoomLimits(abandon_s=600),
             timer=lambda: now[0],
         )
         negotiation = room.current
@@ -305,7 +307,7 @@ async def test_an_abandoned_negotiation_is_run_to_its_end_by_the_reaper(tmp_path
         assert not negotiation.is_open
         assert negotiation.referee.outcome is not None
         assert negotiation.referee.outcome.end_reason in ("deadline", "accepted")
-        await room.save()
+        await room.records.save()
         assert "room-test/1" in store
 
 
@@ -323,6 +325,6 @@ async def test_a_finished_negotiation_is_written_once_however_many_calls_see_its
     with pytest.raises(RuleViolation):
         await negotiation.act("buyer", WalkAway())
     for _ in range(3):
-        await room.save()
+        await room.records.save()
     assert (store.attempts, dict(store.inserts)) == (1, {"room-test/1": 1})
-    assert room.finished == 1 and len(room.results("buyer")) == 1
+    assert room.series.finished == 1 and len(room.seats["buyer"].results()) == 1

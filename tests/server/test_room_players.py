@@ -18,7 +18,8 @@ from dealroom.play.players import SeatContext
 from dealroom.play.runner import house_player
 from dealroom.protocol import Role
 from dealroom.protocol.generator import scenario_at
-from dealroom.server.room import Room, SeatPlayer
+from dealroom.server.room import Room
+from dealroom.server.room_settings import RoomSettings, SeatPlayer
 from dealroom.store.results import ResultsStore, StoredNegotiation
 from dealroom.store.writer import ResultWriter
 from room_server import share_schema_validators
@@ -48,9 +49,10 @@ async def played(model: ScriptedModel, store: ResultsStore) -> StoredNegotiation
 
     room = Room(
         "r",
-        scenarios=lambda n: SCENARIO if n == 0 else None,
-        houses={},
-        players={"seller": SeatPlayer(seat.spec, play)},
+        RoomSettings(
+            scenarios=lambda n: SCENARIO if n == 0 else None,
+            occupants={"seller": SeatPlayer(seat.spec, play)},
+        ),
         writer=ResultWriter(store),
     )
     with anyio.fail_after(20):
@@ -102,14 +104,15 @@ class Lingering:
 async def test_a_player_that_does_not_return_after_its_ending_call_is_cancelled_in_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("dealroom.server.room.PLAYER_GRACE_S", 0.2)
+    monkeypatch.setattr("dealroom.server.room_players.PLAYER_GRACE_S", 0.2)
     player = Lingering()
     with ResultsStore(tmp_path / "r.db") as store:
         room = Room(
             "r",
-            scenarios=lambda n: SCENARIO if n == 0 else None,
-            houses={},
-            players={"seller": house_player(player)},
+            RoomSettings(
+                scenarios=lambda n: SCENARIO if n == 0 else None,
+                occupants={"seller": house_player(player)},
+            ),
             writer=ResultWriter(store),
         )
         with anyio.fail_after(20):

@@ -21,6 +21,7 @@ from dealroom.protocol.tools import function_schemas
 from dealroom.server.journal import Op
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
+from dealroom.server.room_settings import RoomSettings
 from dealroom.store.results import ResultsStore, SerializedRecord
 from dealroom.store.spool import PendingRow
 from dealroom.store.writer import ResultWriter
@@ -116,9 +117,8 @@ async def test_between_two_clients_each_keeps_the_calls_answered_before_the_end(
     store = ResultsStore(tmp_path / "r.db")
     room = Room(
         "two",
-        scenarios=lambda i: scenario(1, index=i),
+        RoomSettings(scenarios=lambda i: scenario(1, index=i), limits=RoomLimits(idle_s=0.05)),
         writer=ResultWriter(store),
-        limits=RoomLimits(idle_s=0.05),  # a seat between its calls does not hold up the other
     )
     async with client_for(room, "buyer") as b, client_for(room, "seller") as s:
         buyer, seller = Seen(b), Seen(s)
@@ -148,7 +148,9 @@ async def test_each_negotiation_of_a_series_starts_its_own_conversation(tmp_path
     assert stored_calls(one.extra["players"]["buyer"]["conversation"]) == first.messages()
     conversation = two.extra["players"]["buyer"]["conversation"]
     assert stored_calls(conversation) == second.messages()  # no new_negotiation call in it
-    assert conversation["messages"][0]["content"] == room._briefing(two.record.scenario, "buyer")  # pyright: ignore[reportPrivateUsage]
+    assert conversation["messages"][0]["content"] == room.records.briefing(
+        two.record.scenario, "buyer"
+    )
 
 
 class ListJournal:
@@ -164,7 +166,7 @@ async def test_a_negotiation_rebuilt_from_the_journal_stores_no_partial_conversa
 ) -> None:
     journal = ListJournal()
     before = house_room(opponent="hardliner")
-    before.journal = journal  # type: ignore[assignment]
+    before.journal.file = journal  # type: ignore[assignment]
     async with client_for(before, "buyer") as client:
         await ok(client, "make_offer", price=1.0)
     store = ResultsStore(tmp_path / "r.db")

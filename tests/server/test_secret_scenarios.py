@@ -129,7 +129,7 @@ async def test_a_rooms_negotiation_replays_byte_for_byte_from_the_key_stored_wit
     async with client_for(room, "buyer") as client:  # the seat never acts: the deadline ends it
         while (await ok(client, "wait_for_opponent", timeout_s=60))["outcome"] is None:
             pass
-    await room.save()
+    await room.records.save()
     (row,) = writer.store.iter()
     writer.store.close()
     names = (row.record.buyer, row.record.seller)

@@ -54,7 +54,8 @@ from dealroom.protocol import (
 from dealroom.protocol.text import describe_event
 from dealroom.server import mcp_http, rooms
 from dealroom.server.mcp_app import MODEL_TOOLS_URI, OBSERVATION_URI, TRANSCRIPT_URI, build_app
-from dealroom.server.room import House, Room
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, RoomSettings
 from dealroom.server.seat import RoomSeat
 from dealroom.server.tokens import TokenTable, new_token
 
@@ -79,7 +80,10 @@ def two_rooms(*, house: House, seller_cost: Decimal) -> Room:
     """A room whose seller (a house agent) has ``seller_cost``, everything else fixed."""
     base = scenario(4)
     changed = base.model_copy(update={"seller_cost": seller_cost})
-    return Room("room-x", scenarios=lambda i: changed if i == 0 else None, houses={"seller": house})
+    return Room(
+        "room-x",
+        RoomSettings(scenarios=lambda i: changed if i == 0 else None, occupants={"seller": house}),
+    )
 
 
 # -- reaching the other seat -----------------------------------------------------------------------

@@ -55,13 +55,13 @@ async def test_a_solo_participant_gets_a_room_after_consent_and_a_completion_aft
     current = study.current(who)
     assert current is not None and study.state(who) == "playing"
     room, role = current
-    assert role == "buyer" and room.run == "s1" and not room.needs_consent(role)
+    assert role == "buyer" and room.run == "s1" and not room.consent.needed(role)
     seat = RoomSeat(room, role)
     await seat.act(WalkAway())
-    assert study.completion(who) is None and room.can_start_next()
+    assert study.completion(who) is None and room.series.can_start_next()
     await seat.new_negotiation()
     await seat.act(WalkAway())
-    assert study.done(who) and not room.can_start_next()
+    assert study.done(who) and not room.series.can_start_next()
     completion = study.completion(who)
     assert completion is not None and completion.code == "C0DE"
     assert completion.payoff is not None and completion.payoff.total == Decimal("5.00")

@@ -22,7 +22,7 @@ from dealroom.protocol import RoomCreated, RoomRequest, SessionErrorCode, WalkAw
 from dealroom.protocol.study import StudyRequest
 from dealroom.server import journal as journal_module
 from dealroom.server.journal import WholeJournal
-from dealroom.server.room import RoomError
+from dealroom.server.room_error import RoomError
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomSeat
 from dealroom.server.study_export import EXPORTS, export_csv
@@ -284,7 +284,7 @@ async def test_a_participant_whose_room_cannot_be_opened_waits_and_gets_it_once_
 def test_a_room_whose_journal_was_set_aside_says_so_after_a_restart(tmp_path: Path) -> None:
     rooms = registry(tmp_path)
     created = rooms.create(RoomRequest(house_seller="boulware"))
-    journal = rooms.rooms[created.room].journal
+    journal = rooms.rooms[created.room].journal.file
     assert journal is not None
     journal.stop()  # what a failed write does to a room's journal
     again = registry(tmp_path)

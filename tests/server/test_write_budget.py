@@ -60,7 +60,6 @@ async def test_a_seat_starts_at_most_n_negotiations_a_minute_and_a_refusal_chang
     try:
         created = rooms.create(RoomRequest(house_seller="hardliner"))
         room: Room = rooms.rooms[created.room]
-        room._timer = clock  # pyright: ignore[reportPrivateUsage]
         seat = rooms.seat(created.room, "buyer")
         await next_one(seat)
         clock.now += 20
@@ -91,7 +90,6 @@ async def test_a_seat_sends_at_most_n_message_characters_a_minute_and_a_series(
     try:
         created = rooms.create(RoomRequest(house_seller="hardliner"))
         room: Room = rooms.rooms[created.room]
-        room._timer = clock  # pyright: ignore[reportPrivateUsage]
         seat = rooms.seat(created.room, "buyer")
         journal = tmp_path / "r.db.rooms" / f"{created.room}.jsonl"
         await seat.act(SendMessage(text="a" * 2_000))
@@ -130,7 +128,6 @@ async def test_a_restored_room_replays_its_series_whatever_the_rate(tmp_path: Pa
     limits = RoomLimits(negotiations_per_minute=1)
     first = registry(tmp_path / "r.db", limits, clock)
     created = first.create(RoomRequest(house_seller="hardliner"))
-    first.rooms[created.room]._timer = clock  # pyright: ignore[reportPrivateUsage]
     await next_one(first.seat(created.room, "buyer"))
     clock.now += 61
     await next_one(first.seat(created.room, "buyer"))

@@ -1,6 +1,9 @@
 """The ``dealroom`` command line. Each subcommand lives in its own module with ``add(subparsers)``.
 
-Bad flags, unknown agents and unreadable files print one line to stderr and exit 2.
+Bad flags, unknown agents and unreadable files print one line to stderr and exit 2; a command
+line that names no command (``dealroom``, ``dealroom room``) prints its list of commands before
+that line (argparse's status for a missing argument, 2). Every command has a description and
+every option a help text (a test walks them all).
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from dealroom._logging import configure_logging
 from dealroom._version import __version__
@@ -30,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "tournament",
         "round robin: every agent against every other in both seats, into a results store",
     ),
+    "markets": ("markets", "tournament of markets: every seller against every pool of buyers"),
     "report": ("report", "tournament report: leaderboard, tiers, features"),
     "replay": (
         "replay",
@@ -52,13 +56,41 @@ module registers its commands with exactly this help."""
 
 
 class UsageError(DealroomError):
-    """A bad command-line value: printed as one line, exit status 2."""
+    """A bad command-line value: printed as one line, exit status 2 (after ``preface``: a
+    command line that names no command gets the list of commands first)."""
 
     kind = "usage"
 
+    def __init__(self, message: str, *, preface: str = "") -> None:
+        super().__init__(message)
+        self.preface = preface
+
+
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # pyright: ignore[reportPrivateUsage]
+else:
+    _SubParsers = argparse._SubParsersAction  # generic only to type checkers
+
+
+class _Commands(_SubParsers):
+    """Subcommands whose ``--help`` opens with the one-line help of the list above it."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if "description" not in kwargs and "help" in kwargs:
+            kwargs["description"] = kwargs["help"]
+        return super().add_parser(name, **kwargs)
+
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Commands)
+
     def error(self, message: str) -> NoReturn:
+        required = "the following arguments are required: "
+        for action in self._actions:
+            if isinstance(action, _Commands) and message == required + str(action.dest):
+                raise UsageError("name a command (see the list above)", preface=self.format_help())
         raise UsageError(message)
 
 
@@ -100,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except (UsageError, StoreError) as exc:  # a store that turns out unreadable midway, too
+        if isinstance(exc, UsageError):
+            sys.stderr.write(exc.preface)
         sys.stderr.write(f"dealroom: error: {exc}\n")
         return 2
     except KeyboardInterrupt:

@@ -20,7 +20,7 @@ from dealroom.cli._common import (
     usage_error,
 )
 from dealroom.server.negotiation import RoomLimits
-from dealroom.server.room import SeatPlayer
+from dealroom.server.room_settings import SeatPlayer
 from dealroom.store.private import private_dir
 from dealroom.store.results import ResultsStore, StoreError
 from dealroom.store.writer import ResultWriter

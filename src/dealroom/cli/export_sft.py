@@ -20,6 +20,7 @@ from dealroom.protocol.model_seat import ArgumentsForm
 from dealroom.protocol.secret import seed_from_json
 from dealroom.store.results import ResultsStore, StoredNegotiation, StoreError
 from dealroom.training.sft import (
+    OPPOSITE_REMOTE,
     REMOTE_CLIENT,
     NotReplayable,
     conversation_example,
@@ -144,7 +145,8 @@ def stored_examples(
                     try:
                         example = _example(row, role, configs[row.run], arguments)
                     except NotReplayable as exc:
-                        say = log.info if exc.reason == REMOTE_CLIENT else log.warning
+                        expected = exc.reason in (REMOTE_CLIENT, OPPOSITE_REMOTE)
+                        say = log.info if expected else log.warning
                         say("sft_skipped", key=row.key, role=role, reason=str(exc))
                         counts[exc.reason] += 1
                         continue

@@ -6,18 +6,25 @@ import argparse
 import sys
 
 from dealroom.agents import MissingExtraError, entries, families, seat_entries
+from dealroom.agents.market import MARKET_SELLERS, market_seller
+from dealroom.analysis.market import format_market
 from dealroom.analysis.transcript import format_record
 from dealroom.cli._common import (
     Commands,
     add_scenario_flags,
     agent,
+    positive_int,
     report_fresh_secret,
     run_secret,
     scenario,
     usage_error,
 )
 from dealroom.cli._players import add_llm_flags, add_mcp_flags, needs_mcp, store_match
+from dealroom.engine.market import play_market
 from dealroom.engine.match import play
+from dealroom.play.registry import AgentSpecError, resolve, split_specs
+from dealroom.protocol.market import MAX_BUYERS
+from dealroom.protocol.market_scenarios import market_at
 from dealroom.protocol.secret import seed_json
 
 
@@ -29,7 +36,18 @@ def add(commands: Commands) -> None:
         required=True,
         help="agent spec, e.g. boulware, boulware:e=0.1, llm:gpt-4.1-mini or human",
     )
-    match.add_argument("--seller", required=True, help="agent spec")
+    match.add_argument(
+        "--seller",
+        required=True,
+        help="agent spec; with --buyers, a market seller (auctioneer, sequential) or any "
+        "scripted spec, run in every buyer's thread",
+    )
+    match.add_argument(
+        "--buyers",
+        type=market_size,
+        help="play a market of this many buyers (1 to 16) against the one seller; --buyer is "
+        "one scripted spec for every buyer, or one per buyer separated by commas",
+    )
     add_scenario_flags(match, public=True)
     match.add_argument("--json", action="store_true", help="print one JSON object")
     add_llm_flags(match)
@@ -43,6 +61,8 @@ def add(commands: Commands) -> None:
 def run_match(args: argparse.Namespace) -> int:
     """Play and print. Scripted agents play in process; LLM agents and people (or --server)
     play through MCP seats."""
+    if args.buyers is not None:
+        return run_market(args)
     if needs_mcp(args.buyer, args.seller) or args.server:
         from dealroom.cli import _mcp_match
 
@@ -58,6 +78,40 @@ def run_match(args: argparse.Namespace) -> int:
     if args.results is not None:
         store_match(args.results, record, seed_json(secret))
     sys.stdout.write((record.model_dump_json() if args.json else format_record(record)) + "\n")
+    report_fresh_secret(secret, given)
+    return 0
+
+
+def market_size(text: str) -> int:
+    """argparse type: a number of buyers a market can have."""
+    value = positive_int(text)
+    if value > MAX_BUYERS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_BUYERS} buyers: {text!r}")
+    return value
+
+
+def run_market(args: argparse.Namespace) -> int:
+    """Play one market of scripted agents on the virtual clock and print it."""
+    if args.scenario is not None:
+        raise usage_error("--scenario is for bilateral matches: a market draws its own")
+    if args.clock == "wall" or args.server or args.results is not None:
+        raise usage_error(
+            "markets play scripted agents on the virtual clock for now "
+            "(no --clock wall, --server or --results)"
+        )
+    specs = split_specs(args.buyer)
+    if len(specs) not in (1, args.buyers):
+        raise usage_error(f"--buyer: one spec, or {args.buyers} (one per buyer); got {len(specs)}")
+    specs = specs * args.buyers if len(specs) == 1 else specs
+    try:
+        seller = market_seller(args.seller)
+        buyers = [resolve(spec) for spec in specs]
+    except AgentSpecError as exc:
+        raise usage_error(str(exc)) from None
+    secret, given = run_secret(args, public=True)
+    market = market_at(secret, 0, args.tier, args.buyers)
+    record = play_market(market, seller, buyers, names=(args.seller, specs), seed=secret)
+    sys.stdout.write((record.model_dump_json() if args.json else format_market(record)) + "\n")
     report_fresh_secret(secret, given)
     return 0
 
@@ -86,4 +140,7 @@ def run_agents(args: argparse.Namespace) -> int:
         )
         for member in members:
             sys.stdout.write(f"  {member.name:<44} {member.summary}\n")
+    for seller in MARKET_SELLERS.values():
+        params = ", ".join(f"{k}={v:g}" for k, v in seller.defaults.items())
+        sys.stdout.write(f"{seller.name:<12} {seller.summary} (market seller)  [{params}]\n")
     return 0

@@ -23,7 +23,9 @@ def add(commands: Commands) -> None:
         description="Play one negotiation yourself: type commands (offer 950, accept, say ..., "
         "wait, walk, state, help) and see the other side's moves as they happen.",
     )
-    parser.add_argument("--role", choices=["buyer", "seller"], default="buyer")
+    parser.add_argument(
+        "--role", choices=["buyer", "seller"], default="buyer", help="your seat (default: buyer)"
+    )
     parser.add_argument(
         "--opponent",
         default="boulware",

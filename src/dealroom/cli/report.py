@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from dealroom.analysis.market_report import build_market_report, format_market_report
 from dealroom.analysis.oracle import OracleKey, OracleResult
 from dealroom.analysis.report import build_report, format_report
 from dealroom.analysis.report_html import render_html
@@ -25,6 +26,11 @@ def add(commands: Commands) -> None:
     parser = commands.add_parser("report", help="tournament report: leaderboard, tiers, features")
     parser.add_argument("store", type=Path, help="results store written by dealroom tournament")
     parser.add_argument("--run", help="run to report (needed when the store holds several)")
+    parser.add_argument(
+        "--runs",
+        action="store_true",
+        help="list the store's runs, one a line with its negotiations, largest first",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.add_argument("--html", type=Path, help="also write a self-contained HTML page here")
     parser.add_argument(
@@ -56,19 +62,45 @@ def open_existing_store(path: Path) -> ResultsStore:
         raise usage_error(str(exc)) from None
 
 
+def market_runs(store: ResultsStore) -> dict[str, int]:
+    """The store's market runs and their stored markets (keys are ``RUN/...``)."""
+    counts: dict[str, int] = {}
+    for key in store.market_keys():
+        run = key.split("/", 1)[0]
+        counts[run] = counts.get(run, 0) + 1
+    return counts
+
+
+NAMED_RUNS = 3
+"""How many runs an error names (a server's store holds a run per room: hundreds)."""
+
+
+def _largest(runs: dict[str, int]) -> list[tuple[str, int]]:
+    return sorted(runs.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _some_runs(runs: dict[str, int]) -> str:
+    """The largest runs by name, and how many more (``--runs`` lists them all)."""
+    named = ", ".join(f"{r!r} ({n:,})" for r, n in _largest(runs)[:NAMED_RUNS])
+    more = len(runs) - NAMED_RUNS
+    return named if more <= 0 else f"{named} and {more:,} more (--runs lists them all)"
+
+
 def choose_run(store: ResultsStore, run: str | None) -> str:
-    """The run to read: the one asked for, or the only one in the store."""
-    runs = {name: n for name, n in store.runs().items() if n}
+    """The run to read: the one asked for, or the only one in the store (negotiations or
+    markets)."""
+    runs = {name: n for name, n in store.runs().items() if n} | market_runs(store)
     if run is not None:
         if run not in runs:
-            known = ", ".join(repr(r) for r in runs) or "none"
+            known = _some_runs(runs) if runs else "none"
             raise usage_error(f"{store.path}: no negotiations of run {run!r} (runs: {known})")
         return run
     if not runs:
         raise usage_error(f"{store.path}: no negotiations stored")
     if len(runs) > 1:
-        known = ", ".join(f"{r!r} ({n:,})" for r, n in runs.items())
-        raise usage_error(f"{store.path} holds several runs: {known}; choose one with --run")
+        raise usage_error(
+            f"{store.path} holds {len(runs):,} runs: {_some_runs(runs)}; choose one with --run"
+        )
     return next(iter(runs))
 
 
@@ -91,10 +123,11 @@ def _oracles(store: ResultsStore, run: str, budget: int) -> dict[OracleKey, Orac
     records = (row.record for row in store.iter(run))
     table = oracles(records, seed=seed, rules=rules, budget=budget)
     values = table.values.values()
+    exact = _exactness(sum(o.exact for o in values), len(table.values))
     line = (
-        f"dealroom: {len(table.values):,} oracles searched ({sum(o.exact for o in values):,} "
-        f"exact, the rest lower bounds; {sum(o.simulations for o in values):,} negotiations "
-        f"simulated) in {time.perf_counter() - started:.1f} s"
+        f"dealroom: {len(table.values):,} oracles searched ({exact}"
+        f"{sum(o.simulations for o in values):,} negotiations simulated) in "
+        f"{time.perf_counter() - started:.1f} s"
     )
     if table.skipped:
         first = sorted(table.skipped.values())[0]
@@ -103,10 +136,27 @@ def _oracles(store: ResultsStore, run: str, budget: int) -> dict[OracleKey, Orac
     return table.values
 
 
+def _exactness(exact: int, searched: int) -> str:
+    """How many of the oracles are exact, the others being lower bounds (none: nothing)."""
+    if not searched:
+        return ""
+    if exact == searched:
+        return "all exact; "
+    if not exact:
+        return "all lower bounds; "
+    return f"{exact:,} exact, the rest lower bounds; "
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the report and print it (text or JSON); write the HTML page if asked."""
     with open_existing_store(args.store) as store:
+        if args.runs:
+            runs = {name: n for name, n in store.runs().items() if n} | market_runs(store)
+            sys.stdout.writelines(f"{n:>9,}  {name}\n" for name, n in _largest(runs))
+            return 0
         name = choose_run(store, args.run)
+        if name in market_runs(store):
+            return _market_report(args, store, name)
         oracles = _oracles(store, name, args.oracle_budget) if args.oracle else None
         report = build_report(
             store.iter(name),
@@ -128,4 +178,17 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         sys.stdout.write(format_report(report) + "\n")
+    return 0
+
+
+def _market_report(args: argparse.Namespace, store: ResultsStore, run: str) -> int:
+    """A market run's report (``dealroom markets``), as text or JSON."""
+    if args.html is not None or args.oracle:
+        raise usage_error(f"run {run!r} is a market run: --html and --oracle are for negotiations")
+    records = (record for _, record in store.iter_markets(run))
+    report = build_market_report(records, run=run, resamples=args.resamples, seed=args.seed)
+    if args.json:
+        sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+    else:
+        sys.stdout.write(format_market_report(report) + "\n")
     return 0

@@ -32,7 +32,12 @@ def add(commands: Commands) -> None:
     add_secret_flag(create)
     create.add_argument("--index", type=int, default=0, help="scenario index (default: 0)")
     create.add_argument("--deadline", type=float, help="seconds on the negotiation clock")
-    create.add_argument("--clock", choices=["virtual", "wall"], default="virtual")
+    create.add_argument(
+        "--clock",
+        choices=["virtual", "wall"],
+        default="virtual",
+        help="virtual (default): each action costs fixed clock seconds; wall: real seconds",
+    )
     house = create.add_mutually_exclusive_group()
     house.add_argument(
         "--house-buyer",
@@ -61,8 +66,8 @@ def add(commands: Commands) -> None:
     create.set_defaults(handler=run_create)
 
     show = actions.add_parser("show", help="print a room's negotiations and outcomes (JSON)")
-    show.add_argument("--server", required=True)
-    show.add_argument("room")
+    show.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8765")
+    show.add_argument("room", help="the room's id (room-...)")
     show.set_defaults(handler=run_show)
 
 

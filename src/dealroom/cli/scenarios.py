@@ -16,7 +16,12 @@ def add(commands: Commands) -> None:
     parser = commands.add_parser("scenarios", help="generate scenarios as JSONL")
     parser.add_argument("--n", type=positive_int, required=True, help="scenarios per tier")
     parser.add_argument("--tier", choices=TIERS, help="one tier (default: all three)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="public seed: the same seed gives the same scenarios (default: 0)",
+    )
     parser.add_argument("--out", type=Path, help="file to write (default: stdout)")
     parser.set_defaults(handler=run)
 

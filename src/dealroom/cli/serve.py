@@ -24,7 +24,8 @@ from dealroom.protocol import DEFAULT_RULES, Role, Scenario
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
 from dealroom.protocol.secret import Secret
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
-from dealroom.server.room import House, Room, ScenarioSource, SeatPlayer
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, Occupant, RoomSettings, ScenarioSource
 
 if TYPE_CHECKING:
     pass
@@ -50,7 +51,13 @@ def add(commands: Commands) -> None:
         "against a house agent, for hosts such as Claude Desktop. http: rooms with a bearer "
         "token per seat, MCP at /mcp, rooms created with `dealroom room create`.",
     )
-    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (default): one seat for the MCP host that starts it; http: rooms, "
+        "web pages and tokens",
+    )
     house = parser.add_argument_group("stdio house mode")
     house.add_argument(
         "--role",
@@ -206,33 +213,30 @@ def run(args: argparse.Namespace) -> int:
     limits = RoomLimits(idle_s=args.idle_limit, abandon_s=math.inf)
     role: Role = args.role
     opponent: Role = "seller" if role == "buyer" else "buyer"
-    houses: dict[Role, House] = {}
-    players: dict[Role, SeatPlayer] = {}
+    occupants: dict[Role, Occupant] = {}
     seated: list[object] = []  # seat players to close when serving ends (an LLM's HTTP client)
     if not _players.scripted(args.opponent):
         from dealroom.play.runner import house_player
 
         seat_player = _players.player(args.opponent, args)
         seated.append(seat_player)
-        players[opponent] = house_player(seat_player)
+        occupants[opponent] = house_player(seat_player)
     else:
-        houses[opponent] = House(args.opponent, agent(args.opponent))
+        occupants[opponent] = House(args.opponent, agent(args.opponent))
     # Never printed: the host's log is not the operator's alone. The results store keeps it.
     secret, _ = run_secret(args)
     scenarios = house_scenarios(args, secret)
     writer = open_writer(args.results)
     try:
-        room = Room(
-            f"house-{secrets.token_hex(6)}",
+        settings = RoomSettings(
             scenarios=scenarios,
-            houses=houses,
-            players=players,
+            occupants=occupants,
             rules=DEFAULT_RULES,
             clock=args.clock,
             seed=secret,
-            writer=writer,
             limits=limits,
         )
+        room = Room(f"house-{secrets.token_hex(6)}", settings, writer=writer)
         from dealroom.server.mcp_stdio import serve_stdio
 
         if seated:

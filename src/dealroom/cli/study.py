@@ -48,21 +48,54 @@ def add(commands: Commands) -> None:
     who.add_argument("--participants", metavar="LABELS", help="comma-separated labels")
     who.add_argument("--participants-file", type=Path, metavar="FILE", help="one label a line")
     who.add_argument("--count", type=positive_int, metavar="N", help="N labels, p01, p02, ...")
-    create.add_argument("--matching", choices=["solo", "pairs"], default="solo")
+    create.add_argument(
+        "--matching",
+        choices=["solo", "pairs"],
+        default="solo",
+        help="solo: each participant against --house; pairs: participants matched as they "
+        "arrive (default: solo)",
+    )
     create.add_argument("--house", metavar="SPEC", help="solo: the agent in the other seat")
-    create.add_argument("--role", choices=["buyer", "seller", "alternate"], default="buyer")
-    create.add_argument("--negotiations", type=positive_int, default=1, metavar="N")
-    create.add_argument("--tier", choices=TIERS, default="mid")
+    create.add_argument(
+        "--role",
+        choices=["buyer", "seller", "alternate"],
+        default="buyer",
+        help="solo: the participants' seat; alternate: buyer, seller, buyer, ... by label "
+        "order (default: buyer; pairs alternate by themselves)",
+    )
+    create.add_argument(
+        "--negotiations",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="negotiations per participant (default: 1)",
+    )
+    create.add_argument("--tier", choices=TIERS, default="mid", help="price tier (default: mid)")
     add_secret_flag(create)
     create.add_argument("--deadline", type=float, metavar="S", help="seconds per negotiation")
-    create.add_argument("--clock", choices=["wall", "virtual"], default="wall")
+    create.add_argument(
+        "--clock",
+        choices=["wall", "virtual"],
+        default="wall",
+        help="wall (default): the deadline runs in real seconds; virtual: each action costs "
+        "fixed clock seconds (solo only)",
+    )
     create.add_argument("--consent", metavar="TEXT", help="the consent line participants accept")
     create.add_argument("--instructions", type=Path, metavar="FILE", help="instructions (.md)")
     pay = create.add_argument_group("payment (none without --exchange-rate)")
     pay.add_argument("--exchange-rate", metavar="RATE", help="payment per unit of surplus")
-    pay.add_argument("--show-up-fee", metavar="FEE", default="0")
-    pay.add_argument("--currency", default="USD")
-    pay.add_argument("--pays", choices=["all", "one_random"], default="all")
+    pay.add_argument(
+        "--show-up-fee", metavar="FEE", default="0", help="paid for taking part (default: 0)"
+    )
+    pay.add_argument(
+        "--currency", default="USD", help="the payment's currency or unit (default: USD)"
+    )
+    pay.add_argument(
+        "--pays",
+        choices=["all", "one_random"],
+        default="all",
+        help="which negotiations pay: all (default), or one drawn at random",
+    )
     create.add_argument(
         "--max-wait-s",
         type=_limit,
@@ -79,8 +112,10 @@ def add(commands: Commands) -> None:
         help="pairs: seconds a participant's page may go silent before they have left the "
         "study (default 60; a closed page counts after 10)",
     )
-    create.add_argument("--completion-code", metavar="CODE")
-    create.add_argument("--completion-url", metavar="URL")
+    create.add_argument(
+        "--completion-code", metavar="CODE", help="shown on the final screen (for a platform)"
+    )
+    create.add_argument("--completion-url", metavar="URL", help="an https link on the final screen")
     create.add_argument(
         "--links",
         type=Path,
@@ -92,14 +127,14 @@ def add(commands: Commands) -> None:
     create.set_defaults(handler=create_study)
 
     show = actions.add_parser("show", help="print a study's participants and their state (JSON)")
-    show.add_argument("--server", required=True)
-    show.add_argument("study")
+    show.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8765")
+    show.add_argument("study", help="the study's id")
     show.set_defaults(handler=show_study)
 
     export = actions.add_parser("export", help="save a study's CSV files")
-    export.add_argument("--server", required=True)
+    export.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8765")
     export.add_argument("--out", type=Path, default=Path("."), help="directory (default: .)")
-    export.add_argument("study")
+    export.add_argument("study", help="the study's id")
     export.set_defaults(handler=export_study)
 
 
@@ -195,6 +230,8 @@ def _flag_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     message = str(first["msg"]).removeprefix("Value error, ")
     fields = [str(part) for part in first["loc"] if isinstance(part, str)]
+    blamed = first.get("ctx", {}).get("field")  # a rule across fields names the one to change
+    fields += [str(blamed)] if blamed else []
     return message if not fields else f"--{fields[-1].replace('_', '-')}: {message}"
 
 

@@ -91,7 +91,13 @@ def add(commands: Commands) -> None:
     parser.add_argument(
         "--learner-role", choices=["buyer", "seller"], help="with --learner: only in this seat"
     )
-    parser.add_argument("--backend", choices=["local", "ray"], default="local")
+    parser.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default="local",
+        help="local (default): process pool and one event loop; ray: model negotiations as "
+        "Ray tasks",
+    )
     parser.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
     llm = parser.add_argument_group("LLM benchmarks")
     llm.add_argument(
@@ -289,7 +295,11 @@ def summary_line(progress: Progress, seconds: float, out: Path, run: str) -> str
     """The one line a finished run prints."""
     rate = progress.done / seconds if seconds > 0 else 0.0
     deals = f"{progress.deals / progress.done:.0%}" if progress.done else "-"
-    skipped = f", {progress.skipped:,} already stored" if progress.skipped else ""
+    skipped = (
+        f", {progress.skipped:,} already stored (deals: {progress.skipped_deals:,})"
+        if progress.skipped
+        else ""
+    )
     return (
         f"dealroom: {progress.done:,} negotiations in {seconds:.1f} s ({rate:,.0f}/s), "
         f"{progress.deals:,} deals in {progress.done:,} negotiations ({deals}){skipped}"
@@ -334,17 +344,17 @@ class ProgressBar:
 
     def render(self, progress: Progress, seconds: float) -> str:
         """The bar's text for ``progress`` after ``seconds``."""
-        finished = progress.skipped + progress.done
+        finished, deals = progress.finished, progress.finished_deals  # stored before, too
         fraction = finished / progress.total if progress.total else 1.0
         filled = int(fraction * self.width)
         rate = progress.done / seconds if seconds > 0 else 0.0
         eta = _clock(progress.remaining / rate) if rate > 0 else "--:--"
-        deals = f"{progress.deals / progress.done:.0%}" if progress.done else "-"
+        rate_of_deals = f"{deals / finished:.0%}" if finished else "-"
         bar = "[" + "#" * filled + "." * (self.width - filled) + "] " if self.enabled else ""
         return (
             f"{bar}{finished:,}/{progress.total:,} "
             f"{fraction:4.0%}  {rate:,.{0 if rate >= 10 else 1}f}/s  ETA {eta}  "
-            f"deals {progress.deals:,} ({deals})" + usage_text(progress)
+            f"deals {deals:,} ({rate_of_deals})" + usage_text(progress)
         )
 
     def close(self) -> None:

@@ -53,7 +53,9 @@ def add(commands: Commands) -> None:
     add_filters(sft)
     _common_flags(sft, learning_rate=2e-5)
     sft.add_argument("--max-length", type=positive_int, help="default: the longest transcript")
-    sft.add_argument("--num-train-epochs", type=float, default=1.0)
+    sft.add_argument(
+        "--num-train-epochs", type=float, default=1.0, help="passes over the data (default: 1)"
+    )
     sft.add_argument("--max-turns", type=positive_int, help="keep each transcript's first turns")
     sft.add_argument(
         "--tool-arguments",
@@ -79,18 +81,37 @@ def add(commands: Commands) -> None:
     grpo.add_argument("--api-key", help="its key (default: $OPENAI_API_KEY)")
     grpo.add_argument("--opponent-log", type=Path, help="JSONL file of the opponent's calls")
     grpo.add_argument("--role", choices=ROLES, default="buyer", help="the learner's seat")
-    grpo.add_argument("--tier", choices=TIERS, default="mid")
-    grpo.add_argument("--scenario-seed", type=int, default=0)
+    grpo.add_argument("--tier", choices=TIERS, default="mid", help="price tier (default: mid)")
+    grpo.add_argument(
+        "--scenario-seed", type=int, default=0, help="seed of the scenarios (default: 0)"
+    )
     grpo.add_argument("--scenarios", type=positive_int, default=512, help="dataset rows")
     grpo.add_argument("--reward", default="", help="reward weights, e.g. share=1,no_deal=-0.2")
     _common_flags(grpo, learning_rate=1e-5)
-    grpo.add_argument("--num-generations", type=positive_int, default=4)
+    grpo.add_argument(
+        "--num-generations",
+        type=positive_int,
+        default=4,
+        help="rollouts per scenario, compared with each other (default: 4)",
+    )
     grpo.add_argument("--max-completion-length", type=positive_int, help="default: derived")
-    grpo.add_argument("--max-tool-calling-iterations", type=positive_int)
-    grpo.add_argument("--temperature", type=float, default=1.0)
+    grpo.add_argument(
+        "--max-tool-calling-iterations",
+        type=positive_int,
+        help="tool-calling turns per rollout (default: no limit; a rollout ends with its "
+        "negotiation)",
+    )
+    grpo.add_argument(
+        "--temperature", type=float, default=1.0, help="sampling temperature (default: 1.0)"
+    )
     grpo.add_argument("--beta", type=float, default=0.0, help="KL coefficient (default: 0)")
     grpo.add_argument("--use-vllm", action="store_true", help="generate with vLLM (GPU)")
-    grpo.add_argument("--vllm-mode", choices=["colocate", "server"], default="colocate")
+    grpo.add_argument(
+        "--vllm-mode",
+        choices=["colocate", "server"],
+        default="colocate",
+        help="with --use-vllm: in the training process (default) or a vLLM server",
+    )
     grpo.add_argument(
         "--lengths-from", type=Path, help="SFT export to derive lengths from (default: play some)"
     )
@@ -103,9 +124,14 @@ def add(commands: Commands) -> None:
     serve = stages.add_parser("serve", help="serve a checkpoint (OpenAI-compatible, loopback)")
     serve.add_argument("--model", required=True, help="checkpoint directory")
     serve.add_argument("--name", help="model id it answers to (default: directory name)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--max-new-tokens", type=positive_int, default=256)
+    serve.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=256,
+        help="most tokens per reply; a request may ask for fewer (default: 256)",
+    )
     serve.add_argument(
         "--max-queue",
         type=positive_int,
@@ -127,13 +153,41 @@ def add(commands: Commands) -> None:
 
 def _common_flags(parser: argparse.ArgumentParser, *, learning_rate: float) -> None:
     parser.add_argument("--model", required=True, help="checkpoint directory or hub id")
-    parser.add_argument("--output-dir", type=Path, required=True)
-    parser.add_argument("--max-steps", type=positive_int, default=100)
-    parser.add_argument("--learning-rate", type=float, default=learning_rate)
-    parser.add_argument("--per-device-train-batch-size", type=positive_int)
-    parser.add_argument("--gradient-accumulation-steps", type=positive_int, default=1)
-    parser.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction)
-    parser.add_argument("--logging-steps", type=positive_int, default=1)
+    parser.add_argument(
+        "--output-dir", type=Path, required=True, help="where checkpoints and metrics go"
+    )
+    parser.add_argument(
+        "--max-steps", type=positive_int, default=100, help="optimizer steps (default: 100)"
+    )
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        default=learning_rate,
+        help=f"peak learning rate (default: {learning_rate:g})",
+    )
+    parser.add_argument(
+        "--per-device-train-batch-size",
+        type=positive_int,
+        help="rows per step and device (default: sft fits it to memory, grpo uses "
+        "--num-generations)",
+    )
+    parser.add_argument(
+        "--gradient-accumulation-steps",
+        type=positive_int,
+        default=1,
+        help="batches summed per optimizer step (default: 1)",
+    )
+    parser.add_argument(
+        "--gradient-checkpointing",
+        action=argparse.BooleanOptionalAction,
+        help="recompute activations to save memory (default: on; whole negotiations need it)",
+    )
+    parser.add_argument(
+        "--logging-steps",
+        type=positive_int,
+        default=1,
+        help="log (and append to metrics.jsonl) every N steps (default: 1)",
+    )
     parser.add_argument(
         "--report-to",
         type=lambda text: tuple(n.strip() for n in text.split(",") if n.strip()) or ("none",),
@@ -149,13 +203,20 @@ def _common_flags(parser: argparse.ArgumentParser, *, learning_rate: float) -> N
         metavar="DIR|last",
         help="resume from a checkpoint-N directory, or the output directory's last",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
     parser.add_argument(
         "--chat-template", help="replace the model's template: a TRL bundled name or a .jinja"
     )
     parser.add_argument("--use-peft", action="store_true", help="train LoRA adapters (merged)")
-    parser.add_argument("--lora-r", type=positive_int, default=16)
-    parser.add_argument("--lora-alpha", type=positive_int, default=32)
+    parser.add_argument(
+        "--lora-r", type=positive_int, default=16, help="with --use-peft: LoRA rank (default: 16)"
+    )
+    parser.add_argument(
+        "--lora-alpha",
+        type=positive_int,
+        default=32,
+        help="with --use-peft: LoRA scaling alpha (default: 32)",
+    )
 
 
 def _common(args: argparse.Namespace) -> dict[str, Any]:

@@ -46,10 +46,20 @@ def add(stages: Commands) -> None:
     evaluate.add_argument(
         "--models", type=Path, metavar="FILE.toml", help="roster of LLM opponents"
     )
-    evaluate.add_argument("--role", choices=["buyer", "seller"], default="buyer")
+    evaluate.add_argument(
+        "--role",
+        choices=["buyer", "seller"],
+        default="buyer",
+        help="the model's seat (default: buyer)",
+    )
     evaluate.add_argument("--tiers", type=tier_list, default=["mid"], help="default: mid")
     evaluate.add_argument("--scenarios", type=positive_int, default=20, help="per opponent, tier")
-    evaluate.add_argument("--scenario-seed", type=int, default=1)
+    evaluate.add_argument(
+        "--scenario-seed",
+        type=int,
+        default=1,
+        help="seed of the scenarios; train grpo's default is 0, so 1 holds them out (default: 1)",
+    )
     evaluate.add_argument(
         "--max-tool-calling-iterations",
         type=positive_int,
@@ -57,8 +67,12 @@ def add(stages: Commands) -> None:
         help="replies whose tool calls are made per negotiation, as in train grpo "
         "(default: %(default)s)",
     )
-    evaluate.add_argument("--temperature", type=float, default=0.0)
-    evaluate.add_argument("--max-tokens", type=positive_int)
+    evaluate.add_argument(
+        "--temperature", type=float, default=0.0, help="sampling temperature (default: 0)"
+    )
+    evaluate.add_argument(
+        "--max-tokens", type=positive_int, help="most tokens per reply (default: the server's)"
+    )
     evaluate.add_argument(
         "--concurrency",
         type=positive_int,

@@ -21,6 +21,8 @@ class Progress:
     """Played in this session."""
     deals: int = 0
     """Deals among those played in this session."""
+    skipped_deals: int = 0
+    """Deals among those already in the store."""
     new_rows: int = 0
     """Rows this session wrote (fewer than ``done`` only if someone else wrote the same keys)."""
     failures: int = 0
@@ -38,6 +40,16 @@ class Progress:
     def remaining(self) -> int:
         """Still to play."""
         return self.total - self.skipped - self.done
+
+    @property
+    def finished(self) -> int:
+        """Stored, by this session or an earlier one."""
+        return self.skipped + self.done
+
+    @property
+    def finished_deals(self) -> int:
+        """Deals among ``finished``."""
+        return self.skipped_deals + self.deals
 
     def count(self, played: Played) -> None:
         """Add one finished negotiation."""

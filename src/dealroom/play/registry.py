@@ -183,13 +183,20 @@ def parse_spec(spec: str) -> tuple[AgentEntry, dict[str, float]]:
         raise AgentSpecError(
             f"agent {name!r} plays through a seat (not a scripted strategy): it cannot play here"
         )
-    params = dict(entry.defaults)
+    return entry, parse_params(name, entry.defaults, rest)
+
+
+def parse_params(name: str, defaults: Mapping[str, float], rest: str) -> dict[str, float]:
+    """``KEY=VALUE,...`` of agent ``name`` over its ``defaults`` (every parameter, defaults
+    filled in); AgentSpecError for an unknown parameter, one given twice, or a value that is
+    not a finite number."""
+    params = dict(defaults)
     given: set[str] = set()
     for pair in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, raw = pair.partition("=")
         key = key.strip()
-        if not sep or key not in entry.defaults:
-            allowed = ", ".join(entry.defaults) or "none"
+        if not sep or key not in defaults:
+            allowed = ", ".join(defaults) or "none"
             raise AgentSpecError(f"agent {name!r} has no parameter {key!r} (parameters: {allowed})")
         if key in given:  # which one was meant? the last silently won before
             raise AgentSpecError(f"parameter {key!r} of {name!r} is given twice")
@@ -201,7 +208,7 @@ def parse_spec(spec: str) -> tuple[AgentEntry, dict[str, float]]:
         if not math.isfinite(value):
             raise AgentSpecError(f"parameter {key!r} of {name!r} must be finite")
         params[key] = value
-    return entry, params
+    return params
 
 
 def resolve(spec: str) -> AgentFactory:

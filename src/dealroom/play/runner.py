@@ -48,7 +48,8 @@ from dealroom.protocol.secret import Secret, Seed
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.mcp_app import build_app
 from dealroom.server.negotiation import Negotiation, RoomLimits
-from dealroom.server.room import House, Room, SeatPlayer
+from dealroom.server.room import Room
+from dealroom.server.room_settings import House, Occupant, RoomSettings, SeatPlayer
 from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
 
@@ -104,7 +105,7 @@ async def play_match(
     """
     seed = Secret.new() if seed is None else seed
     players: dict[Role, Player] = {"buyer": buyer, "seller": seller}
-    houses: dict[Role, House] = {
+    houses: dict[Role, Occupant] = {
         role: House(spec=p.name, factory=p.factory)
         for role, p in players.items()
         if scripted_as_house and isinstance(p, ScriptedPlayer)
@@ -121,21 +122,20 @@ async def play_match(
         )
         return _finish(record, {"players": {}, "errors": {}}, store, key, run)
     timer = _Clock()
-    room = Room(
-        "match",
+    settings = RoomSettings(
         scenarios=lambda n: scenario if n == 0 else None,
-        houses=houses,
+        occupants=houses,
         rules=rules,
         clock=clock,
         seed=seed,
         limits=RoomLimits(idle_s=timeout_s, abandon_s=timeout_s, max_wait_s=60.0),
-        timer=timer,
     )
+    room = Room("match", settings, timer=timer)
     negotiation = room.current
     extra: dict[str, Any] = {"players": {}, "errors": {}, "clock": clock}
     with anyio.move_on_after(timeout_s) as scope:
         async with anyio.create_task_group() as group:
-            for role in room.remote_roles:
+            for role in room.seats.remote_roles:
                 paid = None if on_model_call is None else functools.partial(on_model_call, role)
                 context = SeatContext(role=role, rules=rules, seed=seed, on_model_call=paid)
                 group.start_soon(
@@ -149,7 +149,7 @@ async def play_match(
                     cleanup_s,
                 )
     if scope.cancelled_caught:
-        for role in room.remote_roles:
+        for role in room.seats.remote_roles:
             extra["errors"].setdefault(role, f"the match took longer than {timeout_s:g} s")
             await _walk_away(room, negotiation, role, cleanup_s)
     if negotiation.is_open:
@@ -197,15 +197,15 @@ def house_player(player: Player, *, cleanup_s: float = 30.0) -> SeatPlayer:
         negotiation = room.current
 
         def report(data: Mapping[str, Any]) -> None:
-            room.player_report(negotiation, role, {"name": player.name, **data})
+            room.records.player_report(negotiation, role, {"name": player.name, **data})
 
-        context = SeatContext(role=role, rules=room.rules, seed=room.seed, report=report)
+        context = SeatContext(role=role, rules=room.settings.rules, seed=room.seed, report=report)
         played: dict[str, Any] = {}
         await _seat_player(
             room, negotiation, player, context, played, negotiation.errors, cleanup_s
         )
-        room.player_done(negotiation, role, played[role])
-        await room.save()
+        room.records.player_done(negotiation, role, played[role])
+        await room.records.save()
 
     return SeatPlayer(spec=player.name, play=play)
 

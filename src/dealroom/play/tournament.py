@@ -184,12 +184,16 @@ class Tournament:
             raise RunExistsError(run, len(stored))
         recorded = self.store.run_config(run)
         if recorded is not None and recorded != wanted and stored:
-            raise ConfigMismatchError(run, _differences(recorded, wanted))
+            raise ConfigMismatchError(run, config_differences(recorded, wanted))
         if stored and recorded is None:
             raise ConfigMismatchError(run, ["the stored run has no recorded configuration"])
         self.store.set_run_config(run, wanted, replace=True)
         jobs = [job for job in self.config.jobs(run) if job.key not in stored]
-        self.progress = Progress(total=self.progress.total, skipped=self.progress.total - len(jobs))
+        self.progress = Progress(
+            total=self.progress.total,
+            skipped=self.progress.total - len(jobs),
+            skipped_deals=self.store.run_progress(run).deals if stored else 0,
+        )
         return jobs
 
     def save(self, job: Job, played: Played) -> None:
@@ -339,7 +343,9 @@ def stored_seed(store: ResultsStore, run: str) -> Seed | None:
     return seed_from_json(recorded)
 
 
-def _differences(recorded: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+def config_differences(recorded: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+    """What differs between a run's recorded configuration and the one asked for (the
+    secret named, never shown)."""
     return [
         # Secrets are not echoed: an error line may end up where a seat can read it.
         "secret: the stored and the asked secret differ"

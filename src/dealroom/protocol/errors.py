@@ -24,6 +24,7 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     │   └── MissingExtraError          missing_extra  play      an agent whose extra is absent
     ├── PlayerFailed                   player_failed  play      a player that could not go on
     ├── RemoteMatchError               remote_match   play      a remote room that failed
+    ├── MarketPlanError (ValueError)   market_plan    play      a market tournament not playable
     ├── TournamentError                tournament     play      a tournament that cannot start
     │   ├── RunExistsError             run_exists
     │   └── ConfigMismatchError        config_mismatch
@@ -66,6 +67,8 @@ class ErrorCode(StrEnum):
     MESSAGE_EMPTY = "message_empty"
     DEADLINE_PASSED = "deadline_passed"
     INVALID_ACTION = "invalid_action"
+    UNKNOWN_BUYER = "unknown_buyer"
+    """A market seller's action for no buyer, or a buyer that is not in the market."""
 
 
 class DealroomError(Exception):

@@ -12,7 +12,10 @@ from pydantic import Field, TypeAdapter
 
 from dealroom.protocol._base import Model, Money, Role
 
-EndReason = Literal["accepted", "deadline", "walk_away", "forfeit", "action_limit"]
+EndReason = Literal[
+    "accepted", "deadline", "walk_away", "forfeit", "action_limit", "sold_elsewhere"
+]
+"""Why a negotiation ended; ``sold_elsewhere`` only in a market (another buyer got the item)."""
 
 
 class _Event(Model):

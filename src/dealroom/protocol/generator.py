@@ -55,7 +55,8 @@ class ScenarioSpec(Model):
 DEFAULT_SPEC = ScenarioSpec()
 
 
-def _digest(seed: Seed, index: int, name: str) -> bytes:
+def scenario_digest(seed: Seed, index: int, name: str) -> bytes:
+    """The hash every draw of scenario ``index`` named ``name`` comes from."""
     match seed:
         case Secret():
             return seed.derive(f"dealroom:{index}:{name}")
@@ -63,13 +64,14 @@ def _digest(seed: Seed, index: int, name: str) -> bytes:
             return hashlib.sha256(f"dealroom:{seed}:{index}:{name}".encode()).digest()
 
 
-def _uniform(seed: Seed, index: int, name: str) -> float:
-    return int.from_bytes(_digest(seed, index, name)[:7], "big") / 2**56
+def scenario_uniform(seed: Seed, index: int, name: str) -> float:
+    """A draw in [0, 1) from ``digest``."""
+    return int.from_bytes(scenario_digest(seed, index, name)[:7], "big") / 2**56
 
 
 def scenario_id(seed: Seed, index: int, tier: Tier) -> str:
     """The opaque id of scenario ``index`` of ``tier``: the tier and 64 bits of a hash."""
-    return f"{tier}-{_digest(seed, index, f'id:{tier}')[:8].hex()}"
+    return f"{tier}-{scenario_digest(seed, index, f'id:{tier}')[:8].hex()}"
 
 
 def _nice(price: Decimal) -> Decimal:
@@ -82,14 +84,15 @@ def _nice(price: Decimal) -> Decimal:
 def scenario_at(seed: Seed, index: int, tier: Tier, spec: ScenarioSpec = DEFAULT_SPEC) -> Scenario:
     """The ``index``-th scenario of ``tier`` under ``seed`` (a public int or a secret)."""
     items = CATALOG[tier]
-    item, typical = items[int(_uniform(seed, index, f"item:{tier}") * len(items))]
-    jitter = 1 - spec.price_jitter + 2 * spec.price_jitter * _uniform(seed, index, "list")
+    item, typical = items[int(scenario_uniform(seed, index, f"item:{tier}") * len(items))]
+    jitter = 1 - spec.price_jitter + 2 * spec.price_jitter * scenario_uniform(seed, index, "list")
     low, high = TIER_RANGES[tier]
     list_price = min(max(_nice(typical * Decimal(repr(round(jitter, 6)))), low), high)
     lp = float(list_price)
-    mid = spec.midpoint_min + (spec.midpoint_max - spec.midpoint_min) * _uniform(seed, index, "mid")
-    gains = spec.zone_min + (spec.zone_max - spec.zone_min) * _uniform(seed, index, "gains")
-    if _uniform(seed, index, "no_zone") < spec.no_zone_share:
+    draw = scenario_uniform(seed, index, "mid")
+    mid = spec.midpoint_min + (spec.midpoint_max - spec.midpoint_min) * draw
+    gains = spec.zone_min + (spec.zone_max - spec.zone_min) * scenario_uniform(seed, index, "gains")
+    if scenario_uniform(seed, index, "no_zone") < spec.no_zone_share:
         gains = -gains
     return Scenario(
         id=scenario_id(seed, index, tier),

@@ -136,6 +136,8 @@ def counts_toward_forfeit(code: ErrorCode) -> bool:
             | ErrorCode.MESSAGE_EMPTY
         ):
             return True
+        case ErrorCode.UNKNOWN_BUYER:
+            return False  # a market's seller only: no bilateral room (where people sit) has it
         case ErrorCode.NEGOTIATION_CLOSED | ErrorCode.DEADLINE_PASSED | ErrorCode.INVALID_ACTION:
             return False
         case _:
@@ -153,6 +155,8 @@ def _counted_phrase(code: ErrorCode, rules: Rules) -> str | None:
             return f"a message over {rules.max_message_chars} characters"
         case ErrorCode.MESSAGE_EMPTY:
             return "an empty message"
+        case ErrorCode.UNKNOWN_BUYER:
+            return None
         case ErrorCode.NEGOTIATION_CLOSED | ErrorCode.DEADLINE_PASSED | ErrorCode.INVALID_ACTION:
             return None
         case _:
@@ -325,6 +329,8 @@ def ending(reason: EndReason) -> str:
             return "a side forfeited after too many refused moves"
         case "action_limit":
             return "a side reached the most moves allowed"
+        case "sold_elsewhere":
+            return "the seller sold the item to another buyer"
         case _:
             assert_never(reason)
 

@@ -192,6 +192,14 @@ class Referee:
             self._end("action_limit", role, None, now)
         return events[start:]
 
+    def close(self, reason: EndReason, by: Role | None, now: float) -> list[Event]:
+        """End the negotiation without a deal and without an action of its own (a market
+        closing this thread: the item sold to another buyer, the seller's walk-away, forfeit or
+        turn budget elsewhere). Nothing happens if it has ended already."""
+        if self._outcome is not None:
+            return []
+        return [self._end(reason, by, None, now)]
+
     # -- validation (no mutation) ----------------------------------------------------------
 
     def _validate(self, role: Role, action: Action) -> Decimal | None:

@@ -15,10 +15,11 @@ import hmac
 import re
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Literal
+from typing import Literal, LiteralString
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from dealroom.protocol._base import CENT, Model, Money, Role
 from dealroom.protocol.events import EndReason
@@ -113,6 +114,12 @@ class StudyCompletion(Model):
     url: str | None
 
 
+def _field_error(field: str, message: LiteralString) -> PydanticCustomError:
+    """A rule across fields, blamed on ``field`` (its ``ctx``: a model validator's error has no
+    location of its own), so that the CLI names the flag and the HTTP API the field."""
+    return PydanticCustomError("study_request", message, {"field": field})
+
+
 class StudyRequest(Model):
     """Admin request: create a study on an HTTP server (``POST /admin/studies``)."""
 
@@ -178,19 +185,22 @@ class StudyRequest(Model):
             if not parts.hostname or not (
                 parts.scheme == "https" or (parts.scheme == "http" and loopback)
             ):
-                raise ValueError("completion_url must be an https URL")
+                raise ValueError("an https URL is needed")
         return value
 
     @model_validator(mode="after")
     def _seats(self) -> StudyRequest:
         if self.matching == "solo" and self.house is None:
-            raise ValueError("a solo study needs a house agent (house)")
-        if self.matching == "pairs" and (self.house is not None or self.role != "buyer"):
-            raise ValueError("a pair study has no house agent and no fixed role")
+            raise _field_error("house", "a solo study needs a house agent")
+        if self.matching == "pairs" and self.house is not None:
+            raise _field_error("house", "a pair study has no house agent")
+        if self.matching == "pairs" and self.role != "buyer":
+            raise _field_error("role", "a pair study has no fixed role (its pairs alternate)")
         if self.matching == "pairs" and self.clock == "virtual":
-            raise ValueError(
+            raise _field_error(
+                "clock",
                 "a pair study runs on the wall clock: on the virtual clock each person's move "
-                "would wait for the other's next one"
+                "would wait for the other's next one",
             )
         return self
 

@@ -56,7 +56,7 @@ Op = list[Any]
 wall]``, ``["cancel", role]``, ``["think", role, seconds]``, ``["absent", role]``,
 ``["delivered", role, seen]``, ``["advance", wall]`` or ``["start", epoch_seconds]``; and one
 input of the room rather than the negotiation, ``["consent", role, when]`` (an experiment's
-participant agreed, ``Room.agree``)."""
+participant agreed, ``Consent.agree``)."""
 
 
 class JournaledScheduler(Scheduler):

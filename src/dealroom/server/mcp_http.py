@@ -43,7 +43,7 @@ from pydantic import AnyHttpUrl, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dealroom.protocol import DealroomError, RoomRequest
 from dealroom.server import web
@@ -56,7 +56,7 @@ from dealroom.server.http_limits import (
     raise_open_file_limit,
 )
 from dealroom.server.mcp_app import build_app
-from dealroom.server.room import RoomError
+from dealroom.server.room_error import RoomError
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.tokens import SEAT_SCOPE, SeatTokens, seat_of_request
 from dealroom.server.web.routes import first_error
@@ -124,7 +124,7 @@ def build_http_app(
         max_sessions=limits.max_sessions,
     )
     cap_sessions_per_seat(app.session_manager, limits.sessions_per_seat)
-    starlette.add_middleware(_BareChallenge)
+    starlette.add_middleware(_SeatChallenge)
     starlette.add_middleware(_HostCheck, security=security)  # the outermost
     return starlette
 
@@ -151,23 +151,46 @@ class _HostCheck:
         await self.app(scope, receive, send)
 
 
-class _BareChallenge:
+WRONG_SEAT_TOKEN = "unknown seat token: a wrong one, or one of a room this server no longer keeps"
+"""What a client is told of a bearer token ``/mcp`` does not know (the SDK says "Authentication
+required", the same as for no token at all)."""
+
+
+class _SeatChallenge:
     """401 with a bare challenge for a request to ``/mcp`` with no bearer token at all (the
     SDK's auth middleware says ``error="invalid_token"`` for a missing token and a wrong one
-    alike; RFC 6750 gives an error code only to credentials that were sent)."""
+    alike; RFC 6750 gives an error code only to credentials that were sent), and the SDK's 401
+    for a token that was sent, reworded: ``WRONG_SEAT_TOKEN``."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/mcp"):
-            header = Request(scope).headers.get("authorization", "")
-            if header.partition(" ")[0].lower() != "bearer":
-                body = {"error_description": "send Authorization: Bearer <seat token>"}
-                challenge = {"WWW-Authenticate": 'Bearer realm="dealroom"'}
-                await JSONResponse(body, status_code=401, headers=challenge)(scope, receive, send)
+        if scope["type"] != "http" or not scope["path"].startswith("/mcp"):
+            await self.app(scope, receive, send)
+            return
+        header = Request(scope).headers.get("authorization", "")
+        if header.partition(" ")[0].lower() != "bearer":
+            body = {"error_description": "send Authorization: Bearer <seat token>"}
+            challenge = {"WWW-Authenticate": 'Bearer realm="dealroom"'}
+            await JSONResponse(body, status_code=401, headers=challenge)(scope, receive, send)
+            return
+        refused = False
+
+        async def reworded(message: Message) -> None:
+            nonlocal refused
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                refused = True  # the SDK's own refusal, whose body follows in one message
                 return
-        await self.app(scope, receive, send)
+            if refused and message["type"] == "http.response.body":
+                body = {"error": "invalid_token", "error_description": WRONG_SEAT_TOKEN}
+                challenge = f'Bearer error="invalid_token", error_description="{WRONG_SEAT_TOKEN}"'
+                response = JSONResponse(body, 401, headers={"WWW-Authenticate": challenge})
+                await response(scope, receive, send)
+                return
+            await send(message)
+
+        await self.app(scope, receive, reworded)
 
 
 def _malformed(request: Request) -> Response | None:
@@ -329,15 +352,15 @@ class _AdminApi:
                 "open": n.is_open,
                 "events": n.referee.event_count,
                 "outcome": None if outcome is None else outcome.model_dump(mode="json"),
-                "key": room.key(n),
+                "key": room.records.key(n),
             }
         ]
         body = {
             "room": room.id,
-            "clock": room.clock,
-            "seats": {role: room.name(role) for role in ("buyer", "seller")},
-            "finished": room.finished,
-            "pending": room.has_pending(),
+            "clock": room.settings.clock,
+            "seats": room.seats.names(),
+            "finished": room.series.finished,
+            "pending": room.records.has_pending(),
             "negotiations": negotiations,
         }
         return JSONResponse(body)

@@ -23,7 +23,7 @@ async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> 
     """Serve ``role`` of ``room`` on stdin/stdout until the client closes the stream."""
     structlog.contextvars.bind_contextvars(room=room.id, seat=role)
     seat = RoomSeat(room, role)
-    app = build_app(lambda: seat, series=room.series)
+    app = build_app(lambda: seat, series=room.series.available)
 
     async def reap() -> None:
         # Ends wall-clock negotiations at their deadline even while the client is silent.
@@ -33,7 +33,7 @@ async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> 
 
     async with room.playing(), anyio.create_task_group() as group:
         group.start_soon(reap)
-        if room.writer is not None:  # results that could not be written yet, retried
-            group.start_soon(room.writer.retry_forever, reap_interval)
+        if room.records.writer is not None:  # results that could not be written yet, retried
+            group.start_soon(room.records.writer.retry_forever, reap_interval)
         await serve_stdio_wire(app)
         group.cancel_scope.cancel()

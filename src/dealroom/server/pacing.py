@@ -22,7 +22,6 @@ from collections.abc import Callable
 from typing import assert_never
 
 from dealroom.protocol import ROLES, Accept, Action, MakeOffer, Reject, Role, SendMessage, WalkAway
-from dealroom.server.negotiation import RoomLimits
 
 WINDOW_S = 60.0
 """The window of a per-minute limit, in wall seconds."""
@@ -121,14 +120,4 @@ class MessageBudget:
         return (
             f"A seat sends at most {self.per_minute:,} characters of messages a minute; this "
             f"one ({chars:,}) can be sent in {math.ceil(wait)} s."
-        )
-
-
-class Pacing:
-    """A room's limits on what its seats start (``starts``) and say (``messages``)."""
-
-    def __init__(self, limits: RoomLimits, timer: Callable[[], float]) -> None:
-        self.starts = Pace(limits.negotiations_per_minute)
-        self.messages = MessageBudget(
-            limits.message_chars_per_minute, limits.message_chars_per_series, timer
         )

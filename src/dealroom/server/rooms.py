@@ -31,7 +31,9 @@ from dealroom.server.journal import (
     reason_of,
 )
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
-from dealroom.server.room import House, Room, RoomError, SeatPlayer
+from dealroom.server.room import Room
+from dealroom.server.room_error import RoomError
+from dealroom.server.room_settings import Experiment, House, Occupant, RoomSettings, SeatPlayer
 from dealroom.server.seat import RoomSeat
 from dealroom.server.studies import Studies
 from dealroom.server.tokens import Grant, TokenTable, digest, new_token
@@ -104,7 +106,7 @@ class RoomRegistry:
         room = self._build(room_id, request)
         tokens: dict[Role, str] = {
             role: new_token(self.token_prefix)
-            for role in room.client_roles  # an in-process player's seat gets no token
+            for role in room.seats.client_roles  # an in-process player's seat gets no token
         }
         spectator = new_token(self.token_prefix)
         if self.journals is not None:
@@ -115,8 +117,8 @@ class RoomRegistry:
                 "tokens": digests,
                 "spectator": digest(spectator).hex(),
             }
-            room.journal = self.journals.create(room_id, header)
-            if room.journal is None:
+            room.journal.file = self.journals.create(room_id, header)
+            if room.journal.file is None:
                 raise RoomError(
                     SessionErrorCode.JOURNAL_UNAVAILABLE,
                     "The server cannot journal a new room now (its disk or file descriptors "
@@ -182,7 +184,7 @@ class RoomRegistry:
         seats = [
             Grant(bytes.fromhex(hexdigest), room_id, role)
             for role, hexdigest in journal.header["tokens"].items()
-            if role in room.client_roles
+            if role in room.seats.client_roles
         ]
         if "spectator" in journal.header:  # journals written before spectators: none
             seats.append(Grant(bytes.fromhex(journal.header["spectator"]), room_id, None))
@@ -192,12 +194,12 @@ class RoomRegistry:
                 "room journal is behind the results store (it missed inputs); room not "
                 "restored, journal set aside",
                 room=room_id,
-                replayed=room.finished,
+                replayed=room.series.finished,
                 stored=behind,
             )
             reopened.stop()
             return None, []
-        room.journal = reopened
+        room.journal.file = reopened
         return room, seats
 
     def _stored_ahead(self, room: Room) -> int:
@@ -207,24 +209,21 @@ class RoomRegistry:
         if self.writer is None:
             return 0
         keys = self.writer.store.keys(room.run) | set(self.writer.pending())
-        numbers = [
-            key.removeprefix(room.key_prefix) for key in keys if key.startswith(room.key_prefix)
-        ]
+        prefix = room.records.key_prefix
+        numbers = [key.removeprefix(prefix) for key in keys if key.startswith(prefix)]
         stored = max((int(n) for n in numbers if n.isdigit()), default=0)
-        return stored if stored > room.finished else 0
+        return stored if stored > room.series.finished else 0
 
     def _build(self, room_id: str, request: RoomRequest) -> Room:
-        houses: dict[Role, House] = {}
-        players: dict[Role, SeatPlayer] = {}
+        occupants: dict[Role, Occupant] = {}
         for role, spec in zip(ROLES, (request.house_buyer, request.house_seller), strict=True):
             if spec is None:
                 continue
             player = None if self._resolve_player is None else self._resolve_player(spec)
-            if player is not None:
-                players[role] = player
-            else:
-                houses[role] = House(spec, self._resolve_house(spec))
-        if len(houses) + len(players) == 2:
+            occupants[role] = (
+                player if player is not None else House(spec, self._resolve_house(spec))
+            )
+        if len(occupants) == len(ROLES):
             raise ValueError("at most one seat can be a house agent")
         spec = DEFAULT_SPEC
         if request.deadline is not None:
@@ -238,22 +237,19 @@ class RoomRegistry:
                 return None
             return scenario_at(secret, request.index + index, request.tier, spec)
 
-        return Room(
-            room_id,
+        settings = RoomSettings(
             scenarios=scenarios,
-            houses=houses,
-            players=players,
+            occupants=occupants,
             rules=request.rules,
             clock=request.clock,
             seed=secret,
-            writer=self.writer,
             limits=self.limits,
-            timer=self._timer,
-            participant=request.participant,
-            consent=request.consent,
-            study=request.study,
-            on_record=None if request.study is None else self.studies.recorded,
+            experiment=Experiment(
+                participant=request.participant, consent=request.consent, study=request.study
+            ),
         )
+        study_hook = None if request.study is None else self.studies
+        return Room(room_id, settings, writer=self.writer, timer=self._timer, study_hook=study_hook)
 
     def seat_for_token(self, token: str) -> tuple[str, Role] | None:
         """The (room, role) a token opens, compared in constant time; None if it opens none."""
@@ -298,7 +294,7 @@ class RoomRegistry:
     def _play(self, room: Room) -> None:
         """Run a room's in-process players (an LLM seat) until the room is forgotten: each of
         its negotiations starts them (``Room.playing``). Only while ``reap`` runs."""
-        if not room.players or self._group is None or room.id in self._playing:
+        if not room.seats.players or self._group is None or room.id in self._playing:
             return
         scope = anyio.CancelScope()
         self._playing[room.id] = scope
@@ -320,9 +316,9 @@ class RoomRegistry:
             except Exception:  # one bad room must not stop the reaper for the others
                 log.exception("reaper failed", room=room_id)
                 continue
-            if room.current.is_open or room.has_pending():
+            if room.current.is_open or room.records.has_pending():
                 continue  # a room whose results are not all stored is never forgotten
-            if room.study is not None and room.can_start_next():
+            if room.settings.experiment.study is not None and room.series.can_start_next():
                 continue  # a study's participant may come back to it at any time
             ended = self._ended_at.setdefault(room_id, now)
             if now - ended >= self.retain_s:
@@ -331,8 +327,7 @@ class RoomRegistry:
     def close(self) -> None:
         """Close the rooms' journals (the server stops; they stay for the next start)."""
         for room in self.rooms.values():
-            if room.journal is not None:
-                room.journal.close()
+            room.journal.close()
         self.studies.close()
 
     def _forget(self, room_id: str) -> None:
@@ -340,7 +335,7 @@ class RoomRegistry:
         if playing is not None:
             playing.cancel()
         room = self.rooms.pop(room_id, None)
-        if room is not None and room.journal is not None:
+        if room is not None:
             room.journal.remove()
         self._ended_at.pop(room_id, None)
         self.tokens.revoke(room_id)

@@ -30,7 +30,8 @@ from dealroom.protocol.arguments import arguments_of
 from dealroom.protocol.tools import SEAT_TOOLS, ToolName, tool_of
 from dealroom.server import texts
 from dealroom.server.negotiation import Negotiation
-from dealroom.server.room import Room, RoomError
+from dealroom.server.room import Room
+from dealroom.server.room_error import RoomError
 
 _DESCRIPTIONS: dict[str, Mapping[str, str]] = {}
 
@@ -110,7 +111,7 @@ class RoomSeat:
     """A seat of a room in this process."""
 
     def __init__(self, room: Room, role: Role) -> None:
-        if role not in room.remote_roles:
+        if role not in room.seats.remote_roles:
             raise ValueError(f"the {role} seat of room {room.id} is played by a house agent")
         self.room = room
         self.role: Role = role
@@ -126,7 +127,7 @@ class RoomSeat:
 
     async def tool_descriptions(self) -> Mapping[str, str]:
         """Rendered from the room's rules."""
-        return descriptions(self.room.rules)
+        return descriptions(self.room.settings.rules)
 
     async def act(self, action: Action) -> ActionResult:
         """One action on the current negotiation.
@@ -139,8 +140,8 @@ class RoomSeat:
 
     async def _act(self, action: Action) -> ActionResult:
         self._consented()
-        if self.role in self.room.client_roles and (
-            over := self.room.pacing.messages.charge(self.role, action)
+        if self.room.seats[self.role].client and (
+            over := self.room.messages.charge(self.role, action)
         ):
             code = SessionErrorCode.TOO_MANY_MESSAGE_CHARS
             raise CallRefused(seat_text.error_payload(code, over))
@@ -154,8 +155,8 @@ class RoomSeat:
                 raise CallRefused(refusal) from None
             self._heard(negotiation, action, result)
         finally:
-            await self.room.save()
-        if result.ok and result.outcome is not None and not self.room.saved(negotiation):
+            await self.room.records.save()
+        if result.ok and result.outcome is not None and not self.room.records.saved(negotiation):
             message = texts.result_pending(action, result.outcome, negotiation.scenario.currency)
             raise CallRefused(seat_text.error_payload(SessionErrorCode.RESULT_PENDING, message))
         return result
@@ -173,7 +174,7 @@ class RoomSeat:
             self._heard(negotiation, ("wait_for_opponent", {"timeout_s": timeout_s}), result)
             return result
         finally:
-            await self.room.save()
+            await self.room.records.save()
 
     async def state(self) -> SeatState:
         """Observation plus series results."""
@@ -184,12 +185,12 @@ class RoomSeat:
         negotiation = self.room.current
         try:
             state = await self._state(negotiation)
-            if self.room.writer is not None:
+            if self.room.records.writer is not None:
                 text = seat_text.state_text(state)
-                self.room.heard(negotiation, self.role, "get_state", {}, text)
+                self.room.records.heard(negotiation, self.role, "get_state", {}, text)
             return state
         finally:
-            await self.room.save()
+            await self.room.records.save()
 
     @contextlib.contextmanager
     def _counted(self) -> Generator[None]:
@@ -197,25 +198,25 @@ class RoomSeat:
         ``SEAT_CALLS_IN_FLIGHT`` at once (``too_many_calls``), before it queues for the seat.
         Each call in flight holds a connection: a token flooding calls (a thousand long polls
         in one session) would otherwise hold every connection of the server."""
-        counts = self.room.in_flight
-        if counts[self.role] >= SEAT_CALLS_IN_FLIGHT:
+        slot = self.room.seats[self.role]
+        if slot.in_flight >= SEAT_CALLS_IN_FLIGHT:
             message = (
                 f"This seat already has {SEAT_CALLS_IN_FLIGHT} calls in flight; wait for their "
                 "replies before calling again."
             )
             raise CallRefused(seat_text.error_payload(SessionErrorCode.TOO_MANY_CALLS, message))
-        counts[self.role] += 1
+        slot.in_flight += 1
         try:
             yield
         finally:
-            counts[self.role] -= 1
+            slot.in_flight -= 1
 
     def _consented(self) -> None:
         """Refuse (``consent_required``) a call that plays, while the room asks the person in
         this client seat for consent and they have not agreed: on every route (MCP, the web
         page), as every call comes through here. ``get_state`` reads the briefing and is let
         through; a seat played in process asks no one."""
-        if self.role in self.room.client_roles and self.room.needs_consent(self.role):
+        if self.room.seats[self.role].client and self.room.consent.needed(self.role):
             message = "Read the instructions and agree to take part before the first negotiation."
             raise CallRefused(seat_text.error_payload(SessionErrorCode.CONSENT_REQUIRED, message))
 
@@ -225,11 +226,11 @@ class RoomSeat:
         return SeatState(
             observation=observation,
             negotiation=negotiation.number,
-            results=room.results(role),
-            finished=room.finished,
-            total_surplus=room.total_surplus(role),
-            can_start_next=room.can_start_next(),
-            clock=room.clock,
+            results=room.seats[role].results(),
+            finished=room.series.finished,
+            total_surplus=room.seats[role].total_surplus,
+            can_start_next=room.series.can_start_next(),
+            clock=room.settings.clock,
             hint=negotiation.hint(role),
         )
 
@@ -241,7 +242,7 @@ class RoomSeat:
     ) -> None:
         """Hand the room the call (an action, or a tool's name and arguments) and the text the
         seat reads for it; built only when the room stores its negotiations."""
-        if self.room.writer is None:
+        if self.room.records.writer is None:
             return
         if isinstance(call, tuple):
             name, arguments = call
@@ -251,7 +252,7 @@ class RoomSeat:
             text = reply.text()
         else:
             text = seat_text.update_text(reply, self.role, negotiation.scenario.currency)
-        self.room.heard(negotiation, self.role, name, arguments, text)
+        self.room.records.heard(negotiation, self.role, name, arguments, text)
 
     async def new_negotiation(self) -> SeatState:
         """Next negotiation of the series."""
@@ -261,13 +262,13 @@ class RoomSeat:
     async def _new_negotiation(self) -> SeatState:
         self._consented()
         try:
-            self.room.new_negotiation(paced=True)
+            self.room.series.start_next(paced=True)
         except RoomError as error:
             raise CallRefused(seat_text.error_payload(error.code, error.message)) from None
         try:
             return await self._state(self.room.current)  # not a call of its conversation
         finally:
-            await self.room.save()
+            await self.room.records.save()
 
     async def observation_json(self) -> str:
         """The current observation as JSON (does not mark events as seen)."""
@@ -282,8 +283,8 @@ class RoomSeat:
         """Role, item, own value, rules, clock and how to use the tools."""
         negotiation = self.room.current
         observation = await negotiation.observe(self.role, deliver=False)
-        return texts.briefing(observation, self.room.rules, clock=self.room.clock)
+        return texts.briefing(observation, self.room.settings.rules, clock=self.room.settings.clock)
 
     async def model_tools(self) -> str:
         """``model_seat.tools`` under the room's rules, as JSON: the tools a model reads."""
-        return json.dumps(model_seat.tools(self.room.rules))
+        return json.dumps(model_seat.tools(self.room.settings.rules))

@@ -21,7 +21,8 @@ from dealroom.protocol import RoomCreated, RoomRequest, SessionErrorCode
 from dealroom.protocol.study import StudyCreated, StudyRequest
 from dealroom.server.journal import STOPPED_SUFFIX, Journals, Op, WholeJournal, reason_of
 from dealroom.server.negotiation import Negotiation
-from dealroom.server.room import Room, RoomError
+from dealroom.server.room import Room
+from dealroom.server.room_error import RoomError
 from dealroom.server.study import Study
 from dealroom.server.study_people import Participant
 from dealroom.server.tokens import digest, new_token
@@ -134,8 +135,9 @@ class Studies:
         return Ticket(study, None if found[1] is None else study.participants[found[1]])
 
     def recorded(self, room: Room, negotiation: Negotiation) -> None:
-        """A room's ``on_record``: a negotiation of a study's room ended."""
-        if room.study is not None and (study := self.studies.get(room.study.id)) is not None:
+        """A study room's ``StudyHook``: a negotiation of a study's room ended."""
+        seats = room.settings.experiment.study
+        if seats is not None and (study := self.studies.get(seats.id)) is not None:
             study.recorded(room, negotiation)
 
     async def tick(self) -> None:

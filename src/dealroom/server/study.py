@@ -14,7 +14,7 @@ A room that cannot be opened (its journal: a full disk) is tried again, never an
 
 Every input is journaled (``study-<id>.jsonl`` beside the rooms' journals: consent, matches,
 results, page events, endings), so that a restarted server restores the study; each room
-restores itself from its own journal. Results come from each room's ``on_record``
+restores itself from its own journal. Results come from each room's ``StudyHook``
 (``recorded``), keyed by room and negotiation, so a room replayed after a restart adds nothing
 twice. A failed journal write loses nothing: the journal is written whole again from
 ``entries`` (``WholeJournal``).
@@ -56,7 +56,8 @@ from dealroom.protocol.wire import StudySeats
 from dealroom.server.instructions import blocks
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import Negotiation
-from dealroom.server.room import Room, RoomError
+from dealroom.server.room import Room
+from dealroom.server.room_error import RoomError
 from dealroom.server.study_people import Ended, Participant
 
 log = structlog.stdlib.get_logger(__name__)
@@ -272,9 +273,9 @@ class Study:
             played = PlayedNegotiation(
                 room=room.id,
                 room_negotiation=negotiation.number,
-                key=room.key(negotiation),
+                key=room.records.key(negotiation),
                 role=role,
-                counterpart=sitting.get(other) or room.name(other),
+                counterpart=sitting.get(other) or room.seats.name(other),
                 buyer_value=scenario.buyer_value,
                 seller_cost=scenario.seller_cost,
                 currency=scenario.currency,
@@ -449,7 +450,7 @@ class Study:
         for role, label in seats.items():
             agreed = self.participants[label].agreed
             if room is not None and agreed is not None:
-                room.agree(role, when=agreed)
+                room.consent.agree(role, when=agreed)
 
     def _seat(self, room_id: str, seats: dict[Role, str]) -> None:
         """Seat participants in a room (new, or replayed from the journal)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
-from dealroom.protocol import Role
+from dealroom.protocol import ROLES, Role
 from dealroom.server.seat import RoomSeat
 
 SEAT_SCOPE = "seat"
@@ -89,10 +89,11 @@ def seat_of_request(seat: Callable[[str, Role], RoomSeat]) -> Callable[[], RoomS
 
     def provider() -> RoomSeat:
         token = get_access_token()
-        if token is None or token.subject not in ("buyer", "seller"):
+        subject = None if token is None else token.subject
+        role: Role | None = next((r for r in ROLES if r == subject), None)
+        if token is None or role is None:
             # The transport rejects requests without a valid token before any tool runs.
             raise PermissionError("no seat token on this request")
-        role: Role = "buyer" if token.subject == "buyer" else "seller"
         return seat(token.client_id, role)
 
     return provider

@@ -1,4 +1,5 @@
-"""The results store: one SQLite file (WAL), one row per finished negotiation.
+"""The results store: one SQLite file (WAL), one row per finished negotiation (and one per
+finished market, in a table of its own).
 
 A row is written, and committed, as each negotiation finishes. Rows have a caller-chosen
 ``key`` (deterministic for tournaments, e.g. ``run/pairing/tier/index``): writing a key twice
@@ -24,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from dealroom.protocol.errors import DealroomError
+from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.store.private import FILE_MODE, narrow, open_private
 
@@ -47,6 +49,20 @@ CREATE TABLE IF NOT EXISTS runs (
     run     TEXT PRIMARY KEY,
     config  TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS markets (
+    key          TEXT PRIMARY KEY,
+    run          TEXT NOT NULL,
+    seller       TEXT NOT NULL,
+    buyers       TEXT NOT NULL,
+    market_id    TEXT NOT NULL,
+    tier         TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    end_reason   TEXT NOT NULL,
+    price        TEXT,
+    record       TEXT NOT NULL,
+    finished_at  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS markets_run ON markets (run);
 """
 
 
@@ -330,6 +346,50 @@ class ResultsStore:
             span = last_at - datetime.fromisoformat(oldest).timestamp()
             pace = span / (min(stored, PACE_ROWS) - 1)
         return RunProgress(stored=stored, deals=int(deals), last_at=last_at, pace_s=pace)
+
+    # -- markets (one seller, N buyers: dealroom.protocol.market) ----------------------------
+
+    def add_market(self, key: str, record: MarketRecord, *, run: str = "") -> bool:
+        """Write one finished market and commit. False if the key was already stored."""
+        outcome = record.outcome
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO markets (key, run, seller, buyers, market_id, tier, "
+                "status, end_reason, price, record, finished_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    run,
+                    record.seller,
+                    json.dumps(record.buyers),
+                    record.scenario.id,
+                    record.scenario.base.tier,
+                    outcome.status,
+                    outcome.end_reason,
+                    None if outcome.price is None else str(outcome.price),
+                    record.model_dump_json(),
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                ),
+            )
+            return cursor.rowcount == 1
+
+    def market_keys(self, run: str | None = None) -> set[str]:
+        """Keys of the markets already stored (of one run, or all)."""
+        return {key for key, _ in self._market_rows("SELECT key, NULL", run)}
+
+    def iter_markets(self, run: str | None = None) -> Iterator[tuple[str, MarketRecord]]:
+        """Every stored market (of one run, or all) with its key, in key order."""
+        for key, record in self._market_rows("SELECT key, record", run):
+            yield key, MarketRecord.model_validate_json(record)
+
+    def _market_rows(self, select: str, run: str | None) -> list[tuple[str, str]]:
+        with self._reading():
+            if not self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'markets'"
+            ).fetchone():
+                return []  # a store from before markets, opened read-only
+            where, params = ("", ()) if run is None else (" WHERE run = ?", (run,))
+            return list(self._db.execute(f"{select} FROM markets{where} ORDER BY key", params))
 
     def run_config(self, run: str) -> dict[str, Any] | None:
         """A run's configuration, if recorded."""

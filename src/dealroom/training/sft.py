@@ -54,7 +54,7 @@ from dealroom.protocol.model_seat import ArgumentsForm, call_messages, with_argu
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Seed
 from dealroom.protocol.tools import ToolName, function_schemas
-from dealroom.server.room import REMOTE_NAME
+from dealroom.server.seat_names import CLIENT_NAMES
 from dealroom.training.trl import call_tool
 
 TOOL_SCHEMAS: list[dict[str, Any]] = function_schemas(DEFAULT_RULES)
@@ -63,8 +63,12 @@ from BargainToolEnv's methods (``dealroom.protocol.tools.function_schemas``)."""
 
 
 REMOTE_CLIENT = "remote client"
-"""Why a seat whose other side was a server's client seat is not replayed (expected: only a
-scripted pair replays; the client seat exports its stored conversation instead)."""
+"""Why a server's client seat (an MCP client, a person on the web page) is not replayed: its
+moves came from outside (expected; an LLM client seat exports its stored conversation instead)."""
+
+OPPOSITE_REMOTE = "opposite a remote client"
+"""Why a scripted seat whose other side was a server's client seat is not replayed (expected:
+only a scripted pair replays)."""
 
 
 class NotReplayable(DealroomError):
@@ -121,8 +125,9 @@ class RecordingSeat:
 
 
 def _scripted(spec: str, seat: str) -> ScriptedPlayer:
-    if spec == REMOTE_NAME:  # a server's client seat: its moves came from outside
-        raise NotReplayable(REMOTE_CLIENT, f"{seat} {spec!r} was a client of a server's room")
+    if spec in CLIENT_NAMES:  # a server's client seat: its moves came from outside
+        reason = REMOTE_CLIENT if seat == "seat" else OPPOSITE_REMOTE
+        raise NotReplayable(reason, f"{seat} {spec!r} was a client of a server's room")
     try:
         player = resolve_player(spec)
     except AgentSpecError as exc:

@@ -106,7 +106,7 @@ def test_a_person_plays_a_whole_negotiation_in_the_browser_against_a_house_agent
         assert "<script>" in messages.text
         assert messages.find_elements("tag name", "img") == []
         room = server.registry.rooms[created.room]
-        assert room.finished == 1 and room.current.referee.outcome is not None
+        assert room.series.finished == 1 and room.current.referee.outcome is not None
         assert room.current.referee.outcome.status == "deal"
 
 
@@ -216,7 +216,7 @@ def test_a_participant_agrees_then_plays_on_the_wall_clock_and_the_deal_is_store
         by_id(driver, "accept").click()
         until(lambda: "Deal at" in by_id(driver, "outcome").text, "the deal")
         room = server.registry.rooms[created.room]
-        until(lambda: not room.has_pending(), "the result in the store")
+        until(lambda: not room.records.has_pending(), "the result in the store")
     with ResultsStore(tmp_path / "results.db", create=False) as store:
         (row,) = store.iter("p01")
         assert row.extra["participant"] == "p01"

@@ -259,7 +259,7 @@ async def test_an_experiment_seat_over_mcp_cannot_play_before_its_person_consent
                 await refused(client, "wait_for_opponent", timeout_s=1),
             ]
             await ok(client, "get_state")
-            assert room.current.is_open and room.finished == 0
+            assert room.current.is_open and room.series.finished == 0
             agreed = await http.post(f"{server.url}/web/api/seat/consent", headers=auth(token))
             assert agreed.status_code == 200
             await ok(client, "walk_away")
@@ -308,7 +308,11 @@ async def test_room_create_prints_each_pages_link_and_takes_the_experiment_optio
         assert links["buyer"] == f"{server.url}/web/seat#token={lines['buyer']}"
         assert links["spectator"].startswith(f"{server.url}/web/room#token=")
         room = server.registry.rooms[lines["room"]]
-        assert (room.participant, room.consent, room.run) == ("p01", "I agree.", "p01")
+        assert (room.settings.experiment.participant, room.consent.text, room.run) == (
+            "p01",
+            "I agree.",
+            "p01",
+        )
         spectator = links["spectator"].partition("#token=")[2]
         view = await http.get(f"{server.url}/web/api/room", headers=auth(spectator))
         assert view.status_code == 200 and view.json()["room"] == room.id

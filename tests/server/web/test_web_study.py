@@ -214,7 +214,7 @@ async def test_study_tokens_open_only_their_own_routes_and_bad_requests_change_n
             ({**body, "house": "nosuch"}, 400, "nosuch"),
             ({**body, "participants": ["a", "a"]}, 400, "unique"),
             ({**body, "id": "bad id"}, 400, "id"),
-            ({**body, "matching": "pairs"}, 400, "house"),
+            ({**body, "matching": "pairs"}, 400, "house: a pair study has no house agent"),
         ]:
             response = await http.post(f"{url}/admin/studies", json=bad, headers=auth(ADMIN))
             assert response.status_code == status and words in response.json()["error"], bad
@@ -255,7 +255,8 @@ def test_study_create_refuses_bad_flags_and_an_existing_links_file_before_openin
     base = ["study", "create", "--server", "http://127.0.0.1:9", "--id", "s1", "--count", "2"]
     cases = [
         ([*base, "--house", "boulware", "--links", str(links)], "never overwritten"),
-        ([*base, "--links", str(tmp_path / "x.csv")], "house"),
+        ([*base, "--links", str(tmp_path / "x.csv")], "--house: a solo study needs a house"),
+        ([*base, "--matching", "pairs", "--role", "seller"], "--role: a pair study has no fixed"),
         ([*base, "--house", "b", "--exchange-rate", "lots"], "--exchange-rate"),
         ([*base, "--house", "b", "--completion-url", "ftp://x"], "--completion-url"),
         ([*base, "--house", "b", "--participants", "a"], "not allowed with argument --count"),

@@ -13,6 +13,7 @@ from dealroom.protocol import Accept, MakeOffer, SendMessage, WalkAway
 from dealroom.protocol.study import StudyRequest
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
+from dealroom.server.room_settings import RoomSettings
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomSeat
 from dealroom.server.web.views import seat_page_view, spectator_view
@@ -32,9 +33,11 @@ def two_clients(seed: object = 0) -> Room:
     as waiting after 0.05 s of wall time (the server's 30 s would make a wait take 30 s)."""
     return Room(
         "room-two",
-        scenarios=lambda i: scenario(seed, index=i),  # type: ignore[arg-type]
-        seed=0,
-        limits=RoomLimits(idle_s=0.05),
+        RoomSettings(
+            scenarios=lambda i: scenario(seed, index=i),  # type: ignore[arg-type]
+            seed=0,
+            limits=RoomLimits(idle_s=0.05),
+        ),
     )
 
 
@@ -111,7 +114,7 @@ async def test_a_pair_participants_view_counts_their_own_series_across_rooms() -
     room, role = seated
     view = seat_page_view(room, role, await room.current.observe(role, deliver=False), ticket)
     assert (view.negotiation, view.negotiations, view.finished) == (2, 2, 2)
-    assert [r.negotiation for r in view.results] == [1, 2] and room.finished == 1
+    assert [r.negotiation for r in view.results] == [1, 2] and room.series.finished == 1
     assert view.series_over and not view.can_start_next and view.completion is not None
 
 

@@ -73,7 +73,8 @@ def error(status: int, message: str) -> Response:
 def first_error(exc: ValidationError) -> str:
     """A request body's first validation error, in one line: where it is, and what."""
     first = exc.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "body"
+    blamed = first.get("ctx", {}).get("field")  # a rule across fields names the one to change
+    where = ".".join(str(part) for part in first["loc"]) or str(blamed or "body")
     return f"{where}: {first['msg']}"
 
 
@@ -207,7 +208,7 @@ class WebApi:
             assert ticket is not None and ticket.who is not None
             return _json(lobby_view(ticket.study, ticket.who))
         negotiation = seat.room.current
-        if not seat.room.needs_consent(seat.role):
+        if not seat.room.consent.needed(seat.role):
             negotiation.begin()  # the page shows the negotiation: its clock runs from now
         observation = await negotiation.observe(seat.role, deliver=False)
         return _json(seat_page_view(seat.room, seat.role, observation, ticket))
@@ -258,11 +259,11 @@ class WebApi:
             log.info("consent given", study=ticket.study.id, participant=ticket.who.label)
             return JSONResponse({"agreed": ticket.who.agreed}, headers=NO_STORE)
         assert seat is not None
-        if seat.room.consent is None:
+        if seat.room.consent.text is None:
             return error(400, "this room asks for no consent")
-        seat.room.agree(seat.role)
+        seat.room.consent.agree(seat.role)
         log.info("consent given", room=seat.room.id, seat=seat.role)
-        return JSONResponse({"agreed": seat.room.agreed[seat.role]}, headers=NO_STORE)
+        return JSONResponse({"agreed": seat.room.consent.agreed[seat.role]}, headers=NO_STORE)
 
     async def page(self, request: Request) -> Response:
         """POST /web/api/seat/page ``{"event": "open"|"hidden"|"visible"|"close"}``: what the
@@ -372,7 +373,7 @@ async def _body_within(request: Request, limit: int) -> bytes | None:
 
 async def _call(seat: RoomSeat, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """One tool call as an MCP client would make it: ``{"text", "result"}`` or ``{"error"}``."""
-    offered = {t.name: t for t in seat_tools(series=seat.room.series)}
+    offered = {t.name: t for t in seat_tools(series=seat.room.series.available)}
     spec = offered.get(name)
     if spec is None:
         return _refused(seat_text.unknown_tool(name, offered))
@@ -382,7 +383,7 @@ async def _call(seat: RoomSeat, name: str, arguments: dict[str, Any]) -> dict[st
     except (ArgumentError, CallRefused) as refusal:
         return _refused(refusal.payload)
     role, currency = await seat.viewer()
-    text = people_text.reply(result, role, currency, clock=seat.room.clock, surface="web")
+    text = people_text.reply(result, role, currency, clock=seat.room.settings.clock, surface="web")
     return {"text": text, "result": result.model_dump(mode="json")}
 
 

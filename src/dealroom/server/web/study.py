@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 from dealroom.protocol import Role, SessionErrorCode
 from dealroom.protocol.study import PageEvent, ParticipantState, StudyRequest
 from dealroom.protocol.wire import ClockKind
-from dealroom.server.room import RoomError
+from dealroom.server.room_error import RoomError
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.study import Study
 from dealroom.server.study_export import EXPORTS, export_csv, export_named

@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict
 
 from dealroom.engine.schedule import live_offers
 from dealroom.protocol import (
-    ROLES,
     Event,
     LiveOffer,
     Observation,
@@ -81,7 +80,7 @@ class SpectatorView(View):
     clock: ClockKind
     open: bool
     seats: dict[Role, str]
-    """Who sits where: a house agent's spec, or ``mcp`` for a client."""
+    """Who sits where: a house agent's spec, or a client's name (``person``, ``mcp``)."""
     scenario: PublicScenario
     now: float
     time_left: float
@@ -169,10 +168,10 @@ def spectator_view(room: Room) -> SpectatorView:
     return SpectatorView(
         room=room.id,
         negotiation=negotiation.number,
-        finished=room.finished,
-        clock=room.clock,
+        finished=room.series.finished,
+        clock=room.settings.clock,
         open=outcome is None,
-        seats={role: room.name(role) for role in ROLES},
+        seats=room.seats.names(),
         scenario=scenario.public(),
         now=now,
         time_left=round(max(scenario.deadline - now, 0.0), 3),
@@ -207,9 +206,10 @@ def seat_page_view(
     negotiation = room.current
     study, who = (None, None) if ticket is None else (ticket.study, ticket.who)
     number, length = negotiation.number, None
-    results, finished, total = room.results(role), room.finished, room.total_surplus(role)
+    slot = room.seats[role]
+    results, finished, total = slot.results(), room.series.finished, slot.total_surplus
     if study is None or who is None:
-        can_next = room.can_start_next()
+        can_next = room.series.can_start_next()
         over = not negotiation.is_open and not can_next
         completion = None
     else:
@@ -225,21 +225,23 @@ def seat_page_view(
         role=role,
         negotiation=number,
         negotiations=length,
-        clock=room.clock,
+        clock=room.settings.clock,
         observation=observation.model_copy(
             update={"events": tuple(map(shown_event, observation.events))}
         ),
-        briefing=texts.people_briefing(observation, room.rules, clock=room.clock, surface="web"),
+        briefing=texts.people_briefing(
+            observation, room.settings.rules, clock=room.settings.clock, surface="web"
+        ),
         hint=people_text.observation_hint(
-            observation, clock=room.clock, surface="web", can_start_next=can_next
+            observation, clock=room.settings.clock, surface="web", can_start_next=can_next
         ),
         can_start_next=can_next,
         series_over=over,
         finished=finished,
         results=results,
         total_surplus=total,
-        consent=room.consent,
-        needs_consent=room.needs_consent(role),
+        consent=room.consent.text,
+        needs_consent=room.consent.needed(role),
         participant=None if who is None else who.label,
         instructions=() if study is None else study.instructions,
         completion=completion,

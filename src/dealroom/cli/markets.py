@@ -1,0 +1,151 @@
+"""``dealroom markets``: a tournament of markets (sellers against pools of buyers)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from dealroom.agents.market import market_seller
+from dealroom.analysis.market_report import build_market_report, format_market_report
+from dealroom.cli._common import (
+    Commands,
+    add_secret_flag,
+    positive_int,
+    report_fresh_secret,
+    run_secret,
+    tier_list,
+    usage_error,
+)
+from dealroom.cli.match import market_size
+from dealroom.play.market_tournament import MarketPlan, MarketPlanError, run_markets
+from dealroom.play.registry import AgentSpecError, split_specs
+from dealroom.play.tournament import ConfigMismatchError, RunExistsError, stored_seed
+from dealroom.protocol.scenario import TIERS
+from dealroom.protocol.secret import Secret, Seed
+from dealroom.store.results import ResultsStore, StoreError
+
+DEFAULT_MARKET_RUN = "markets"
+
+
+def add(commands: Commands) -> None:
+    """Register the subcommand."""
+    parser = commands.add_parser(
+        "markets",
+        help="tournament of markets: every seller against every pool of buyers",
+        description="Every seller plays --per-pool markets of each tier against every pool of "
+        "--buyers buyers (the same markets for every seller and pool), each stored as it "
+        "finishes; then the report (per seller and per pool, with intervals) is printed.",
+    )
+    parser.add_argument(
+        "--sellers",
+        required=True,
+        help="comma-separated seller specs: auctioneer, sequential, or any scripted spec "
+        "(run in every buyer's thread)",
+    )
+    parser.add_argument(
+        "--pools",
+        required=True,
+        help="comma-separated pools of buyers: a scripted spec (every buyer plays it) or "
+        "specs joined by '+', one per buyer (boulware+linear+conceder)",
+    )
+    parser.add_argument(
+        "--buyers", type=market_size, default=3, help="buyers per market (default: 3)"
+    )
+    parser.add_argument(
+        "--tiers", type=tier_list, default=list(TIERS), help="comma-separated tiers (default: all)"
+    )
+    parser.add_argument(
+        "--per-pool",
+        type=positive_int,
+        default=10,
+        help="markets per seller, pool and tier (default: 10)",
+    )
+    add_secret_flag(parser, public=True)
+    parser.add_argument("--out", type=Path, required=True, help="results store (SQLite file)")
+    parser.add_argument(
+        "--run", default=DEFAULT_MARKET_RUN, help=f"run name (default: {DEFAULT_MARKET_RUN})"
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue a run of the same configuration"
+    )
+    parser.set_defaults(handler=run)
+
+
+def _pools(text: str, buyers: int) -> tuple[tuple[str, ...], ...]:
+    pools: list[tuple[str, ...]] = []
+    for spec in split_specs(text):
+        members = tuple(part.strip() for part in spec.split("+"))
+        if len(members) == 1:
+            members *= buyers
+        if len(members) != buyers or not all(members):
+            raise usage_error(f"--pools: {spec!r} names {len(members)} buyers, not {buyers}")
+        pools.append(members)
+    if not pools:
+        raise usage_error("--pools: no pool given")
+    return tuple(pools)
+
+
+def _seed(args: argparse.Namespace) -> tuple[Seed, bool]:
+    """The given secret; resuming, the run's stored one; else a fresh one."""
+    if args.secret is not None or not (args.resume and args.out.exists()):
+        return run_secret(args, public=True)
+    try:
+        with ResultsStore(args.out, create=False) as store:
+            stored = stored_seed(store, args.run)
+    except StoreError as exc:
+        raise usage_error(str(exc)) from None
+    return (stored, True) if stored is not None else (Secret.new(), False)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Play the pending markets, then print the run's report."""
+    sellers = tuple(split_specs(args.sellers))
+    if not sellers:
+        raise usage_error("--sellers: no seller given")
+    seed, given = _seed(args)
+    try:
+        for spec in sellers:
+            market_seller(spec)
+        plan = MarketPlan(
+            sellers=sellers,
+            pools=_pools(args.pools, args.buyers),
+            buyers=args.buyers,
+            tiers=tuple(args.tiers),
+            per_pool=args.per_pool,
+            seed=seed,
+        )
+    except (AgentSpecError, MarketPlanError) as exc:
+        raise usage_error(str(exc)) from None
+    started = time.perf_counter()
+    try:
+        store = ResultsStore(args.out)
+    except StoreError as exc:
+        raise usage_error(str(exc)) from None
+    with store:
+        try:
+            played, skipped = run_markets(store, plan, args.run, market_seller, resume=args.resume)
+        except RunExistsError as exc:
+            raise usage_error(
+                f"{args.out} already holds {exc.stored} markets of run {exc.run!r}: pass "
+                "--resume to continue it, or choose another --out or --run"
+            ) from None
+        except ConfigMismatchError as exc:
+            raise usage_error(
+                f"cannot resume run {exc.run!r} in {args.out}: it was recorded with a "
+                f"different configuration ({'; '.join(exc.differences)})"
+            ) from None
+        except MarketPlanError as exc:
+            raise usage_error(str(exc)) from None
+        records = (record for _, record in store.iter_markets(args.run))
+        report = build_market_report(records, run=args.run)
+    seconds = time.perf_counter() - started
+    sys.stderr.write(
+        f"dealroom: {played:,} markets played ({skipped:,} already stored) in {seconds:.1f} s "
+        f"-> {args.out} run {args.run!r}\n"
+    )
+    sys.stdout.write(format_market_report(report) + "\n")
+    if isinstance(seed, Secret):
+        report_fresh_secret(seed, given)
+    return 0

@@ -1,0 +1,284 @@
+"""A market on the virtual clock: one seller and N buyers, each a house seat, one schedule.
+
+The bilateral schedule's rules, for N + 1 seats (``engine/schedule.py``): the earliest due item
+runs first; at equal times an action taking effect goes before a wake-up, then the first mover
+(``rules.first_mover``: the seller, or the buyers in their order), then the buyers' order. A
+seat is woken by the other side's events in its own thread: a buyer by the seller's actions to
+it, the seller by any buyer's. Each action costs its seat the action's time, each wake the
+per-wake thinking, as in a bilateral negotiation; the seller is one seat, so its actions to
+different buyers follow each other on its clock. A buyer whose thread has ended is never woken
+again. With one buyer this is the bilateral schedule, event for event.
+
+The seller may be driven from outside (``next_wake`` / ``decide``: a learner, a model seat);
+buyers are in-process agents.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from dealroom.engine.match import seat_rng
+from dealroom.engine.seats import CHECKED_DECISIONS, MIN_STEP, HouseSeat, action_costs
+from dealroom.protocol import Agent, AgentFactory, RuleViolation, seat_view
+from dealroom.protocol._base import round_ms
+from dealroom.protocol.market import (
+    DEFAULT_MARKET_RULES,
+    Addressed,
+    MarketAgent,
+    MarketAgentFactory,
+    MarketDecision,
+    MarketObservation,
+    MarketRules,
+    MarketScenario,
+    MarketView,
+    check_market_decision,
+)
+from dealroom.protocol.market_referee import MarketRecord, MarketReferee
+from dealroom.protocol.secret import Seed
+
+
+def _no_items() -> deque[Addressed]:
+    return deque()
+
+
+def _no_errors() -> list[RuleViolation]:
+    return []
+
+
+@dataclass(slots=True, eq=False)
+class SellerSeat:
+    """The seller's seat: ``HouseSeat``'s transitions, over addressed actions."""
+
+    costs: Mapping[str, float]
+    agent: MarketAgent | None = None
+    """Called in place when the seat wakes; None: driven from outside."""
+    ready_at: float = 0.0
+    wake_at: float = 0.0
+    news_at: float = math.inf
+    pending: deque[Addressed] = field(default_factory=_no_items)
+    errors: list[RuleViolation] = field(default_factory=_no_errors)
+    decisions: int = 0
+
+    @property
+    def due(self) -> tuple[float, bool]:
+        """When its next item happens, and whether that item is an action taking effect."""
+        if self.pending:
+            return round_ms(self.ready_at + self.costs[self.pending[0].action.type]), True
+        soonest = min(self.wake_at, self.news_at)
+        return max(soonest, self.ready_at), False
+
+    def decided(self, at: float, decision: MarketDecision, thinking: float) -> None:
+        """Decided at ``at``: charge the thinking, queue the actions, set the wake-up timer."""
+        if self.decisions < CHECKED_DECISIONS:
+            check_market_decision(decision)
+            self.decisions += 1
+        self.news_at = math.inf
+        ready = self.ready_at = round_ms(at + max(thinking, MIN_STEP))
+        self.wake_at = math.inf if decision.wait is None else round_ms(ready + decision.wait)
+        self.pending.extend(decision.actions)
+
+    def acted(self, at: float) -> Addressed:
+        """Take the next queued action off the queue: it takes effect at ``at``."""
+        self.ready_at = at
+        return self.pending.popleft()
+
+    def refused(self, violation: RuleViolation, at: float) -> None:
+        """An action was refused: drop the rest of the batch and wake the seat at once."""
+        self.errors.append(violation)
+        self.pending.clear()
+        self.wake_at = at
+
+    def heard(self, at: float) -> None:
+        """A buyer caused an event at ``at``."""
+        self.news_at = min(self.news_at, at)
+
+
+@dataclass(frozen=True, slots=True)
+class MarketWake:
+    """The driven seller to wake now: what it observes, and its actions refused since."""
+
+    observation: MarketObservation
+    errors: tuple[RuleViolation, ...]
+
+
+class MarketRoom:
+    """One market on the virtual clock.
+
+    Usage::
+
+        MarketRoom(market, seller=agent, buyers=agents).run()      # every seat in place
+        room = MarketRoom(market, buyers=agents)                    # the seller driven
+        while (wake := room.next_wake()) is not None:
+            room.decide(policy(wake.observation))
+    """
+
+    def __init__(
+        self,
+        market: MarketScenario,
+        rules: MarketRules = DEFAULT_MARKET_RULES,
+        *,
+        seller: MarketAgent | None = None,
+        buyers: Mapping[str, Agent],
+    ) -> None:
+        if set(buyers) != set(market.buyers):
+            raise ValueError(f"one agent per buyer: {', '.join(market.buyers)}")
+        self.referee = MarketReferee(market, rules)
+        self.rules = rules
+        self.deadline = market.deadline
+        costs = action_costs(rules.rules.costs)
+        self.seller = SellerSeat(costs, seller)
+        self.buyers = {b: HouseSeat("buyer", costs, buyers[b]) for b in market.buyers}
+        names = list(market.buyers)
+        self._order: list[str | None] = (
+            [None, *names] if rules.rules.first_mover == "seller" else [*names, None]
+        )
+        """Seats in the order that breaks ties (None: the seller)."""
+        self._per_wake = rules.rules.thinking.per_wake
+        self._awake = False
+        self.now = 0.0
+
+    def run(self) -> None:
+        """Play to the end; the seller must have an agent."""
+        if self.next_wake() is not None:
+            raise RuntimeError("the seller has no agent: use next_wake() and decide()")
+
+    def next_wake(self) -> MarketWake | None:
+        """Run the clock to the driven seller's next wake; None once the market is over."""
+        if self._awake:
+            raise RuntimeError("the seller has not decided yet")
+        referee = self.referee
+        while referee.is_open:
+            name, at = self._earliest()
+            if at >= self.deadline:
+                referee.expire(self.deadline)
+                self.now = max(self.now, self.deadline)
+                return None
+            self.now = max(self.now, at)
+            wake = self._run_seller(at) if name is None else self._run_buyer(name, at)
+            if wake is not None:
+                return wake
+        return None
+
+    def decide(self, decision: MarketDecision, thinking: float | None = None) -> None:
+        """The woken driven seller's decision; ``thinking`` seconds (default: the per-wake
+        cost) pass before its first action."""
+        if not self._awake:
+            raise RuntimeError("the seller is not awake")
+        self._awake = False
+        cost = self._per_wake if thinking is None else thinking
+        if not cost >= 0:
+            raise ValueError(f"thinking time must be a number >= 0, not {thinking!r}")
+        self.seller.decided(self.seller.ready_at, decision, cost)
+
+    # -- the schedule ----------------------------------------------------------------------
+
+    def _earliest(self) -> tuple[str | None, float]:
+        best: str | None = None
+        best_at, best_action = math.inf, False
+        threads = self.referee.threads
+        for name in self._order:
+            if name is None:
+                at, action = self.seller.due
+            elif threads[name].is_open:
+                seat = self.buyers[name]
+                at, action = seat.due_at, seat.due_action
+            else:
+                continue
+            if at < best_at or (at == best_at and action and not best_action):
+                best, best_at, best_action = name, at, action
+        return best, best_at
+
+    def _run_buyer(self, name: str, at: float) -> None:
+        seat = self.buyers[name]
+        if seat.pending:
+            action = seat.acted(at)
+            try:
+                self.referee.apply_buyer(name, action, at)
+            except RuleViolation as violation:
+                seat.refused(violation, at)
+                return
+            self.seller.heard(at)
+            return
+        assert seat.agent is not None
+        seat.errors.clear()
+        decision = seat.agent.act(self.referee.observe_buyer(name, at))
+        seat.decided(at, decision, self._per_wake)
+
+    def _run_seller(self, at: float) -> MarketWake | None:
+        seat = self.seller
+        if seat.pending:
+            item = seat.acted(at)
+            try:
+                entries = self.referee.apply_seller(item, at)
+            except RuleViolation as violation:
+                seat.refused(violation, at)
+                return None
+            for entry in entries:
+                if entry.event.by == "seller":
+                    self.buyers[entry.buyer].heard(at)
+            return None
+        observation = self.referee.observe_seller(at)
+        if seat.agent is None:
+            seat.ready_at, seat.news_at, self._awake = at, math.inf, True
+            errors = tuple(seat.errors)
+            seat.errors.clear()
+            return MarketWake(observation, errors)
+        seat.errors.clear()
+        seat.decided(at, seat.agent.act(observation), self._per_wake)
+        return None
+
+
+def market_agents(
+    market: MarketScenario,
+    seller: MarketAgentFactory,
+    buyers: Sequence[AgentFactory],
+    seed: Seed,
+    rules: MarketRules = DEFAULT_MARKET_RULES,
+) -> tuple[MarketAgent, dict[str, Agent]]:
+    """Every seat's agent, each with its own seeded generator (a buyer's is the one its thread
+    would have as a bilateral negotiation; the seller's, the market's)."""
+    if len(buyers) != len(market.buyers):
+        raise ValueError(f"{len(market.buyers)} buyers, {len(buyers)} buyer agents")
+    view = MarketView(market=market.public(), private_value=market.seller_cost, rules=rules)
+    played: dict[str, Agent] = {}
+    for name, factory in zip(market.buyers, buyers, strict=True):
+        thread = market.thread(name)
+        played[name] = factory(seat_view(thread, "buyer"), seat_rng(seed, thread.id, "buyer"))
+    return seller(view, seat_rng(seed, market.id, "seller")), played
+
+
+def play_market(
+    market: MarketScenario,
+    seller: MarketAgentFactory,
+    buyers: Sequence[AgentFactory],
+    *,
+    names: tuple[str, Sequence[str]] | None = None,
+    rules: MarketRules = DEFAULT_MARKET_RULES,
+    seed: Seed = 0,
+) -> MarketRecord:
+    """Run a market to its end and return the record. Deterministic for a given seed."""
+    agent, played = market_agents(market, seller, buyers, seed, rules)
+    room = MarketRoom(market, rules, seller=agent, buyers=played)
+    room.run()
+    outcome = room.referee.outcome
+    assert outcome is not None
+    seller_name, buyer_names = names or ("seller", [f"buyer {b}" for b in market.buyers])
+    return MarketRecord(
+        scenario=market,
+        seller=seller_name,
+        buyers=tuple(buyer_names),
+        log=tuple(room.referee.log),
+        outcome=outcome,
+    )
+
+
+def child_rng(rng: random.Random, buyers: int, index: int) -> random.Random:
+    """The generator of the seller's part for the ``index``-th buyer: the seller's own with
+    one buyer (so that a one-buyer market is the bilateral game), else one seeded from it."""
+    if buyers == 1:
+        return rng
+    return random.Random(f"{rng.getrandbits(64)}:{index}")
