@@ -20,10 +20,10 @@ from decimal import Decimal
 from dealroom.protocol import (
     NegotiationEnded,
     OfferAccepted,
-    OfferMade,
     OfferRejected,
     OfferWithdrawn,
     WalkedAway,
+    offer_of,
 )
 from dealroom.protocol.market_referee import MarketOutcome, MarketRecord
 from dealroom.protocol.text import describe_event, money
@@ -53,9 +53,10 @@ def market_measures(record: MarketRecord) -> MarketMeasures:
         event, buyer = entry.event, entry.buyer
         if isinstance(event, OfferAccepted):  # the sale: the other buyers' standing bids
             best_other = max((p for b, p in bids.items() if b != buyer), default=None)
+        offer = offer_of(event)
         if event.by == "buyer":
-            if isinstance(event, OfferMade):
-                bids[buyer] = event.price
+            if offer is not None:
+                bids[buyer] = offer.price
                 bidders.add(buyer)
             elif isinstance(event, WalkedAway):
                 bids.pop(buyer, None)
@@ -68,11 +69,11 @@ def market_measures(record: MarketRecord) -> MarketMeasures:
             on_best += bids.get(buyer) == max(bids.values())
         if isinstance(event, OfferRejected):
             bids.pop(buyer, None)
-        if isinstance(event, OfferMade):
+        if offer is not None:
             offers += 1
-            if lowest is not None and event.price < lowest and probed is None:
+            if lowest is not None and offer.price < lowest and probed is None:
                 probed = len(set(addressed))
-            lowest = event.price if lowest is None else min(lowest, event.price)
+            lowest = offer.price if lowest is None else min(lowest, offer.price)
         addressed.append(buyer)
     outcome = record.outcome
     return MarketMeasures(

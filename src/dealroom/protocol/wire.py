@@ -117,7 +117,7 @@ class _SeatUpdate(Model):
 
 
 class ActionResult(_SeatUpdate):
-    """The result of make_offer, accept, reject, send_message or walk_away."""
+    """The result of your action (the tool this comes from)."""
 
     ok: bool
     """True if your action took effect. False if the negotiation ended before it could (see
