@@ -295,3 +295,44 @@ def test_an_offline_run_takes_a_published_secret_a_session_refuses(
     capsys.readouterr()
     assert main(["room", "create", "--server", "http://127.0.0.1:9", "--secret", published]) == 2
     assert "draw one from a CSPRNG" in capsys.readouterr().err
+
+
+OFFLINE = [["match"], ["tournament"], ["openenv", "serve"]]
+SERVED = [["play"], ["serve"], ["room", "create"], ["study", "create"]]
+
+
+def _secret_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    return text.partition("--secret HEX ")[2].partition(" --")[0]
+
+
+@pytest.mark.parametrize("command", OFFLINE + SERVED, ids=" ".join)
+def test_every_secret_flag_says_which_secrets_its_command_refuses_and_why(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = _secret_help(command, capsys)
+    if command in OFFLINE:
+        assert "any will do, the docs' published 5eed... one included" in text, text
+    else:
+        assert "published 5eed... one, for offline runs, included) is refused" in text, text
+        assert "would compute the other side's value" in text, text
+
+
+@pytest.mark.parametrize("command", SERVED, ids=" ".join)
+def test_a_served_command_refuses_the_published_secret_saying_what_it_is_for(
+    command: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    published = "5eed" * 8
+    rest = ["--server", "http://127.0.0.1:9"] if command[-1] == "create" else []
+    assert main([*command, *rest, "--secret", published]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "this is the published example secret, for offline runs" in line, line
+    assert "draw one from a CSPRNG" in line and published not in line
+    if command == ["serve"]:  # exported for a tournament, it says how to go on
+        monkeypatch.setenv("DEALROOM_SECRET", published)
+        assert main(["serve", "--results", "/nonexistent/r.db"]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith("dealroom: error: $DEALROOM_SECRET: this is the published")
+        assert line.endswith("or unset $DEALROOM_SECRET for this command"), line

@@ -157,6 +157,7 @@ def test_every_refusal_reads_in_a_persons_words(surface: Surface, code: str) -> 
         SessionErrorCode.NEGOTIATION_RUNNING,
         SessionErrorCode.TOO_MANY_CALLS,
         SessionErrorCode.TOO_MANY_NEGOTIATIONS,
+        SessionErrorCode.TOO_MANY_MESSAGE_CHARS,
     )
     model_hint = seat_text.ERROR_HINTS.get(code, "")
     if pt.tool_names_in(model_hint):  # the model's advice names a tool: a person's never does

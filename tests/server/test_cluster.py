@@ -149,6 +149,13 @@ def test_one_process_at_a_time_owns_a_workers_journals(tmp_path: Path) -> None:
         pass
     with owning(directory, wait_s=0.2):  # released: the next owner gets it at once
         pass
+    named = rf"another process still serves these rooms \(pid {os.getpid()}, serving http://127\."
+    with (
+        owning(directory, owner="serving http://127.0.0.1:9"),
+        pytest.raises(OSError, match=named),
+        owning(directory, wait_s=0.2),
+    ):
+        pass
 
 
 def test_journals_a_smaller_cluster_would_not_restore_refuse_the_start(
@@ -186,7 +193,10 @@ async def test_a_cluster_started_on_a_running_clusters_store_refuses_in_one_line
             process.wait(10)
     lines = refused.stderr.decode().splitlines()
     assert refused.returncode == 2, lines
-    assert len(lines) == 1 and "another process still serves these rooms" in lines[0], lines
+    assert len(lines) == 2, lines  # said at once, then refused after the wait: one line each
+    assert "another process serves these rooms: waiting for it to stop" in lines[0], lines
+    assert "another process still serves these rooms (pid " in lines[1], lines
+    assert f"worker 0 of the cluster serving {url})" in lines[1], lines
 
 
 @pytest.mark.slow
@@ -276,6 +286,24 @@ async def test_a_study_is_served_through_the_front_by_its_own_worker(tmp_path: P
         assert shown.status_code == 200 and shown.json()["study"] == "s1"
         missing = await admin.get(f"{c.url}/admin/studies/s9/payments.csv")
         assert missing.status_code == 404 and missing.json() == {"error": "no such study"}
+
+
+async def test_a_study_id_is_unique_across_the_cluster(tmp_path: Path) -> None:
+    body = {"id": "s1", "participants": ["a"], "house": "hardliner"}
+    async with cluster(tmp_path) as c, http(ADMIN) as admin:
+        statuses = [(await admin.post(f"{c.url}/admin/studies", json=body)) for _ in range(3)]
+        same: list[int] = []
+
+        async def post(study: str) -> None:
+            reply = await admin.post(f"{c.url}/admin/studies", json=body | {"id": study})
+            same.append(reply.status_code)
+
+        async with anyio.create_task_group() as group:  # at once, round robin over both
+            for _ in range(4):
+                group.start_soon(post, "s2")
+    assert [r.status_code for r in statuses] == [201, 409, 409], [r.text for r in statuses]
+    assert statuses[2].json()["error"].startswith("study_exists: "), statuses[2].text
+    assert sorted(same) == [201, 409, 409, 409]
 
 
 async def test_a_token_is_served_by_its_own_worker_only(tmp_path: Path) -> None:

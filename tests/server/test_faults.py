@@ -240,6 +240,35 @@ async def test_a_killed_server_loses_nothing_finished_and_a_restarted_one_adds_t
     assert {key: after[key] for key in before} == before
 
 
+async def test_a_second_server_on_the_same_store_says_at_once_which_process_serves_it(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.db"
+    port = free_port()
+    command = [sys.executable, "-c", "import sys; from dealroom.cli import main; sys.exit(main())"]
+    command += ["serve", "--transport", "http", "--port", str(port), "--results", str(results)]
+    with anyio.fail_after(60):
+        async with serve_process(results) as (url, first):
+            second = subprocess.Popen(  # noqa: ASYNC220
+                command,
+                env={**os.environ, "DEALROOM_ADMIN_TOKEN": ADMIN},
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            try:
+                assert second.stderr is not None
+                started = time.monotonic()
+                line = await anyio.to_thread.run_sync(second.stderr.readline)
+                said_after = time.monotonic() - started
+            finally:
+                second.kill()
+                second.wait(10)
+                second.stderr.close()  # type: ignore[union-attr]
+    assert "another process serves these rooms: waiting for it to stop" in line, line
+    assert f"pid {first.pid}, serving {url}" in line, line
+    assert said_after < 10, said_after  # at once (it once said nothing for 30 s)
+
+
 async def test_a_terminated_server_shuts_down_in_order_and_owns_its_rooms_until_then(
     tmp_path: Path,
 ) -> None:

@@ -142,6 +142,48 @@ async def test_one_token_flooding_long_polls_never_cuts_another_room_off(tmp_pat
     assert any(replies)
 
 
+async def test_long_polls_whose_connections_dropped_hold_no_slot_of_their_seat(
+    tmp_path: Path,
+) -> None:
+    async with http_server(tmp_path) as server:
+        token = (await server.create_room())["tokens"]["buyer"]  # its seller never comes
+        pool = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
+        async with httpx2.AsyncClient(verify=tls(), timeout=60, limits=pool) as http:
+            session = await open_session(http, server.mcp, token)
+            headers = RPC_HEADERS | {
+                "Authorization": f"Bearer {token}",
+                "Mcp-Session-Id": session,
+                "Mcp-Protocol-Version": "2025-11-25",
+            }
+
+            def call(n: int, name: str, **arguments: Any) -> dict[str, Any]:
+                params = {"name": name, "arguments": arguments}
+                return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
+            async def long_poll(n: int) -> None:  # dropped as a killed client drops it
+                await http.post(
+                    server.mcp, json=call(n, "wait_for_opponent", timeout_s=50), headers=headers
+                )
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as group:
+                    for n in range(10, 10 + SEAT_CALLS_IN_FLIGHT):
+                        group.start_soon(long_poll, n)
+                    room = next(iter(server.registry.rooms.values()))
+                    while room.seats["buyer"].in_flight < SEAT_CALLS_IN_FLIGHT:  # noqa: ASYNC110
+                        await anyio.sleep(0.02)
+                    group.cancel_scope.cancel()  # their connections close, no cancellation sent
+                replies: list[str] = []
+                for n in range(100, 120):  # the same seat's client, back: answered, not refused
+                    reply = await http.post(server.mcp, json=call(n, "get_state"), headers=headers)
+                    replies.append(reply.text)
+                    if "too_many_calls" not in reply.text:
+                        break
+                    await anyio.sleep(0.1)
+    assert "too_many_calls" not in replies[-1] and '"negotiation"' in replies[-1], replies[-1]
+    assert len(replies) <= 5, replies[0]
+
+
 # -- Host and Origin on every route ---------------------------------------------------------------
 
 

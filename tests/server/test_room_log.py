@@ -9,7 +9,7 @@ import pytest
 from dealroom.protocol import Role, Scenario
 from dealroom.protocol.generator import scenario_at
 from dealroom.server.journal import Op
-from dealroom.server.negotiation import Pace
+from dealroom.server.pacing import Pace
 from dealroom.server.room_experiment import Consent
 from dealroom.server.room_log import RoomLog
 from dealroom.server.series import Series

@@ -8,7 +8,7 @@ import pytest
 
 from dealroom.protocol import Scenario
 from dealroom.protocol.generator import scenario_at
-from dealroom.server.negotiation import Pace
+from dealroom.server.pacing import Pace
 from dealroom.server.room_error import RoomError
 from dealroom.server.series import Series
 

@@ -34,3 +34,12 @@ def test_ordinary_text_is_written_as_it_is() -> None:
     )  # fmt: skip
     (read,) = csv.DictReader(io.StringIO(csv_text(EventRow, [row])))
     assert read["text"] == "Deal at 12? = fair"
+
+
+def test_bidirectional_and_zero_width_characters_are_written_escaped() -> None:
+    row = EventRow(
+        study="s", key="k/1", seq=1, t=1.0, type="message_sent", role="buyer", by="p01",
+        offer_id=None, price=None, text="=pay \u202e0001$\u200b", end_reason=None,
+    )  # fmt: skip
+    (read,) = csv.DictReader(io.StringIO(csv_text(EventRow, [row])))
+    assert read["text"] == "'=pay \\u202e0001$\\u200b"

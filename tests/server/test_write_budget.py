@@ -10,7 +10,7 @@ import pytest
 from mcp_support import house_resolver
 
 from dealroom.cli import main
-from dealroom.protocol import RoomRequest, WalkAway
+from dealroom.protocol import MakeOffer, RoomRequest, SendMessage, WalkAway
 from dealroom.server.journal import Journals
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
@@ -77,6 +77,48 @@ async def test_a_seat_starts_at_most_n_negotiations_a_minute_and_a_refusal_chang
         clock.now += 30  # the first start is a minute old
         await seat.new_negotiation()
         assert room.current.number == 4 and room.current.is_open
+    finally:
+        close(rooms)
+
+
+async def test_a_seat_sends_at_most_n_message_characters_a_minute_and_a_series(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    limits = RoomLimits(message_chars_per_minute=5_000, message_chars_per_series=12_000)
+    rooms = registry(tmp_path / "r.db", limits, clock)
+    try:
+        created = rooms.create(RoomRequest(house_seller="hardliner"))
+        room: Room = rooms.rooms[created.room]
+        seat = rooms.seat(created.room, "buyer")
+        journal = tmp_path / "r.db.rooms" / f"{created.room}.jsonl"
+        await seat.act(SendMessage(text="a" * 2_000))
+        clock.now += 20
+        await seat.act(MakeOffer(price=100, message="b" * 2_000))
+        clock.now += 10
+        size, events = journal.stat().st_size, room.current.referee.event_count
+        with pytest.raises(CallRefused) as refused:
+            await seat.act(SendMessage(text="c" * 2_000))
+        assert str(refused.value) == (
+            "too_many_message_chars: A seat sends at most 5,000 characters of messages a "
+            "minute; this one (2,000) can be sent in 30 s. Act without a message, or with a "
+            "shorter one."
+        )
+        with pytest.raises(CallRefused, match=r"this one has 9,000\."):
+            await seat.act(SendMessage(text="c" * 9_000))
+        assert (journal.stat().st_size, room.current.referee.event_count) == (size, events)
+        await seat.act(SendMessage(text="d" * 1_000))  # what is left of the minute
+        clock.now += 30  # the first message is a minute old
+        await seat.act(SendMessage(text="e" * 2_000))
+        clock.now += 60
+        for size in (2_000, 2_000, 1_000):  # 12,000 in the series: all of it
+            await seat.act(SendMessage(text="f" * size))
+        clock.now += 60
+        with pytest.raises(CallRefused, match=r"messages in a series; 0 are left\."):
+            await seat.act(MakeOffer(price=110, message="g"))
+        await seat.act(MakeOffer(price=110))  # no text, no limit
+        texts = [e.text for e in room.current.referee.events if e.type == "message_sent"]
+        assert [len(t) for t in texts] == [2_000, 1_000, 2_000, 2_000, 2_000, 1_000]
     finally:
         close(rooms)
 

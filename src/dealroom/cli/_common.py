@@ -68,12 +68,21 @@ def add_secret_flag(parser: _Flags, *, public: bool = False) -> None:
     so others reproduce the run; any 128 bits do (the README pins one). Every other entry point
     (a served session, a room) keeps its secret from its seats and refuses an obviously weak one.
     """
+    which = (
+        "any will do, the docs' published 5eed... one included: an offline run's secret is "
+        "there for others to replay it"
+        if public
+        else "one with a pattern (the docs' published 5eed... one, for offline runs, included) "
+        "is refused: a seat that guessed this command's secret would compute the other side's "
+        "value"
+    )
     parser.add_argument(
         "--secret",
         type=public_secret_arg if public else secret_arg,
         metavar="HEX",
         help="secret (at least 32 hex digits) under which scenarios and house agents' choices "
-        f"are drawn, to reproduce a run (default: ${SECRET_ENV}, else a fresh random one)",
+        f"are drawn, to reproduce a run; {which} (default: ${SECRET_ENV}, else a fresh random "
+        "one)",
     )
 
 
@@ -104,7 +113,8 @@ def run_secret(args: argparse.Namespace, *, public: bool = False) -> tuple[Secre
         try:
             return (Secret.from_hex(text) if public else Secret.chosen(text)), True
         except SecretError as exc:
-            raise usage_error(f"${SECRET_ENV}: {exc}") from None
+            unset = "" if public else f", or unset ${SECRET_ENV} for this command"
+            raise usage_error(f"${SECRET_ENV}: {exc}{unset}") from None
     return Secret.new(), False
 
 

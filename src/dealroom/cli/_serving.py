@@ -93,6 +93,8 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
             limits=RoomLimits(
                 idle_s=args.idle_limit,
                 negotiations_per_minute=args.max_negotiations_per_minute or None,
+                message_chars_per_minute=args.max_message_chars_per_minute or None,
+                message_chars_per_series=args.max_message_chars_per_series or None,
             ),
             journals=journals,
             resolve_player=lambda spec: room_player(spec, args, players),
@@ -101,7 +103,7 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
         with contextlib.ExitStack() as owned:
             # No two processes serve one store's rooms: both would restore and play them.
             try:
-                owned.enter_context(owning(journals.directory))
+                owned.enter_context(owning(journals.directory, owner=_serving_what(args, worker)))
             except OSError as exc:
                 raise usage_error(str(exc)) from None
             registry.restore()  # open rooms of an earlier process, with their tokens
@@ -109,6 +111,14 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
     finally:
         close_store(writer)
     return 0
+
+
+def _serving_what(args: argparse.Namespace, worker: tuple[int, str] | None) -> str:
+    """What this process serves, as the owner lock of its journals names it to another."""
+    from dealroom.server.mcp_http import listen_url
+
+    url = f"serving {listen_url(args.host, args.port)}"
+    return url if worker is None else f"worker {worker[0]} of the cluster {url}"
 
 
 def _serve_registry(

@@ -33,7 +33,13 @@ if TYPE_CHECKING:
 
 HTTP_NEGOTIATIONS_PER_MINUTE = 120
 """A person or a model starts a negotiation every few seconds at most; a client that starts
-more is a program writing the server's disk (about 12 KB a negotiation, store and journal)."""
+more is a program writing the server's disk (up to 58 KB a negotiation, store and journal:
+benchmarks/write_budget.py)."""
+HTTP_MESSAGE_CHARS_PER_MINUTE = 20_000
+"""Ten messages of the longest default length a minute: more than a person types or a model
+needs; each character is written about five times (docs/security.md)."""
+HTTP_MESSAGE_CHARS_PER_SERIES = 1_000_000
+"""A series' message text: 500 messages of 2,000 characters."""
 
 
 def add(commands: Commands) -> None:
@@ -123,6 +129,22 @@ def add(commands: Commands) -> None:
         "one token cannot fill the disk; a series has at most "
         f"{DEFAULT_LIMITS.max_series:,} (0: no rate limit; default: "
         f"{HTTP_NEGOTIATIONS_PER_MINUTE})",
+    )
+    parser.add_argument(
+        "--max-message-chars-per-minute",
+        type=_per_minute,
+        default=HTTP_MESSAGE_CHARS_PER_MINUTE,
+        metavar="N",
+        help="HTTP rooms: a client seat sends at most N characters of messages a minute "
+        f"(0: no limit; default: {HTTP_MESSAGE_CHARS_PER_MINUTE:,})",
+    )
+    parser.add_argument(
+        "--max-message-chars-per-series",
+        type=_per_minute,
+        default=HTTP_MESSAGE_CHARS_PER_SERIES,
+        metavar="N",
+        help="HTTP rooms: and at most N over its series "
+        f"(0: no limit; default: {HTTP_MESSAGE_CHARS_PER_SERIES:,})",
     )
     _players.add_llm_flags(parser)
     parser.set_defaults(handler=run)

@@ -400,6 +400,8 @@ def _reason(error: ToolErrorPayload) -> str:
             return "Your last moves are still being answered."
         case SessionErrorCode.TOO_MANY_NEGOTIATIONS:
             return "Too many negotiations were started in the last minute."
+        case SessionErrorCode.TOO_MANY_MESSAGE_CHARS:
+            return "You have sent as much message text as this room allows for now."
         case _:
             hint = ERROR_HINTS.get(code, "")
             return message.removesuffix(hint).strip() if hint else message
@@ -436,6 +438,8 @@ def _advice(code: str, surface: Surface) -> str:
             return "Wait for their answers before you press again." if web else "Wait a moment."
         case SessionErrorCode.UPSTREAM_UNAVAILABLE | SessionErrorCode.TOO_MANY_NEGOTIATIONS:
             return "Try again in a moment."
+        case SessionErrorCode.TOO_MANY_MESSAGE_CHARS:
+            return "Act without a message, or wait a minute."
         case SessionErrorCode.SEAT_TOKEN_REFUSED:
             return "Open your seat's link again, or ask the organiser for a new one."
         case _:

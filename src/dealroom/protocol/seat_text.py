@@ -25,7 +25,7 @@ from dealroom.protocol.errors import ErrorCode
 from dealroom.protocol.events import Event
 from dealroom.protocol.observation import LiveOffer, Observation
 from dealroom.protocol.outcome import SeatOutcome
-from dealroom.protocol.text import describe_event, money
+from dealroom.protocol.text import describe_event, event_text, money
 from dealroom.protocol.wire import (
     ActionResult,
     SeatState,
@@ -52,6 +52,7 @@ ERROR_HINTS: dict[str, str] = {
     SessionErrorCode.SEAT_TOKEN_REFUSED: "Start the seat again with a token the room issued.",
     SessionErrorCode.RESULT_PENDING: "Call get_state to see the outcome; do not repeat the action.",
     SessionErrorCode.TOO_MANY_NEGOTIATIONS: "Call new_negotiation again then.",
+    SessionErrorCode.TOO_MANY_MESSAGE_CHARS: "Act without a message, or with a shorter one.",
 }
 """The hint appended to each refusal, by code (argument errors carry their own)."""
 
@@ -92,9 +93,29 @@ def news(events: Iterable[Event], role: Role) -> list[Event]:
     return [e for e in events if e.by != role]
 
 
+SHOWN_TEXT = 4_000
+"""Most characters of the other side's messages one result shows (two messages of the default
+longest): what a client makes a model seat read at each wake is bounded (12 messages of 2,000
+characters in one wait made an ``llm:`` house seat read 98,027 input tokens over a negotiation
+instead of 26,298). The newest messages are shown first; older ones are cut, saying how much
+was left out (the structured result, for programs, holds every message whole)."""
+
+
 def event_lines(events: Iterable[Event], role: Role, currency: str) -> list[str]:
-    """One line per event: ``[t s] what happened`` (the seat's own moves read "you")."""
-    return [f"[{seconds(e.t)} s] {describe_event(e, currency, viewer=role)}" for e in events]
+    """One line per event: ``[t s] what happened`` (the seat's own moves read "you"), the other
+    side's messages within ``SHOWN_TEXT`` characters in all."""
+    listed = list(events)
+    limits: list[int | None] = [None] * len(listed)
+    left = SHOWN_TEXT
+    for i in reversed(range(len(listed))):
+        event = listed[i]
+        if event.by is not None and event.by != role:
+            limits[i] = left
+            left = max(left - len(event_text(event) or ""), 0)
+    return [
+        f"[{seconds(e.t)} s] {describe_event(e, currency, viewer=role, limit=limit)}"
+        for e, limit in zip(listed, limits, strict=True)
+    ]
 
 
 def _offers(live: Sequence[LiveOffer], role: Role, currency: str) -> str:

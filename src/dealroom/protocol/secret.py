@@ -49,6 +49,13 @@ class SecretError(DealroomError, ValueError):
     kind = "secret"
 
 
+PUBLISHED_SECRET = "5eed" * 8
+"""The example secret the README and docs publish, so that anyone reproduces their output: it
+is for offline runs (``dealroom match``, ``tournament``, ``openenv serve``), whose secret is
+there to be published; every served entry point refuses it (``Secret.chosen``), as it refuses
+any secret with a pattern."""
+
+
 @dataclass(frozen=True, slots=True)
 class Secret:
     """A run's secret key. Its repr never shows the key (it may end up in a log line)."""
@@ -84,10 +91,19 @@ class Secret:
         bytes. Each is as good as public: a guess checked offline against an opaque id. A
         secret read back from a store is not refused (``from_hex``)."""
         secret = cls.from_hex(text)
+        draw = (
+            "draw one from a CSPRNG (python -c 'import secrets; print(secrets.token_hex(32))') "
+            "or give none to have one drawn"
+        )
+        if secret.key == bytes.fromhex(PUBLISHED_SECRET):
+            raise SecretError(
+                "this is the published example secret, for offline runs that others replay "
+                f"(match, tournament); a served room keeps its secret from its seats: {draw}"
+            )
         if _obviously_weak(secret.key):
             raise SecretError(
-                "this secret repeats a pattern; draw one from a CSPRNG, e.g. "
-                "python -c 'import secrets; print(secrets.token_hex(32))'"
+                "this secret repeats a pattern, so a seat could guess it and compute the other "
+                f"side's value: {draw}"
             )
         return secret
 

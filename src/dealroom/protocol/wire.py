@@ -51,6 +51,10 @@ class SessionErrorCode(StrEnum):
     """The seat started as many negotiations in the last minute as a room allows
     (``RoomLimits.negotiations_per_minute``): what one token can make the server write is
     bounded."""
+    TOO_MANY_MESSAGE_CHARS = "too_many_message_chars"
+    """The seat's message text would pass what a room lets one seat send in a minute or in a
+    series (``RoomLimits.message_chars_per_minute``, ``message_chars_per_series``); nothing was
+    sent and nothing changed."""
     STUDY_EXISTS = "study_exists"
     """A study was not created: the server already has one of that id."""
     JOURNAL_UNAVAILABLE = "journal_unavailable"

@@ -12,7 +12,9 @@ bearer token alone:
     /web/api/study*                        with no valid prefix (or none) goes to worker 0,
                                            which answers 401 for what it does not know
     POST /admin/rooms, /admin/studies      the next live worker, round robin (a study's rooms
-                                           open on its own worker)
+                                           open on its own worker); a study only once no
+                                           worker has its id (409 otherwise; creations one
+                                           at a time, ``_create_study``)
     GET  /admin/rooms/{room},              each worker in turn, until one knows the room (or
          /admin/studies/{study}[/...]      the study)
     GET  /healthz                          the front itself: which workers are up
@@ -33,8 +35,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import anyio
@@ -45,10 +48,12 @@ from multidict import CIMultiDict
 from starlette.types import Message, Receive, Scope, Send
 from yarl import URL
 
+from dealroom.protocol.study import LABEL
 from dealroom.server.cluster_owners import owner_of
 from dealroom.server.cluster_workers import Workers
 from dealroom.server.http_limits import DEFAULT_HTTP_LIMITS, HttpLimits, raise_open_file_limit
 from dealroom.server.mcp_http import StoppingServer, listen_url, uvicorn_config
+from dealroom.server.studies import study_exists
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -98,6 +103,16 @@ async def _body(receive: Receive) -> bytes | None:
             return b"".join(chunks)
 
 
+def _study_id(body: bytes) -> str | None:
+    """The id a study request names, if it is a valid one (``StudyRequest.id``)."""
+    try:
+        request = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    study = cast("dict[str, object]", request).get("id") if isinstance(request, dict) else None
+    return study if isinstance(study, str) and re.fullmatch(LABEL, study) else None
+
+
 async def _reply(send: Send, status: int, body: dict[str, Any]) -> None:
     data = json.dumps(body).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
@@ -114,6 +129,7 @@ class Front:
         self._sessions: list[aiohttp.ClientSession] = []
         self._turn = itertools.cycle(range(len(self.sockets)))
         self._failing: set[int] = set()
+        self._creating = anyio.Lock()
 
     async def __aenter__(self) -> Front:
         timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_S)
@@ -149,7 +165,9 @@ class Front:
         if body is None:
             await _reply(send, 413, {"error": f"a request is at most {MAX_REQUEST_BYTES} bytes"})
             return
-        if path in ("/admin/rooms", "/admin/studies") and scope["method"] == "POST":
+        if path == "/admin/studies" and scope["method"] == "POST":
+            await self._create_study(scope, body, receive, send)
+        elif path == "/admin/rooms" and scope["method"] == "POST":
             await self._first_live(scope, body, receive, send)
         elif path.startswith(("/admin/rooms/", "/admin/studies/")):
             await self._find_owner(scope, body, receive, send)
@@ -189,6 +207,47 @@ class Front:
             return
         log.error("no worker answers", path=scope["path"], error=str(last))
         await _reply(send, 502, {"error": "no worker of this server is answering"})
+
+    async def _create_study(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        """A study id names one study in the cluster, whichever worker a request lands on (each
+        worker checks only its own): creations wait for each other, and each worker is asked
+        for the id first; one that has it (or holds its journal unrestored) makes this a 409, as
+        a single server answers. A worker that cannot be asked refuses the creation (502)."""
+        study = _study_id(body)
+        if study is None:  # the worker answers 400 for a request that names no valid id
+            await self._first_live(scope, body, receive, send)
+            return
+        async with self._creating:
+            path = f"/admin/studies/{study}"
+            ask: Scope = {
+                **scope,
+                "method": "GET",
+                "path": path,
+                "raw_path": path.encode(),
+                "query_string": b"",
+                "headers": [(k, v) for k, v in scope["headers"] if k != b"content-type"],
+            }
+            for index in range(len(self.sockets)):
+                try:
+                    response = await self._open(index, ask, b"")
+                except (aiohttp.ClientError, OSError) as exc:
+                    log.error("study id not checked", worker=index, error=str(exc))
+                    message = (
+                        f"worker {index} is not answering: no study is created until every "
+                        "worker can say that its id is unused"
+                    )
+                    await _reply(send, 502, {"error": message})
+                    return
+                status = response.status
+                if status in (200, 410):
+                    response.release()
+                    await _reply(send, 409, {"error": str(study_exists(study))})
+                    return
+                if status != 404:  # the admin token refused: said as the worker says it
+                    await self._relay(index, response, receive, send)
+                    return
+                response.release()
+            await self._first_live(scope, body, receive, send)
 
     async def _find_owner(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
         """Ask each worker for the room (or study) until one has it (an admin read: rare)."""

@@ -56,11 +56,12 @@ def stray_journals(store: Path, workers: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def owning(directory: Path, *, wait_s: float = 30.0) -> Generator[None]:
+def owning(directory: Path, *, wait_s: float = 30.0, owner: str = "") -> Generator[None]:
     """Hold ``directory``'s owner lock (a server or a cluster's worker owns its journals: no two
     processes replay the same rooms, e.g. a server started twice on one store, or restarted
-    while the one before it still stops). Waits up to
-    ``wait_s`` for another owner to go; OSError if it does not."""
+    while the one before it still stops). Waits up to ``wait_s`` for another owner to go, and
+    says so at once (a warning naming it: its pid and ``owner``, e.g. the URL it serves, which
+    each owner writes into the lock file); OSError naming it if it does not go."""
     private_dir(directory, own=True)
     with os.fdopen(open_private(directory / ".owner", truncate=False), "a") as lock:
         deadline, waited = time.monotonic() + wait_s, False
@@ -69,17 +70,34 @@ def owning(directory: Path, *, wait_s: float = 30.0) -> Generator[None]:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                other = _owner(directory / ".owner")
                 if not waited:
                     waited = True
-                    log.info(
-                        "waiting for the process serving these rooms to stop", rooms=str(directory)
+                    log.warning(
+                        "another process serves these rooms: waiting for it to stop",
+                        owner=other,
+                        wait_s=wait_s,
+                        rooms=str(directory),
                     )
                 if time.monotonic() >= deadline:
                     raise OSError(
-                        f"{directory}: another process still serves these rooms"
+                        f"{directory}: another process still serves these rooms ({other})"
                     ) from None
                 time.sleep(0.1)
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"pid {os.getpid()}" + (f", {owner}" if owner else ""))
+        lock.flush()
         try:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _owner(path: Path) -> str:
+    """Who holds the lock, as it wrote itself into the file (an older version wrote nothing)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as file:
+            return file.read(200).strip() or "one that does not say which"
+    except OSError:
+        return "one that does not say which"

@@ -57,6 +57,7 @@ from dealroom.protocol.tools import (
     seat_tools,
     validate_arguments,
 )
+from dealroom.server.gone import while_connected
 from dealroom.server.seat import CallRefused, ServedSeat
 
 log = structlog.stdlib.get_logger(__name__)
@@ -120,7 +121,23 @@ class _SeatTool(Tool):
         except ArgumentError as error:
             log.info("tool refused", tool=self.name, code=error.payload.code)
             return _error_result(error.payload.text())
-        return await super().run(arguments, context, convert_result=convert_result)
+        run = super().run
+        reply = await while_connected(
+            _request_of(context), lambda: run(arguments, context, convert_result=convert_result)
+        )
+        return (
+            _error_result("The client has gone; nothing reads this reply.")
+            if reply is None
+            else reply
+        )
+
+
+def _request_of(context: Context[Any, Any]) -> object:
+    """The HTTP request that brought a call (None over stdio, or outside a request)."""
+    try:
+        return context.request_context.request
+    except ValueError:
+        return None
 
 
 async def render(seat: ServedSeat, result: ActionResult | WaitResult | SeatState) -> str:

@@ -22,9 +22,7 @@ the call that finished it returns.
 
 from __future__ import annotations
 
-import math
 import time
-from collections import deque
 from collections.abc import AsyncGenerator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -66,37 +64,15 @@ class RoomLimits:
     wall time (None: no limit): what one seat token can make the server write is bounded."""
     max_series: int = 10_000
     """The negotiations of a served room's series that gives no length of its own."""
+    message_chars_per_minute: int | None = None
+    """At most this many characters of message text a client seat sends in any minute of wall
+    time (None: no limit; ``dealroom.server.pacing.MessageBudget``)."""
+    message_chars_per_series: int | None = None
+    """At most this many characters of message text a client seat sends over its series
+    (None: no limit)."""
 
 
 DEFAULT_LIMITS = RoomLimits()
-
-
-class Pace:
-    """The starts a seat may make in any minute (``RoomLimits.negotiations_per_minute``)."""
-
-    WINDOW_S = 60.0
-
-    def __init__(self, per_minute: int | None) -> None:
-        self.per_minute = per_minute
-        self._starts: deque[float] = deque()
-
-    def refusal(self, now: float) -> str | None:
-        """Why one more start is not allowed at ``now`` (with the seconds to wait), or None."""
-        starts = self._starts
-        while starts and now - starts[0] >= self.WINDOW_S:
-            starts.popleft()
-        if self.per_minute is None or len(starts) < self.per_minute:
-            return None
-        wait = math.ceil(self.WINDOW_S - (now - starts[0]))
-        return (
-            f"This room starts at most {self.per_minute} negotiations a minute; the next can "
-            f"start in {wait} s."
-        )
-
-    def started(self, now: float) -> None:
-        """Count a start made at ``now``."""
-        if self.per_minute is not None:
-            self._starts.append(now)
 
 
 class Negotiation:

@@ -31,7 +31,8 @@ from dealroom.protocol import Agent, Role, Scenario, seat_view
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.secret import Secret, Seed, negotiation_seed, seed_json
 from dealroom.server.journal import Op
-from dealroom.server.negotiation import Negotiation, Pace
+from dealroom.server.negotiation import Negotiation
+from dealroom.server.pacing import MessageBudget, Pace
 from dealroom.server.room_experiment import Consent, StudyHook, experiment_extra
 from dealroom.server.room_log import RoomLog
 from dealroom.server.room_players import PlayerTasks
@@ -86,6 +87,11 @@ class Room:
         self._timer = timer
         self._players = PlayerTasks(self.seats.players, self._play)
         pace = Pace(settings.limits.negotiations_per_minute)
+        limits = settings.limits
+        self.messages = MessageBudget(
+            limits.message_chars_per_minute, limits.message_chars_per_series, timer
+        )
+        """What message text each client seat may still send (``server.pacing``)."""
         self.series: Series[Negotiation] = Series(
             settings.scenarios, available=available, start=self._start, pace=pace, timer=timer
         )

@@ -140,6 +140,11 @@ class RoomSeat:
 
     async def _act(self, action: Action) -> ActionResult:
         self._consented()
+        if self.room.seats[self.role].client and (
+            over := self.room.messages.charge(self.role, action)
+        ):
+            code = SessionErrorCode.TOO_MANY_MESSAGE_CHARS
+            raise CallRefused(seat_text.error_payload(code, over))
         negotiation = self.room.current
         try:
             try:

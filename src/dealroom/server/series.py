@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 from dealroom.protocol import Scenario, SessionErrorCode
-from dealroom.server.negotiation import Pace
+from dealroom.server.pacing import Pace
 from dealroom.server.room_error import RoomError
 from dealroom.server.room_settings import ScenarioSource
 

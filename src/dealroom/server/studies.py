@@ -66,10 +66,7 @@ class Studies:
         if request.house is not None:
             self._check_house(request.house)
         if request.id in self.studies or request.id in self.unrestored:
-            raise RoomError(
-                SessionErrorCode.STUDY_EXISTS,
-                f"There is already a study {request.id!r} on this server; choose another id.",
-            )
+            raise study_exists(request.id)
         if request.secret is None:  # drawn once, here: a restored study draws the same
             request = request.model_copy(update={"secret": request.run_secret().hex()})
         token = new_token(self.token_prefix)
@@ -175,6 +172,14 @@ class Studies:
         self._tokens[token] = (study.id, None)
         for label, token_digest in participants.items():
             self._tokens[token_digest] = (study.id, label)
+
+
+def study_exists(study: str) -> RoomError:
+    """The refusal of a study id in use (by a worker, or by a cluster's front for any worker)."""
+    return RoomError(
+        SessionErrorCode.STUDY_EXISTS,
+        f"There is already a study {study!r} on this server; choose another id.",
+    )
 
 
 def _whole(path: Path, study: Study, header: Mapping[str, Any]) -> WholeJournal:

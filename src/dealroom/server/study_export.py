@@ -37,6 +37,7 @@ from dealroom.protocol.study import (
     PaymentRow,
     paid_negotiations,
 )
+from dealroom.protocol.text import shown
 from dealroom.server.study import Study
 from dealroom.server.study_people import Participant
 from dealroom.store.results import StoredNegotiation
@@ -149,8 +150,9 @@ rule): it is written after a ``'``, which a spreadsheet shows as text."""
 def csv_text(model: type[Model], rows: Sequence[Model]) -> str:
     """RFC 4180 CSV (CRLF line ends) with a header of ``model``'s fields: amounts as written
     (``12.50``, ``-3.00``: numbers stay numbers), booleans ``true``/``false``, nothing for None,
-    and text that a spreadsheet would run as a formula (``FORMULA_STARTS``: a participant's
-    message, say) after a ``'``."""
+    text ``shown`` (bidirectional and zero-width characters as their escapes), and text that a
+    spreadsheet would run as a formula (``FORMULA_STARTS``: a participant's message, say) after
+    a ``'``."""
     out = io.StringIO()
     writer = csv.writer(out)
     fields = list(model.model_fields)
@@ -167,8 +169,9 @@ def _cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, Decimal):
         return f"{value:f}"
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
+    if isinstance(value, str):
+        text = shown(value)  # a bidirectional or zero-width character as its escape
+        return "'" + text if text.startswith(FORMULA_STARTS) else text
     return str(value)
 
 

@@ -9,6 +9,8 @@ import io
 import json
 import os
 import stat
+import threading
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from mcp_support import ADMIN, HttpServer, http_server, tls
 
 from dealroom.cli import main as cli_main
 from dealroom.protocol.study import EventRow, NegotiationRow, PageEventRow, PaymentRow
+from dealroom.server import study_export
 from dealroom.store.results import ResultsStore
 
 pytestmark = pytest.mark.anyio
@@ -287,3 +290,60 @@ async def test_links_that_cannot_be_written_are_printed_not_lost(
         token = printed[0]["link"].partition("#token=")[2]
         ticket = server.registry.studies.lookup(token)
         assert ticket is not None and ticket.who is not None and ticket.who.label == "p01"
+
+
+async def test_events_exports_at_once_are_built_once_off_the_event_loop_one_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DEALROOM_ADMIN_TOKEN", ADMIN)
+    built: list[int] = []
+    active = [0, 0]  # now, most at once
+    lock = threading.Lock()
+    original = study_export.event_rows
+
+    def counted(study: Any, stored: Any) -> list[EventRow]:
+        with lock:
+            active[0] += 1
+            active[1] = max(active)
+        time.sleep(0.05)  # long enough for exports at once to overlap, if they may
+        try:
+            return original(study, stored)
+        finally:
+            with lock:
+                active[0] -= 1
+                built.append(1)
+
+    monkeypatch.setattr(study_export, "event_rows", counted)
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        created = await create(tmp_path, server, capsys)
+        study = created["page"].partition("#token=")[2]
+        token = created["participants"]["p01"].partition("#token=")[2]
+        await http.post(f"{server.url}/web/api/seat/consent", headers=auth(token))
+        await play_to_a_deal(http, server.url, token, 5.0)
+        for _ in range(200):  # the writer stores results as they come: bounded wait
+            with ResultsStore(tmp_path / "results.db", create=False) as store:
+                if len(store.keys("s1")) == 1:
+                    break
+            await anyio.sleep(0.05)
+        url = f"{server.url}/web/api/study/events.csv"
+        bodies: list[str] = []
+
+        async def export() -> None:
+            response = await http.get(url, headers=auth(study))
+            assert response.status_code == 200, response.text
+            bodies.append(response.text)
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                for _ in range(32):
+                    group.start_soon(export)
+            assert (len(built), active[1]) == (1, 1)  # built once, never two at once
+            assert len(set(bodies)) == 1 and "offer_made" in bodies[0]
+            assert "error" not in await call(http, server.url, token, "new_negotiation")
+            await play_to_a_deal(http, server.url, token, 6.0)
+            for _ in range(200):
+                after = (await http.get(url, headers=auth(study))).text
+                if len(rows(after)) > len(rows(bodies[0])):
+                    break
+                await anyio.sleep(0.05)
+    assert {row["key"] for row in rows(after)} > {row["key"] for row in rows(bodies[0])}

@@ -116,3 +116,19 @@ async def test_a_pair_participants_view_counts_their_own_series_across_rooms() -
     assert (view.negotiation, view.negotiations, view.finished) == (2, 2, 2)
     assert [r.negotiation for r in view.results] == [1, 2] and room.series.finished == 1
     assert view.series_over and not view.can_start_next and view.completion is not None
+
+
+async def test_the_pages_show_bidirectional_and_zero_width_characters_escaped() -> None:
+    room = house_room(opponent="hardliner")
+    buyer = RoomSeat(room, "buyer")
+    await buyer.act(SendMessage(text="pay \u202e0001$\u202c now\u200b"))
+    await buyer.act(MakeOffer(price=Decimal("900"), message="\u2066x\u2069"))
+    escaped = ("pay \\u202e0001$\\u202c now\\u200b", "\\u2066x\\u2069")
+    spectator = spectator_view(room)
+    observation = await room.current.observe("buyer", deliver=False)
+    page = seat_page_view(room, "buyer", observation)
+    for events in (spectator.events, page.observation.events):
+        said = [getattr(e, "text", None) or getattr(e, "message", None) for e in events]
+        assert [s for s in said if s] == list(escaped)
+    first = room.current.referee.events[0]
+    assert getattr(first, "text", "").startswith("pay \u202e")  # the record keeps it

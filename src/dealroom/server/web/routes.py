@@ -31,6 +31,7 @@ from starlette.types import Receive, Scope, Send
 from dealroom.protocol import SessionErrorCode, people_text, seat_text
 from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
+from dealroom.server.gone import while_connected
 from dealroom.server.mcp_app import dispatch
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
@@ -308,7 +309,11 @@ class WebApi:
         with structlog.contextvars.bound_contextvars(**seat.log_context, tool=tool):
             if tool == "new_negotiation" and ticket is not None and _pairs(ticket):
                 return JSONResponse(_next_partner(ticket), headers=NO_STORE)
-            call = await _call(seat, tool, cast("dict[str, Any]", arguments))
+            call = await while_connected(
+                request, lambda: _call(seat, tool, cast("dict[str, Any]", arguments))
+            )
+            if call is None:  # no one reads it
+                return error(400, "the client has gone")
             return JSONResponse(call, headers=NO_STORE)
 
 

@@ -37,6 +37,7 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.events import EndReason
 from dealroom.protocol.study import StudyCompletion, presence_rule, waiting_rule
+from dealroom.protocol.text import shown_event
 from dealroom.protocol.wire import ClockKind
 from dealroom.server import texts
 from dealroom.server.instructions import Block
@@ -174,7 +175,7 @@ def spectator_view(room: Room) -> SpectatorView:
         scenario=scenario.public(),
         now=now,
         time_left=round(max(scenario.deadline - now, 0.0), 3),
-        events=tuple(referee.events_since(0)[:upto]),
+        events=tuple(map(shown_event, referee.events_since(0)[:upto])),
         live_offers=offers,
         result=None if outcome is None else spectator_result(scenario, outcome),
     )
@@ -225,7 +226,9 @@ def seat_page_view(
         negotiation=number,
         negotiations=length,
         clock=room.settings.clock,
-        observation=observation,
+        observation=observation.model_copy(
+            update={"events": tuple(map(shown_event, observation.events))}
+        ),
         briefing=texts.people_briefing(
             observation, room.settings.rules, clock=room.settings.clock, surface="web"
         ),
