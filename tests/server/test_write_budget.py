@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -94,7 +95,7 @@ async def test_a_seat_sends_at_most_n_message_characters_a_minute_and_a_series(
         journal = tmp_path / "r.db.rooms" / f"{created.room}.jsonl"
         await seat.act(SendMessage(text="a" * 2_000))
         clock.now += 20
-        await seat.act(MakeOffer(price=100, message="b" * 2_000))
+        await seat.act(MakeOffer(price=Decimal(100), message="b" * 2_000))
         clock.now += 10
         size, events = journal.stat().st_size, room.current.referee.event_count
         with pytest.raises(CallRefused) as refused:
@@ -115,8 +116,8 @@ async def test_a_seat_sends_at_most_n_message_characters_a_minute_and_a_series(
             await seat.act(SendMessage(text="f" * size))
         clock.now += 60
         with pytest.raises(CallRefused, match=r"messages in a series; 0 are left\."):
-            await seat.act(MakeOffer(price=110, message="g"))
-        await seat.act(MakeOffer(price=110))  # no text, no limit
+            await seat.act(MakeOffer(price=Decimal(110), message="g"))
+        await seat.act(MakeOffer(price=Decimal(110)))  # no text, no limit
         texts = [e.text for e in room.current.referee.events if e.type == "message_sent"]
         assert [len(t) for t in texts] == [2_000, 1_000, 2_000, 2_000, 2_000, 1_000]
     finally:
