@@ -32,6 +32,7 @@ Spec and file errors are also ``ValueError``, so ``except ValueError`` callers k
     ├── LLMError                       llm            agents    the seat's model could not be used
     │   ├── LLMConfigError             llm_config
     │   └── LLMCallFailed              llm_call_failed
+    │       └── ContextFull            context_full   agents    a conversation past the context
     ├── ModelCallError                 model_call     agents    a model call with no usable reply
     ├── AgentCheckError (AssertionError) agent_check  testing   an agent that broke the contract
     ├── OpponentError (RuntimeError)   opponent       training  an opponent model that failed
