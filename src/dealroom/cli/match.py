@@ -103,6 +103,11 @@ def run_market(args: argparse.Namespace) -> int:
     if len(specs) not in (1, args.buyers):
         raise usage_error(f"--buyer: one spec, or {args.buyers} (one per buyer); got {len(specs)}")
     specs = specs * args.buyers if len(specs) == 1 else specs
+    if any(is_llm_spec(spec) for spec in specs):
+        raise usage_error(
+            "--buyer: a market's buyers are scripted agents for now (a model plays only the "
+            "seller's seat: --seller llm:MODEL)"
+        )
     try:
         seller = None if is_llm_spec(args.seller) else market_seller(args.seller)
         buyers = [resolve(spec) for spec in specs]
