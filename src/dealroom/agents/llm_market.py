@@ -45,12 +45,12 @@ from dealroom.protocol.market import (
     MarketView,
 )
 from dealroom.protocol.market_referee import MarketRecord
-from dealroom.protocol.market_seat import GetState, Wait, bind, market_tools, move_of
+from dealroom.protocol.market_seat import GetState, Wait, bind_market, market_tools, move_of
 from dealroom.protocol.market_text import (
     WakeHead,
     market_briefing,
     market_state_text,
-    update_text,
+    market_update_text,
     wake_head,
 )
 from dealroom.protocol.seat_text import error_payload
@@ -87,7 +87,7 @@ class MarketSellerSeat:
         """One call with the model's raw arguments, counted: the text the model reads."""
         stats = self.stats
         stats.calls[name] += 1
-        bound = bind(name, model_seat.parse_arguments(raw))
+        bound = bind_market(name, model_seat.parse_arguments(raw))
         if isinstance(bound, str):
             return stats.invalid_call(bound)
         try:
@@ -173,7 +173,7 @@ class MarketSellerSeat:
         )
 
     def _update(self, head: str) -> str:
-        text = update_text(head, self.observation(), self.seen)
+        text = market_update_text(head, self.observation(), self.seen)
         self._shown()
         return text
 

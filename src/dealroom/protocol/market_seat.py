@@ -180,7 +180,7 @@ class _Binder(MarketToolMethods[Bound]):
 _BINDER = _Binder()
 
 
-def bind(name: str, arguments: object) -> Bound | str:
+def bind_market(name: str, arguments: object) -> Bound | str:
     """A model's call checked against the seller's market tool's signature: the bound call, or
     the error text the model reads (``model_seat.bind``'s rule)."""
     return bind_on(_BINDER, MARKET_TOOL_NAMES, name, arguments)
@@ -225,7 +225,7 @@ __all__ = [
     "MarketToolMethods",
     "Move",
     "Wait",
-    "bind",
+    "bind_market",
     "market_tools",
     "move_of",
 ]

@@ -129,7 +129,7 @@ def outcome_line(outcome: MarketSeatOutcome, currency: str) -> str:
     return f"outcome: sold to {outcome.buyer} at {price}; your surplus {surplus}."
 
 
-def update_text(head: str, observation: MarketObservation, seen: Mapping[str, int]) -> str:
+def market_update_text(head: str, observation: MarketObservation, seen: Mapping[str, int]) -> str:
     """An action's or a wait's result: ``head``, the buyers' moves not seen yet (after
     ``seen``), the clock, the live offers and the outcome once the market is over."""
     lines = [head, *market_news(observation, seen), _clock(observation), *_live(observation)]
@@ -168,7 +168,7 @@ __all__ = [
     "market_briefing",
     "market_news",
     "market_state_text",
+    "market_update_text",
     "outcome_line",
-    "update_text",
     "wake_head",
 ]
