@@ -179,3 +179,27 @@ def test_the_leak_check_sees_a_value_in_a_request() -> None:
     value = Decimal("1306.55")
     assert leaked(json.dumps({"content": "b1 values it at $1,306.55"}), value, set()) is not None
     assert leaked('{"best_value": 1}', Decimal("2.5"), set(), PRIVATE_FIELDS) == "best_value"
+
+
+def test_actions_take_effect_one_after_another_on_the_sellers_clock() -> None:
+    market = market_at(2, 0, "mid", 2)
+    replies: list[Reply] = [
+        ToolCalls(
+            (
+                ("make_offer", {"buyer": "b1", "price": 5000.0}),
+                ("make_offer", {"buyer": "b2", "price": 5000.0}),
+                ("get_state", {}),
+                ("send_message", {"buyer": "b1", "text": "Firm."}),
+            )
+        ),
+    ]
+    _, extra, _ = play_brain(scripted(replies), market, ["hardliner"] * 2)
+    clocks = [t.splitlines()[1] if t.startswith("you:") else t for t in tool_texts(extra)]
+    # 1 s of thinking and 5 s for the first offer; the next actions follow on the same clock,
+    # each its own cost (plus the clock's least step); get_state costs nothing.
+    assert [next(x for x in c.splitlines() if x.startswith("clock: ")) for c in clocks] == [
+        "clock: 6 s, 174 s left; 99 actions left.",
+        "clock: 11.001 s, 168.999 s left; 98 actions left.",
+        "clock: 11.001 s, 168.999 s left; 98 actions left.",
+        "clock: 14.002 s, 165.998 s left; 97 actions left.",
+    ]

@@ -4,6 +4,7 @@ loopback OpenAI-compatible endpoint of ``tests/fake_openai.py`` (nothing leaves 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -50,13 +51,16 @@ def test_a_model_seller_sells_and_the_market_prints_like_a_scripted_one(
 def test_the_json_holds_the_record_and_the_sellers_conversation(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with serve(market_seller()) as fake:
-        code = main(market(fake.base_url, "--json"))
-    out, _ = capsys.readouterr()
-    body = json.loads(out)
-    extra = body.pop("extra")["seller"]
-    record = MarketRecord.model_validate(body)
-    assert code == 0 and record.outcome.status == "deal"
+    bodies: list[dict[str, Any]] = []
+    for _ in range(2):
+        with serve(market_seller()) as fake:
+            assert main(market(fake.base_url, "--json")) == 0
+        bodies.append(json.loads(capsys.readouterr().out))
+    extra = bodies[0].pop("extra")["seller"]
+    bodies[1].pop("extra")
+    assert bodies[0] == bodies[1]  # the same replies, the same record for a secret
+    record = MarketRecord.model_validate(bodies[0])
+    assert record.outcome.status == "deal"
     assert extra["conversation"]["messages"][0]["content"].startswith(
         "You are the seller in a one-item market with 3 buyers: b1, b2, b3."
     )
