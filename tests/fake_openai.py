@@ -358,3 +358,52 @@ def negotiator(*, price: float | None = None, accept_from_wake: int = 2) -> Brai
         )
 
     return brain
+
+
+_BUYER_BID = re.compile(r"buyer (o\d+) at \$([0-9,]+\.\d\d)")
+
+
+def market_bids(text: str) -> dict[str, tuple[str, float]]:
+    """Each buyer's live bid (offer id, price) on the ``live offers:`` line of a market
+    seller's tool result."""
+    line = next((x for x in text.splitlines() if x.startswith("live offers: ")), "")
+    bids: dict[str, tuple[str, float]] = {}
+    for part in line.removeprefix("live offers: ").rstrip(".").split("; "):
+        buyer, _, offers = part.partition(": ")
+        if found := _BUYER_BID.search(offers):
+            bids[buyer] = (found.group(1), float(found.group(2).replace(",", "")))
+    return bids
+
+
+def market_seller(*, waits: int = 4, ask: float = 1.3) -> Brain:
+    """A brain in a market's seller seat that probes every buyer and sells: it asks every
+    buyer the briefing names ``ask`` times the list price, waits ``waits`` times, reads every
+    thread with get_state and accepts the highest live bid; after the sale it replies in text."""
+
+    def brain(request: dict[str, Any]) -> Reply:
+        messages = request.get("messages", [])
+        names = answered_tools(messages)
+        if not names:
+            briefing = _text(messages[0])
+            buyers = re.search(r"buyers?: ([b\d, ]+)\.", briefing)
+            assert buyers is not None, "the briefing names the buyers"
+            price = round(ask * _list_price(messages), 2)
+            return ToolCalls(
+                tuple(
+                    ("make_offer", {"buyer": b, "price": price})
+                    for b in buyers.group(1).split(", ")
+                )
+            )
+        if names[-1] == "accept":
+            return Text("Sold.")
+        if names.count("wait_for_opponent") < waits:
+            return ToolCalls((("wait_for_opponent", {"timeout_s": 30}),))
+        if names[-1] != "get_state":
+            return ToolCalls((("get_state", {}),))
+        bids = market_bids(_text(messages[-1]))
+        if not bids:
+            return ToolCalls((("wait_for_opponent", {"timeout_s": 30}),))
+        buyer, (offer_id, _) = max(bids.items(), key=lambda item: item[1][1])
+        return ToolCalls((("accept", {"buyer": buyer, "offer_id": offer_id}),))
+
+    return brain

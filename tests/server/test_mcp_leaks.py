@@ -8,7 +8,6 @@ error, resource, prompt and tool listing a seat receives is searched for the oth
 from __future__ import annotations
 
 import random
-import re
 from decimal import Decimal
 from typing import Any
 
@@ -22,34 +21,16 @@ from dealroom.server.mcp_app import MODEL_TOOLS_URI, OBSERVATION_URI, TRANSCRIPT
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room import Room
 from dealroom.server.room_settings import RoomSettings
+from leaks import leaked
 
 pytestmark = pytest.mark.anyio
 
 OPPONENTS = ["boulware", "conceder", "linear", "hardliner", "zic", "micro", "tit_for_tat"]
-TWO_SIDED_FIELDS = ["buyer_value", "seller_cost", "buyer_surplus", "seller_surplus", "gains"]
 
 
 @pytest.fixture(autouse=True)
 def _shared_validators(monkeypatch: pytest.MonkeyPatch) -> None:
     share_schema_validators(monkeypatch)
-
-
-def forms(value: Decimal) -> list[str]:
-    """Every way a money amount is printed: 1234.5, 1234.50, 1,234.50."""
-    return sorted({f"{value:.2f}", f"{value:,.2f}", repr(float(value))})
-
-
-def leaked(text: str, value: Decimal, public: set[Decimal]) -> str | None:
-    """The form of ``value`` found in ``text``, unless it was offered in public anyway."""
-    if value in public:  # the other side offered exactly its own value: public information
-        return None
-    for form in forms(value):
-        if re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", text):
-            return form
-    for name in TWO_SIDED_FIELDS:
-        if f'"{name}"' in text:
-            return name
-    return None
 
 
 class Recorder:

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from mcp.types import CallToolResult
 
 from dealroom.agents._llm_chat import Conversation, ModelReply, Sampling, SeatModel
+from dealroom.agents._llm_loop import TurnLoop
 from dealroom.agents._llm_model import (
-    ContextFull,
     LLMConfigError,
     LLMError,
     Meter,
@@ -52,6 +52,7 @@ from dealroom.agents._llm_model import (
 from dealroom.agents._llm_tools import SeatTools, ToolStats, render_result
 from dealroom.client.seat import SeatClient
 from dealroom.play.players import Endpoint, PlayerFailed, SeatContext
+from dealroom.play.registry import is_llm_spec
 from dealroom.protocol import WaitResult, model_seat
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
@@ -69,11 +70,6 @@ __all__ = [
 ]
 
 ReasoningEffort = Literal["minimal", "low", "medium", "high"]
-
-
-def is_llm_spec(spec: str) -> bool:
-    """True for ``llm:MODEL`` specs."""
-    return spec.strip().startswith("llm:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +127,7 @@ class LLMPlayer:
     def __init__(
         self, model: SeatModel | Model, *, name: str, settings: LLMSettings | None = None
     ) -> None:
-        self.model: SeatModel = _chat_model(model)
+        self.model: SeatModel = chat_model(model)
         self.name = name
         self.settings = settings or LLMSettings()
         self.endpoint: Endpoint | None = None
@@ -181,7 +177,18 @@ class LLMPlayer:
         return game.extra()
 
 
-def _chat_model(model: SeatModel | Model) -> SeatModel:
+def usage_fields(meter: Meter, prices: Prices | None) -> dict[str, Any]:
+    """A seat's model usage over a game and its cost (null where the prices are not known),
+    as stored beside the game."""
+    usage = meter.usage
+    cost = None
+    if prices is not None:
+        tokens = (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+        cost = round(prices.cost(*tokens), 8)
+    return {**usage.as_dict(), "cost_usd": cost}
+
+
+def chat_model(model: SeatModel | Model) -> SeatModel:
     """The seat's contract for a model: a ``SeatModel`` as it is, an SDK model adapted."""
     if hasattr(model, "conversation"):
         return model  # type: ignore[return-value]
@@ -206,13 +213,7 @@ class _Game:
             max_tokens=self.settings.max_tokens,
             reasoning_effort=self.settings.reasoning_effort,
         )
-        self.rounds = 0
-        self.turn_limit_hits = 0
-        self.ended_by: Literal["reply", "limit", "context", "outcome"] | None = None
-        """Why the seat's play ended: a reply without tool calls, the round limit, the model's
-        context full, the end."""
-        self.context_full: str | None = None
-        """The endpoint's refusal when the conversation outgrew the model's context."""
+        self.turns = TurnLoop(self.meter, self.settings.max_tool_rounds)
         self.over = False
         self.tools = SeatTools(seat, context.rules, self.stats, self._on_result)
         self.chat: Conversation | None = None
@@ -222,19 +223,9 @@ class _Game:
     def extra(self, error: str | None = None) -> dict[str, Any]:
         """What is stored beside the negotiation for this seat: usage, counts, cost, and the
         model's own conversation (what it read and wrote, as chat messages, with its tools)."""
-        usage = self.meter.usage
-        prices = self.settings.prices
         data: dict[str, Any] = {
-            "tool_rounds": self.rounds,
-            "turn_limit_hits": self.turn_limit_hits,
-            "ended_by": self.ended_by,
-            **({"context_full": self.context_full} if self.context_full is not None else {}),
-            **usage.as_dict(),
-            "cost_usd": None
-            if prices is None
-            else round(
-                prices.cost(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens), 8
-            ),
+            **self.turns.as_dict(),
+            **usage_fields(self.meter, self.settings.prices),
             **self.stats.as_dict(),
             "conversation": self.conversation(),
         }
@@ -269,24 +260,7 @@ class _Game:
 
     async def _play(self, chat: Conversation) -> None:
         """Model calls until a reply without tool calls, the round limit or the end."""
-        while not self.over:
-            try:
-                completion = await self.meter.respond(chat)
-            except ContextFull as full:
-                self.ended_by = "context"
-                self.context_full = str(full)
-                return
-            if not completion.tool_calls:
-                self.ended_by = "reply"
-                return
-            if self.rounds >= self.settings.max_tool_rounds:
-                self.turn_limit_hits += 1
-                self.ended_by = "limit"
-                return
-            self.rounds += 1
-            for call in completion.tool_calls:
-                chat.add_tool_result(call, await self.tools.call(call.name, call.arguments))
-        self.ended_by = "outcome"
+        await self.turns.run(chat, self.tools.call, lambda: self.over)
 
     async def _sit_out(self) -> None:
         """The seat's play has ended: wait silently (no model call) until the negotiation

@@ -22,7 +22,7 @@ from dealroom.cli._common import (
 from dealroom.cli._players import add_llm_flags, add_mcp_flags, needs_mcp, store_match
 from dealroom.engine.market import play_market
 from dealroom.engine.match import play
-from dealroom.play.registry import AgentSpecError, resolve, split_specs
+from dealroom.play.registry import AgentSpecError, is_llm_spec, resolve, split_specs
 from dealroom.protocol.market import MAX_BUYERS
 from dealroom.protocol.market_scenarios import market_at
 from dealroom.protocol.secret import seed_json
@@ -91,25 +91,36 @@ def market_size(text: str) -> int:
 
 
 def run_market(args: argparse.Namespace) -> int:
-    """Play one market of scripted agents on the virtual clock and print it."""
+    """Play one market on the virtual clock and print it: scripted agents, or a model in the
+    seller's seat (``--seller llm:MODEL``) against scripted buyers."""
     if args.scenario is not None:
         raise usage_error("--scenario is for bilateral matches: a market draws its own")
     if args.clock == "wall" or args.server or args.results is not None:
         raise usage_error(
-            "markets play scripted agents on the virtual clock for now "
-            "(no --clock wall, --server or --results)"
+            "markets play on the virtual clock for now (no --clock wall, --server or --results)"
         )
     specs = split_specs(args.buyer)
     if len(specs) not in (1, args.buyers):
         raise usage_error(f"--buyer: one spec, or {args.buyers} (one per buyer); got {len(specs)}")
     specs = specs * args.buyers if len(specs) == 1 else specs
+    if any(is_llm_spec(spec) for spec in specs):
+        raise usage_error(
+            "--buyer: a market's buyers are scripted agents for now (a model plays only the "
+            "seller's seat: --seller llm:MODEL)"
+        )
     try:
-        seller = market_seller(args.seller)
+        seller = None if is_llm_spec(args.seller) else market_seller(args.seller)
         buyers = [resolve(spec) for spec in specs]
     except AgentSpecError as exc:
         raise usage_error(str(exc)) from None
     secret, given = run_secret(args, public=True)
     market = market_at(secret, 0, args.tier, args.buyers)
+    if seller is None:
+        from dealroom.cli import _llm_market
+
+        status = _llm_market.run(args, market, buyers, specs, secret)
+        report_fresh_secret(secret, given)
+        return status
     record = play_market(market, seller, buyers, names=(args.seller, specs), seed=secret)
     sys.stdout.write((record.model_dump_json() if args.json else format_market(record)) + "\n")
     report_fresh_secret(secret, given)

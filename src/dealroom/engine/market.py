@@ -241,14 +241,27 @@ def market_agents(
 ) -> tuple[MarketAgent, dict[str, Agent]]:
     """Every seat's agent, each with its own seeded generator (a buyer's is the one its thread
     would have as a bilateral negotiation; the seller's, the market's)."""
+    played = buyer_agents(market, buyers, seed)
+    return seller(market_view(market, rules), seat_rng(seed, market.id, "seller")), played
+
+
+def market_view(market: MarketScenario, rules: MarketRules = DEFAULT_MARKET_RULES) -> MarketView:
+    """What the seller knows before the market opens."""
+    return MarketView(market=market.public(), private_value=market.seller_cost, rules=rules)
+
+
+def buyer_agents(
+    market: MarketScenario, buyers: Sequence[AgentFactory], seed: Seed
+) -> dict[str, Agent]:
+    """Every buyer's agent, each with the seeded generator its thread would have as a
+    bilateral negotiation."""
     if len(buyers) != len(market.buyers):
         raise ValueError(f"{len(market.buyers)} buyers, {len(buyers)} buyer agents")
-    view = MarketView(market=market.public(), private_value=market.seller_cost, rules=rules)
     played: dict[str, Agent] = {}
     for name, factory in zip(market.buyers, buyers, strict=True):
         thread = market.thread(name)
         played[name] = factory(seat_view(thread, "buyer"), seat_rng(seed, thread.id, "buyer"))
-    return seller(view, seat_rng(seed, market.id, "seller")), played
+    return played
 
 
 def play_market(
@@ -264,8 +277,16 @@ def play_market(
     agent, played = market_agents(market, seller, buyers, seed, rules)
     room = MarketRoom(market, rules, seller=agent, buyers=played)
     room.run()
+    return market_record(room, names)
+
+
+def market_record(room: MarketRoom, names: tuple[str, Sequence[str]] | None = None) -> MarketRecord:
+    """The record of a market played to its end (``names``: the seller's and each buyer's
+    agent spec)."""
+    market = room.referee.market
     outcome = room.referee.outcome
-    assert outcome is not None
+    if outcome is None:
+        raise RuntimeError("the market is not over")
     seller_name, buyer_names = names or ("seller", [f"buyer {b}" for b in market.buyers])
     return MarketRecord(
         scenario=market,

@@ -173,6 +173,11 @@ def is_scripted(spec: str) -> bool:
     return isinstance(_entry(spec)[0], AgentEntry)
 
 
+def is_llm_spec(spec: str) -> bool:
+    """True for ``llm:MODEL`` specs."""
+    return spec.strip().startswith("llm:")
+
+
 def parse_spec(spec: str) -> tuple[AgentEntry, dict[str, float]]:
     """Split a scripted agent's spec into its entry and full parameters (defaults filled in);
     AgentSpecError for an unknown agent or parameter, a parameter given twice, or a value that

@@ -22,7 +22,7 @@ MAX_WAIT_S = 60.0
 """The longest timeout wait_for_opponent accepts."""
 
 
-def _encodable(text: str | None) -> str | None:
+def encodable(text: str | None) -> str | None:
     """Refuse text that cannot be written as UTF-8 (a lone surrogate, which JSON can carry):
     in the negotiation it would make every later result, and the record, unserialisable."""
     if text is not None:
@@ -47,17 +47,17 @@ OfferId = Annotated[
         max_length=64,
         description="Their live offer's id, e.g. 'o3'.",
     ),
-    AfterValidator(_encodable),
+    AfterValidator(encodable),
 ]
 Message = Annotated[
     str | None,
     Field(description="Optional cheap talk."),
-    AfterValidator(_encodable),
+    AfterValidator(encodable),
 ]
 Text = Annotated[
     str,
     Field(description="Cheap talk: it binds no one."),
-    AfterValidator(_encodable),
+    AfterValidator(encodable),
 ]
 Timeout = Annotated[
     float,

@@ -10,7 +10,7 @@ from typing import Literal
 
 from dealroom.protocol.actions import ACTION_TYPES, noun
 from dealroom.protocol.rules import DEFAULT_RULES, Rules
-from dealroom.protocol.scenario import SeatView
+from dealroom.protocol.scenario import PublicScenario, SeatView
 from dealroom.protocol.text import money
 
 
@@ -67,11 +67,17 @@ def situation(view: SeatView) -> str:
             f"minus {value}; selling for less loses you money."
         )
         goal = "sell as dearly as you can"
-    return f"""Item: {s.item.name} ({s.item.category}). {s.item.description}
-List price: {money(s.list_price, cur)} (public).
+    return f"""{item_lines(s)}
 {stake} The other side has its own private number, which you do not know. Never reveal \
 yours.
 Goal: {goal}. Your score is your surplus: no deal scores zero, a losing deal below zero."""
+
+
+def item_lines(scenario: PublicScenario) -> str:
+    """The item and its public list price, as every briefing states them."""
+    s = scenario
+    return f"""Item: {s.item.name} ({s.item.category}). {s.item.description}
+List price: {money(s.list_price, s.currency)} (public)."""
 
 
 def clock_rule(
@@ -81,11 +87,12 @@ def clock_rule(
     those whose moves move a virtual clock."""
     return (
         f"The clock runs for {view.scenario.deadline:g} s; at the deadline the negotiation ends "
-        f"without a deal. {_timing(rules, clock, who)}"
+        f"without a deal. {timing(rules, clock, who)}"
     )
 
 
-def _timing(rules: Rules, clock: Literal["virtual", "wall"], who: str) -> str:
+def timing(rules: Rules, clock: Literal["virtual", "wall"], who: str) -> str:
+    """How the clock moves, with each action's clock cost."""
     c = rules.costs
     costs = ", ".join(f"{noun(kind)} {c.of(kind):g} s" for kind in ACTION_TYPES)
     if clock == "wall":

@@ -173,11 +173,18 @@ def failed_call_text(message: str) -> str:
 def bind(name: str, arguments: object) -> Bound | str:
     """A model's call checked against its tool's signature, as TRL's loop calls it
     (``method(**arguments)``): the bound call, or the error text the model reads."""
-    if name not in TOOL_NAMES:
+    return bind_on(_BINDER, TOOL_NAMES, name, arguments)
+
+
+def bind_on(binder: object, names: frozenset[str], name: str, arguments: object) -> Bound | str:
+    """``bind`` on the tool methods of ``binder`` (whose ``_call`` returns a ``Bound``), one
+    of ``names``: the one rule for every seat's tools (the market seller's have their own
+    signatures)."""
+    if name not in names:
         return failed_call_text(f"Tool {name} not found.")
-    method = getattr(ToolMethods, name)
+    method = getattr(type(binder), name)
     try:  # a non-mapping fails as it does in TRL
-        return method(_BINDER, **arguments)  # type: ignore[arg-type]
+        return method(binder, **arguments)  # type: ignore[arg-type]
     except Exception as exc:  # the Python error of a call that does not fit, as TRL reports it
         return failed_call_text(str(exc))
 
@@ -290,6 +297,7 @@ __all__ = [
     "belief_numbers",
     "belief_question",
     "bind",
+    "bind_on",
     "call_messages",
     "canonical",
     "failed_call_text",

@@ -1,0 +1,268 @@
+"""An LLM in a market's seller seat, on the virtual clock (``match --buyers N --seller llm:M``).
+
+The seller of a ``MarketRoom`` is driven from outside (``next_wake`` / ``decide``) one tool call
+at a time, with the bilateral remote seat's turn semantics (``dealroom.engine.calls``):
+
+- an action (``make_offer``, ``accept``, ``reject``, ``send_message``, ``walk_away``, each
+  addressed to a buyer) is decided alone and returns once it has taken effect (the seller wakes
+  at that moment): ``ok`` and what the seller had not seen yet; a refusal (the referee's, e.g.
+  ``unknown_buyer``) reads ``code: sentence. hint.`` and is counted by the referee; if the market
+  ended first, it says so. Thinking costs ``per_wake`` on the first action after each wait (the
+  market room's clock adds its least step, ``MIN_STEP``, to the others);
+- ``wait_for_opponent`` sleeps until any buyer moves (``woke: news``), ``timeout_s`` passes on
+  the clock (``woke: timeout``) or the market ends (``woke: ended``); a seller with news it has
+  not been shown does not sleep;
+- ``get_state`` shows every thread and costs no clock time.
+
+The conversation is the one model seat's (``dealroom.protocol.model_seat``) with the market
+seller's tools (``dealroom.protocol.market_seat``) and texts (``dealroom.protocol.market_text``),
+played by the bilateral LLM seat's turn loop (``TurnLoop``) with its model, meter and settings
+(``LLMPlayer``). Once the model's play ends (a reply without tool calls, the round limit, a full
+context) the seller sits out, silent, until the market ends; its live offers can still be
+accepted. A model call that fails for good makes the seller walk away from the whole market,
+and the error is kept beside the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, assert_never
+
+from dealroom.agents._llm_chat import Conversation, Sampling
+from dealroom.agents._llm_loop import TurnLoop
+from dealroom.agents._llm_model import LLMError, Meter
+from dealroom.agents._llm_tools import ToolStats
+from dealroom.agents.llm import LLMPlayer, usage_fields
+from dealroom.engine.market import MarketRoom, buyer_agents, market_record, market_view
+from dealroom.protocol import AgentFactory, ErrorCode, RuleViolation, WalkAway, model_seat
+from dealroom.protocol.market import (
+    DEFAULT_MARKET_RULES,
+    Addressed,
+    MarketDecision,
+    MarketObservation,
+    MarketRules,
+    MarketScenario,
+    MarketView,
+)
+from dealroom.protocol.market_referee import MarketRecord
+from dealroom.protocol.market_seat import GetState, Wait, bind_market, market_tools, move_of
+from dealroom.protocol.market_text import (
+    WakeHead,
+    market_briefing,
+    market_state_text,
+    market_update_text,
+    wake_head,
+)
+from dealroom.protocol.seat_text import error_payload
+from dealroom.protocol.secret import Seed
+from dealroom.protocol.tools import ArgumentError
+
+
+class MarketSellerSeat:
+    """The driven seller of a ``MarketRoom``, played one tool call at a time: ``call`` makes
+    one call and returns the text the model reads (see the module's docstring)."""
+
+    def __init__(self, room: MarketRoom, stats: ToolStats) -> None:
+        self.room = room
+        self.stats = stats
+        self.per_wake = room.rules.rules.thinking.per_wake
+        self.seen: dict[str, int] = dict.fromkeys(room.referee.market.buyers, 0)
+        """Events of each thread the seller has been shown."""
+        self.fresh = True
+        """The next action is the first after a wait (it costs the per-wake thinking)."""
+        self.wake = room.next_wake()
+
+    @property
+    def over(self) -> bool:
+        """True once the market has ended."""
+        return self.wake is None
+
+    def observation(self) -> MarketObservation:
+        """What the seller sees now (the market's end once it is over)."""
+        if self.wake is not None:
+            return self.wake.observation
+        return self.room.referee.observe_seller(self.room.now)
+
+    async def call(self, name: str, raw: str) -> str:
+        """One call with the model's raw arguments, counted: the text the model reads."""
+        stats = self.stats
+        stats.calls[name] += 1
+        bound = bind_market(name, model_seat.parse_arguments(raw))
+        if isinstance(bound, str):
+            return stats.invalid_call(bound)
+        try:
+            move = move_of(bound)
+        except ArgumentError as refused:
+            return self._refused(refused.payload.text())
+        match move:
+            case Addressed():
+                return self._act(move)
+            case Wait():
+                return self._wait(move.timeout_s)
+            case GetState():
+                text = market_state_text(self.observation())
+                self._shown()
+                return text
+            case _:
+                assert_never(move)
+
+    def sit_out(self) -> None:
+        """Stay silent until the market ends (woken by buyers' moves, deciding nothing)."""
+        while self.wake is not None:
+            self.room.decide(MarketDecision())
+            self.wake = self.room.next_wake()
+
+    def leave(self) -> None:
+        """Walk away from the whole market (the seat's model failed), then sit out."""
+        if self.wake is not None:
+            self.room.decide(MarketDecision((Addressed(None, WalkAway()),)))
+            self.wake = self.room.next_wake()
+        self.sit_out()
+
+    # -- the calls -------------------------------------------------------------------------
+
+    def _act(self, item: Addressed) -> str:
+        room = self.room
+        if self.wake is None:
+            return self._refused(_error(ErrorCode.NEGOTIATION_CLOSED, "The market has ended."))
+        start = len(room.referee.log)
+        room.decide(MarketDecision((item,), wait=0.0), self.per_wake if self.fresh else 0.0)
+        self.fresh = False
+        self.wake = room.next_wake()
+        errors = room.seller.errors if self.wake is None else self.wake.errors
+        if errors:
+            return self._refused(_violation_text(errors[-1]))
+        took_effect = any(
+            entry.event.by == "seller" and item.buyer in (None, entry.buyer)
+            for entry in room.referee.log[start:]
+        )
+        return self._update("ok" if took_effect else self._too_late())
+
+    def _wait(self, timeout_s: float) -> str:
+        head: WakeHead
+        if self.wake is None:
+            head = "ended"
+        elif self._news():
+            head = "news"  # a seller with news it has not been shown does not sleep
+        else:
+            self.room.decide(MarketDecision(wait=timeout_s), 0.0)
+            self.fresh = True
+            self.wake = self.room.next_wake()
+            head = "ended" if self.wake is None else ("news" if self._news() else "timeout")
+        return self._update(wake_head(head))
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _too_late(self) -> str:
+        outcome = self.room.referee.outcome
+        if outcome is not None and outcome.end_reason == "deadline":
+            return _error(
+                ErrorCode.DEADLINE_PASSED,
+                "The deadline came before your action could take effect.",
+            )
+        return _error(
+            ErrorCode.NEGOTIATION_CLOSED,
+            "The market ended before your action could take effect.",
+        )
+
+    def _news(self) -> bool:
+        return any(
+            event.by != "seller"
+            for thread in self.observation().threads
+            for event in thread.events[self.seen[thread.buyer] :]
+        )
+
+    def _update(self, head: str) -> str:
+        text = market_update_text(head, self.observation(), self.seen)
+        self._shown()
+        return text
+
+    def _shown(self) -> None:
+        for thread in self.observation().threads:
+            self.seen[thread.buyer] = len(thread.events)
+
+    def _refused(self, text: str) -> str:
+        self.stats.refused += 1
+        return self.stats.error(text)
+
+
+def _error(code: str, message: str) -> str:
+    return error_payload(code, message).text()
+
+
+def _violation_text(violation: RuleViolation) -> str:
+    return _error(violation.code, violation.message)
+
+
+class MarketGame:
+    """One market of an LLM seller: its seat, its conversation and its counters."""
+
+    def __init__(self, player: LLMPlayer, room: MarketRoom, view: MarketView) -> None:
+        self.player = player
+        self.settings = settings = player.settings
+        self.view = view
+        self.stats = ToolStats()
+        self.meter = Meter(settings.retry)
+        self.turns = TurnLoop(self.meter, settings.max_tool_rounds)
+        self.seat = MarketSellerSeat(room, self.stats)
+        self.definitions = market_tools(view.rules.rules)
+        self.chat: Conversation | None = None
+        self.error: str | None = None
+
+    async def run(self) -> None:
+        """Play the seller's seat to the end of the market."""
+        sampling = Sampling(
+            temperature=self.settings.temperature,
+            max_tokens=self.settings.max_tokens,
+            reasoning_effort=self.settings.reasoning_effort,
+        )
+        chat = self.chat = self.player.model.conversation(self.definitions, sampling)
+        for message in model_seat.opening(market_briefing(self.view)):
+            chat.add_user(message["content"])
+        seat = self.seat
+        try:
+            await self.turns.run(chat, seat.call, lambda: seat.over)
+        except LLMError as exc:
+            self._failed(str(exc))
+        except Exception as exc:  # the SDK's own errors (e.g. ModelBehaviorError), as LLMPlayer
+            self._failed(f"{type(exc).__name__}: {exc}")
+        seat.sit_out()
+
+    def _failed(self, message: str) -> None:
+        self.error = message
+        self.seat.leave()
+
+    def extra(self) -> dict[str, Any]:
+        """What is kept beside the record for the seller: usage, counts, cost, the error if
+        any, and the model's conversation (what it read and wrote, with its tools)."""
+        messages = [] if self.chat is None else self.chat.messages()
+        data: dict[str, Any] = {
+            **self.turns.as_dict(),
+            **usage_fields(self.meter, self.settings.prices),
+            **self.stats.as_dict(),
+            "conversation": {"messages": messages, "tools": self.definitions},
+        }
+        if self.error is not None:
+            data["error"] = self.error
+        return data
+
+
+async def play_llm_market(
+    market: MarketScenario,
+    player: LLMPlayer,
+    buyers: Sequence[AgentFactory],
+    *,
+    buyer_names: Sequence[str] | None = None,
+    rules: MarketRules = DEFAULT_MARKET_RULES,
+    seed: Seed = 0,
+) -> tuple[MarketRecord, dict[str, Any]]:
+    """Play one market with ``player``'s model in the seller's seat and scripted buyers; the
+    record and the seller's data (``MarketGame.extra``). Buyers draw as in ``play_market``."""
+    room = MarketRoom(market, rules, buyers=buyer_agents(market, buyers, seed))
+    game = MarketGame(player, room, market_view(market, rules))
+    await game.run()
+    names = list(buyer_names or [f"buyer {b}" for b in market.buyers])
+    return market_record(room, (player.name, names)), game.extra()
+
+
+__all__ = ["MarketGame", "MarketSellerSeat", "play_llm_market"]
