@@ -56,6 +56,10 @@ class ParticipantLine(View):
     """One participant on the study page."""
 
     label: str
+    """Their name in the study: an invited participant's label, or ``J<n>`` for one who joined
+    through the study's URL."""
+    join_label: str | None
+    """The label they joined under (the researcher's page only: labels are private)."""
     state: ParticipantState
     played: int
     room: str | None
@@ -92,6 +96,10 @@ class StudyView(View):
     participants: tuple[ParticipantLine, ...]
     exports: tuple[str, ...]
     """The CSV exports, by name (``/web/api/study/<name>.csv``)."""
+    join: str | None
+    """The study's one URL (path and query), if it is open for joining."""
+    join_places: int
+    """Places left to join through it."""
 
 
 def study_view(study: Study, now: float) -> StudyView:
@@ -107,6 +115,10 @@ def study_view(study: Study, now: float) -> StudyView:
         states={state: sum(line.state == state for line in lines) for state in STATES},
         participants=lines,
         exports=tuple(EXPORTS),
+        join=None if study.request.join is None else study.request.join.url(study.id),
+        join_places=0
+        if study.request.join is None
+        else study.request.join.capacity - len(study.joined),
     )
 
 
@@ -117,6 +129,7 @@ def _line(study: Study, who: Participant, now: float) -> ParticipantLine:
     spectator = None if room is None else study.spectators.get(room)
     return ParticipantLine(
         label=who.label,
+        join_label=None if who.joined is None else who.joined.label,
         state=study.state(who),
         played=study.played(who),
         room=room,
