@@ -197,13 +197,15 @@ def create_study(args: argparse.Namespace) -> int:
         }
         sys.stdout.write(json.dumps(out) + "\n")
         return 0
-    sys.stdout.write(f"study {created.study}: {len(participants)} participants\n")
+    count = f"{len(participants)} participants"
+    if request.join is not None:
+        count = f"{len(participants)} invited, {request.join.capacity} places through its URL"
+    sys.stdout.write(f"study {created.study}: {count}\n")
     sys.stdout.write(f"study page   {page}\n")
     if participants:
         sys.stdout.write(f"links        {links} (one link per participant; keep it private)\n")
-    if join is not None and request.join is not None:
-        places = request.join.capacity
-        sys.stdout.write(f"study URL    {join} (admits {places}, once per label)\n")
+    if join is not None:
+        sys.stdout.write(f"study URL    {join} (once per label)\n")
     return 0
 
 
