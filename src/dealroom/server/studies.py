@@ -1,7 +1,9 @@
 """The studies of an HTTP server, by id, with their tokens: created, restored at start.
 
-A study's page token and each participant's token are kept as digests only and looked up by
-digest (as seat tokens are, ``dealroom.server.tokens``). A study's journal,
+A study's page token and each invited participant's token are kept as digests only and looked
+up by digest (as seat tokens are, ``dealroom.server.tokens``). A participant admitted through the
+study's URL (``admit``) is looked up the same way; their token is also kept in clear in the
+study's journal, so that their label leads back to it after a restart. A study's journal,
 ``<rooms journal directory>/studies/<id>.jsonl``, is private (owner only), as the rooms' are:
 its header holds the study's secret.
 """

@@ -1,10 +1,12 @@
 """One study with people: its participants, where each sits, their results and payments.
 
 A participant's link carries their own token (not a room's seat token): the study maps it to
-the seat they play now. A **solo** participant gets a room of their own (a series of
-``negotiations`` against the house agent) when they arrive, that is once they open their page
-and, if the study asks for consent, agree to it. In a **pair** study each negotiation is a room
-with two people: an arriving participant waits in the study's queue and is matched with whoever
+the seat they play now. A study open for joining also admits participants by label through its
+one URL (``admit``; ``dealroom.protocol.study_join``).
+
+A **solo** participant gets a room of their own (a series of ``negotiations`` against the house
+agent) when they arrive, that is once they open their page and, if the study asks for consent,
+agree to it. In a **pair** study each negotiation is a room with two people: an arriving participant waits in the study's queue and is matched with whoever
 waited longest and is present (``study_people``); after each negotiation *Next* puts them back
 in the queue (a new partner each time, the buyer being whoever of the two has been the buyer
 less often). The reaper's ``tick`` lets go of a pair participant who has gone (``dropped``: an
@@ -12,8 +14,8 @@ open negotiation of theirs ends, the server walking away for them) or waited pas
 limit (``timed_out``); either way their part is over and they are paid for what they finished.
 A room that cannot be opened (its journal: a full disk) is tried again, never an error.
 
-Every input is journaled (``study-<id>.jsonl`` beside the rooms' journals: consent, matches,
-results, page events, endings), so that a restarted server restores the study; each room
+Every input is journaled (``study-<id>.jsonl`` beside the rooms' journals: joins, consent,
+matches, results, page events, endings), so that a restarted server restores the study; each room
 restores itself from its own journal. Results come from each room's ``StudyHook``
 (``recorded``), keyed by room and negotiation, so a room replayed after a restart adds nothing
 twice. A failed journal write loses nothing: the journal is written whole again from
