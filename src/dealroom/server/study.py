@@ -6,12 +6,13 @@ one URL (``admit``; ``dealroom.protocol.study_join``).
 
 A **solo** participant gets a room of their own (a series of ``negotiations`` against the house
 agent) when they arrive, that is once they open their page and, if the study asks for consent,
-agree to it. In a **pair** study each negotiation is a room with two people: an arriving participant waits in the study's queue and is matched with whoever
-waited longest and is present (``study_people``); after each negotiation *Next* puts them back
-in the queue (a new partner each time, the buyer being whoever of the two has been the buyer
-less often). The reaper's ``tick`` lets go of a pair participant who has gone (``dropped``: an
-open negotiation of theirs ends, the server walking away for them) or waited past the study's
-limit (``timed_out``); either way their part is over and they are paid for what they finished.
+agree to it. In a **pair** study each negotiation is a room with two people: an arriving
+participant waits in the study's queue and is matched with whoever waited longest and is present
+(``study_people``); after each negotiation *Next* puts them back in the queue (a new partner
+each time, the buyer being whoever of the two has been the buyer less often). The reaper's
+``tick`` lets go of a pair participant who has gone (``dropped``: an open negotiation of theirs
+ends, the server walking away for them) or waited past the study's limit (``timed_out``); either
+way their part is over and they are paid for what they finished.
 A room that cannot be opened (its journal: a full disk) is tried again, never an error.
 
 Every input is journaled (``study-<id>.jsonl`` beside the rooms' journals: joins, consent,
