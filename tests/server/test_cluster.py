@@ -288,6 +288,28 @@ async def test_a_study_is_served_through_the_front_by_its_own_worker(tmp_path: P
         assert missing.status_code == 404 and missing.json() == {"error": "no such study"}
 
 
+async def test_a_study_url_admits_through_the_front_on_the_studys_own_worker(
+    tmp_path: Path,
+) -> None:
+    body = {"id": "s1", "join": {"capacity": 1}, "house": "hardliner"}
+    async with cluster(tmp_path) as c, http(ADMIN) as admin, http() as visitor:
+        await create(c.url, house_seller="hardliner")  # the next study goes to worker 1
+        assert (await admin.post(f"{c.url}/admin/studies", json=body)).status_code == 201
+        joined = await visitor.get(f"{c.url}/web/study/s1/join?label=ab12")
+        assert joined.status_code == 303, joined.text
+        token = joined.headers["location"].removeprefix("/web/seat#token=")
+        assert owner_of(token, 2) == 1  # admitted by worker 1, which holds the study
+        again = await visitor.get(f"{c.url}/web/study/s1/join?label=ab12")
+        assert again.headers["location"] == joined.headers["location"]
+        async with http(token) as person:
+            view = (await person.get(f"{c.url}/web/api/seat")).json()
+        assert view["kind"] == "seat" and view["participant"] == "J0001"
+        full = await visitor.get(f"{c.url}/web/study/s1/join?label=cd34")
+        assert full.status_code == 410 and full.text.startswith("study_full: ")
+        missing = await visitor.get(f"{c.url}/web/study/s9/join?label=ab12")
+        assert missing.status_code == 404  # no worker holds it: each said so
+
+
 async def test_a_study_id_is_unique_across_the_cluster(tmp_path: Path) -> None:
     body = {"id": "s1", "participants": ["a"], "house": "hardliner"}
     async with cluster(tmp_path) as c, http(ADMIN) as admin:

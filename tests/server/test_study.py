@@ -14,7 +14,7 @@ from dealroom.protocol import WalkAway
 from dealroom.protocol.secret import Secret
 from dealroom.protocol.study import PayoffRule, StudyRequest, paid_negotiations
 from dealroom.server.instructions import blocks
-from dealroom.server.journal import Journals
+from dealroom.server.journal import Journals, WholeJournal
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomSeat
 from dealroom.server.study_export import EXPORTS, export_csv
@@ -192,3 +192,32 @@ def test_a_link_is_the_innermost_bracket_pair_so_reading_stays_linear() -> None:
     assert blocks("[a [b](c)")[0].text == "[a b (c)"
     assert blocks("[x](y(z))")[0].text == "[x](y(z))"
     assert blocks("[a](" * 2000)[0].text == "[a](" * 2000  # no link, read in one pass
+
+
+def test_joins_by_label_survive_a_restart_and_a_journal_written_whole(tmp_path: Path) -> None:
+    rooms = registry(tmp_path)
+    rooms.studies.create(solo(participants=["J0001"], join={"capacity": 2, "ids": ["S"]}))
+    study = rooms.studies.studies["s1"]
+    token = rooms.studies.admit(study, "pid-a", {"S": "x"})
+    assert token is not None and list(study.participants) == ["J0001", "J0002"]  # named past
+    ticket = rooms.studies.lookup(token)
+    assert ticket is not None and ticket.who is not None and ticket.who.label == "J0002"
+    study.agree(ticket.who)
+    journal = study.journal
+    assert isinstance(journal, WholeJournal)
+    journal.behind = True  # as after a failed write: the journal is written whole from state
+    journal.catch_up()
+    for _ in range(2):  # from the journal written whole, then with pid-b's join appended
+        again = registry(tmp_path)
+        again.restore()
+        back = again.studies.studies["s1"]
+        restored = again.studies.lookup(token)  # their link works again
+        assert restored is not None and restored.who is back.participants["J0002"]
+        assert again.studies.admit(back, "pid-a", {}) == token  # the same participant
+        who = back.participants["J0002"]
+        assert who.joined is not None and who.joined.ids == {"S": "x"} and who.agreed
+        assert back.current(who) is not None  # their room, from its own journal
+        second = again.studies.admit(back, "pid-b", {})
+        assert second is not None and again.studies.admit(back, "pid-c", {}) is None  # full
+        assert list(back.participants) == ["J0001", "J0002", "J0003"]
+        again.studies.close()

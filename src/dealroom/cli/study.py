@@ -30,6 +30,7 @@ from dealroom.cli._common import (
 from dealroom.cli.room import admin_json, admin_request, base_url
 from dealroom.protocol import TIERS
 from dealroom.protocol.study import LABEL, PayoffRule, StudyCreated, StudyRequest
+from dealroom.protocol.study_join import StudyJoin
 from dealroom.server.study_export import EXPORTS
 
 
@@ -44,10 +45,32 @@ def add(commands: Commands) -> None:
     )
     create.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8765")
     create.add_argument("--id", required=True, help="the study's id (its results store run)")
-    who = create.add_mutually_exclusive_group(required=True)
+    who = create.add_mutually_exclusive_group()
     who.add_argument("--participants", metavar="LABELS", help="comma-separated labels")
     who.add_argument("--participants-file", type=Path, metavar="FILE", help="one label a line")
     who.add_argument("--count", type=positive_int, metavar="N", help="N labels, p01, p02, ...")
+    join = create.add_argument_group("the study's one URL (for a recruitment platform)")
+    join.add_argument(
+        "--open",
+        type=positive_int,
+        metavar="N",
+        help="admit up to N participants through /web/study/ID/join, once per label (besides "
+        "or instead of invited ones)",
+    )
+    join.add_argument(
+        "--join-label",
+        default="label",
+        metavar="NAME",
+        help="the query parameter carrying a participant's label (default: label; Prolific: "
+        "PROLIFIC_PID)",
+    )
+    join.add_argument(
+        "--join-ids",
+        default="",
+        metavar="NAMES",
+        help="comma-separated query parameters recorded with the label (Prolific: "
+        "STUDY_ID,SESSION_ID)",
+    )
     create.add_argument(
         "--matching",
         choices=["solo", "pairs"],
@@ -154,7 +177,8 @@ def create_study(args: argparse.Namespace) -> int:
     }
     page = f"{server}/web/study#token={created.token}"
     try:
-        _write_private(links, _links_csv(participants))
+        if participants:  # a study open for joining only has no links of its own
+            _write_private(links, _links_csv(participants))
     except OSError as exc:  # the study is open: its links exist nowhere else, so print them
         sys.stdout.write(f"study page,{page}\n" + _links_csv(participants))
         sys.stderr.write(
@@ -162,18 +186,26 @@ def create_study(args: argparse.Namespace) -> int:
             "links are printed above (the server keeps no copy)\n"
         )
         return 1
+    join = None if request.join is None else server + request.join.url(created.study)
     if args.json:
         out = {
             "study": created.study,
             "page": page,
-            "links": str(links),
+            "links": str(links) if participants else None,
             "participants": participants,
+            "join": join,
         }
         sys.stdout.write(json.dumps(out) + "\n")
         return 0
-    sys.stdout.write(f"study {created.study}: {len(participants)} participants\n")
+    count = f"{len(participants)} participants"
+    if request.join is not None:
+        count = f"{len(participants)} invited, {request.join.capacity} places through its URL"
+    sys.stdout.write(f"study {created.study}: {count}\n")
     sys.stdout.write(f"study page   {page}\n")
-    sys.stdout.write(f"links        {links} (one link per participant; keep it private)\n")
+    if participants:
+        sys.stdout.write(f"links        {links} (one link per participant; keep it private)\n")
+    if join is not None:
+        sys.stdout.write(f"study URL    {join} (once per label)\n")
     return 0
 
 
@@ -184,6 +216,7 @@ def study_request(args: argparse.Namespace) -> StudyRequest:
         return StudyRequest(
             id=args.id,
             participants=tuple(_labels(args)),
+            join=_join(args),
             matching=args.matching,
             house=args.house,
             role=args.role,
@@ -202,6 +235,21 @@ def study_request(args: argparse.Namespace) -> StudyRequest:
         )
     except ValidationError as exc:
         raise usage_error(_flag_error(exc)) from None
+
+
+def _join(args: argparse.Namespace) -> StudyJoin | None:
+    if args.open is None:
+        if args.join_ids or args.join_label != "label":
+            raise usage_error("--join-label and --join-ids go with --open N")
+        return None
+    ids = tuple(name.strip() for name in args.join_ids.split(",") if name.strip())
+    try:
+        return StudyJoin(capacity=args.open, label=args.join_label, ids=ids)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        flag = {"label": "--join-label", "ids": "--join-ids", "capacity": "--open"}
+        where = next((flag[str(p)] for p in first["loc"] if str(p) in flag), "--join-ids")
+        raise usage_error(f"{where}: {str(first['msg']).removeprefix('Value error, ')}") from None
 
 
 def _limit(text: str) -> float | None:
@@ -236,6 +284,12 @@ def _flag_error(exc: ValidationError) -> str:
 
 
 def _labels(args: argparse.Namespace) -> list[str]:
+    if args.count is None and args.participants is None and args.participants_file is None:
+        if args.open is None:
+            raise usage_error(
+                "one of --participants, --participants-file, --count or --open is required"
+            )
+        return []
     if args.count is not None:
         width = max(2, len(str(args.count)))
         return [f"p{i:0{width}d}" for i in range(1, args.count + 1)]
@@ -305,6 +359,7 @@ def export_study(args: argparse.Namespace) -> int:
             _write_private(paths[name], response.content)
         except OSError as exc:
             raise usage_error(f"{paths[name]}: {exc.strerror}") from None
-        rows = len(list(csv.reader(io.StringIO(response.text)))) - 1
+        header = name != "bonus"  # a platform's bonus file has none
+        rows = len(list(csv.reader(io.StringIO(response.text)))) - header
         sys.stdout.write(f"{paths[name]}: {rows} rows\n")
     return 0

@@ -27,6 +27,7 @@ from dealroom.protocol.outcome import Status
 from dealroom.protocol.rules import Rules
 from dealroom.protocol.scenario import Tier
 from dealroom.protocol.secret import Secret
+from dealroom.protocol.study_join import StudyJoin, placeholders
 from dealroom.protocol.wire import ClockKind, SeriesResult
 
 LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -125,8 +126,11 @@ class StudyRequest(Model):
 
     id: str = Field(pattern=LABEL)
     """The study's id: its negotiations are stored as the run of that name."""
-    participants: tuple[str, ...] = Field(min_length=1, max_length=2000)
-    """One label per participant (each gets one link)."""
+    participants: tuple[str, ...] = Field(default=(), max_length=2000)
+    """One label per invited participant (each gets one link of their own)."""
+    join: StudyJoin | None = None
+    """Self-enrolment through the study's one URL (``dealroom.protocol.study_join``), besides
+    or instead of invited participants."""
     matching: Matching = "solo"
     house: str | None = None
     """Solo: the agent spec in the other seat (a scripted agent or ``llm:MODEL``)."""
@@ -186,10 +190,23 @@ class StudyRequest(Model):
                 parts.scheme == "https" or (parts.scheme == "http" and loopback)
             ):
                 raise ValueError("an https URL is needed")
+            if "{" in parts.netloc or "}" in parts.netloc:
+                raise ValueError("placeholders go in the path or query, not the host")
         return value
 
     @model_validator(mode="after")
     def _seats(self) -> StudyRequest:
+        if not self.participants and self.join is None:
+            raise _field_error("participants", "a study needs participants, or a join capacity")
+        if len(self.participants) + (0 if self.join is None else self.join.capacity) > 2000:
+            raise _field_error("join", "a study has at most 2000 participants in all")
+        names = {"label", *(() if self.join is None else self.join.ids)}
+        unknown = [p for p in placeholders(self.completion_url or "") if p not in names]
+        if unknown:
+            raise _field_error(
+                "completion_url",
+                "a placeholder is the label's or a recorded id's name (label, or one of join.ids)",
+            )
         if self.matching == "solo" and self.house is None:
             raise _field_error("house", "a solo study needs a house agent")
         if self.matching == "pairs" and self.house is not None:
@@ -327,6 +344,15 @@ class PaymentRow(Model):
     once their state is ``done``, ``timed_out`` or ``dropped``, what is owed so far before.
     None for who never took part, and without a payoff rule."""
     completion_code: str | None
+    join_label: str | None
+    """The label they joined under through the study's URL (``PROLIFIC_PID``); None for an
+    invited participant."""
+    join_ids: str
+    """The ids their visit carried (``NAME=value``, separated by ``;``, in ``join.ids`` order)."""
+    joined_at: str | None
+    """When they joined (UTC, ISO 8601 with milliseconds)."""
+    consented_at: str | None
+    """When they agreed to the consent line (UTC, ISO 8601)."""
 
 
 class PageEventRow(Model):

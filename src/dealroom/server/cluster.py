@@ -16,7 +16,8 @@ bearer token alone:
                                            worker has its id (409 otherwise; creations one
                                            at a time, ``_create_study``)
     GET  /admin/rooms/{room},              each worker in turn, until one knows the room (or
-         /admin/studies/{study}[/...]      the study)
+         /admin/studies/{study}[/...],     the study; the others answer 404 and change nothing)
+         /web/study/{study}/join
     GET  /healthz                          the front itself: which workers are up
     anything else (pages, /web/api/runs)   any live worker (the store is shared)
 
@@ -103,6 +104,11 @@ async def _body(receive: Receive) -> bytes | None:
             return b"".join(chunks)
 
 
+def _is_join(path: str) -> bool:
+    """A visit to a study's one URL (``/web/study/<id>/join``): only the study's worker admits."""
+    return path.startswith("/web/study/") and path.endswith("/join")
+
+
 def _study_id(body: bytes) -> str | None:
     """The id a study request names, if it is a valid one (``StudyRequest.id``)."""
     try:
@@ -169,7 +175,7 @@ class Front:
             await self._create_study(scope, body, receive, send)
         elif path == "/admin/rooms" and scope["method"] == "POST":
             await self._first_live(scope, body, receive, send)
-        elif path.startswith(("/admin/rooms/", "/admin/studies/")):
+        elif path.startswith(("/admin/rooms/", "/admin/studies/")) or _is_join(path):
             await self._find_owner(scope, body, receive, send)
         elif path == "/mcp" or path.startswith(_BY_TOKEN):
             index = owner_of(_bearer(scope), len(self.sockets))
@@ -251,7 +257,8 @@ class Front:
 
     async def _find_owner(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
         """Ask each worker for the room (or study) until one has it (an admin read: rare)."""
-        noun = "study" if scope["path"].startswith("/admin/studies/") else "room"
+        study = scope["path"].startswith("/admin/studies/") or _is_join(scope["path"])
+        noun = "study" if study else "room"
         down: list[int] = []
         for index in range(len(self.sockets)):
             try:

@@ -1,7 +1,9 @@
 """The studies of an HTTP server, by id, with their tokens: created, restored at start.
 
-A study's page token and each participant's token are kept as digests only and looked up by
-digest (as seat tokens are, ``dealroom.server.tokens``). A study's journal,
+A study's page token and each invited participant's token are kept as digests only and looked
+up by digest (as seat tokens are, ``dealroom.server.tokens``). A participant admitted through the
+study's URL (``admit``) is looked up the same way; their token is also kept in clear in the
+study's journal, so that their label leads back to it after a restart. A study's journal,
 ``<rooms journal directory>/studies/<id>.jsonl``, is private (owner only), as the rooms' are:
 its header holds the study's secret.
 """
@@ -24,6 +26,7 @@ from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room
 from dealroom.server.room_error import RoomError
 from dealroom.server.study import Study
+from dealroom.server.study_journal import entries, replay
 from dealroom.server.study_people import Participant
 from dealroom.server.tokens import digest, new_token
 
@@ -109,7 +112,7 @@ class Studies:
                 request = StudyRequest.model_validate(journal.header["request"])
                 study = self._build(request, float(journal.header["created"]))
                 for _, op in journal.entries:
-                    study.replay(op)
+                    replay(study, op)
                 participants = {
                     label: bytes.fromhex(hexdigest)
                     for label, hexdigest in dict(journal.header["participants"]).items()
@@ -118,6 +121,9 @@ class Studies:
                 self.unrestored[name] = reason_of(exc)
                 log.error("study journal cannot be restored", path=str(path), error=reason_of(exc))
                 continue
+            for who in study.participants.values():  # joined through the study's URL
+                if who.joined is not None:
+                    participants[who.label] = digest(who.joined.token)
             study.journal = _whole(path, study, journal.header)
             if not _ends_whole(path):  # a torn last line (killed mid-write): write it whole
                 study.journal.behind = True
@@ -125,6 +131,15 @@ class Studies:
             self._grant(study, bytes.fromhex(journal.header["token"]), participants)
         if self.studies or self.unrestored:
             log.info("studies restored", studies=len(self.studies), failed=len(self.unrestored))
+
+    def admit(self, study: Study, label: str, ids: dict[str, str]) -> str | None:
+        """A visit to an open study's URL (``Study.admit``): the token of the participant who
+        came with ``label`` before, or of a new one; None when the study is full."""
+        who = study.admit(label, ids, new_token(self.token_prefix))
+        if who is None or who.joined is None:
+            return None
+        self._tokens[digest(who.joined.token)] = (study.id, who.label)
+        return who.joined.token
 
     def lookup(self, token: str) -> Ticket | None:
         """What a token opens, if it is a study's or a participant's."""
@@ -187,7 +202,7 @@ def _whole(path: Path, study: Study, header: Mapping[str, Any]) -> WholeJournal:
     kept = dict(header)
 
     def whole() -> tuple[Mapping[str, Any], list[Op]]:
-        return kept, study.entries()
+        return kept, entries(study)
 
     return WholeJournal(path, whole)
 

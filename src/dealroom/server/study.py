@@ -1,23 +1,26 @@
 """One study with people: its participants, where each sits, their results and payments.
 
 A participant's link carries their own token (not a room's seat token): the study maps it to
-the seat they play now. A **solo** participant gets a room of their own (a series of
-``negotiations`` against the house agent) when they arrive, that is once they open their page
-and, if the study asks for consent, agree to it. In a **pair** study each negotiation is a room
-with two people: an arriving participant waits in the study's queue and is matched with whoever
-waited longest and is present (``study_people``); after each negotiation *Next* puts them back
-in the queue (a new partner each time, the buyer being whoever of the two has been the buyer
-less often). The reaper's ``tick`` lets go of a pair participant who has gone (``dropped``: an
-open negotiation of theirs ends, the server walking away for them) or waited past the study's
-limit (``timed_out``); either way their part is over and they are paid for what they finished.
+the seat they play now. A study open for joining also admits participants by label through its
+one URL (``admit``; ``dealroom.protocol.study_join``).
+
+A **solo** participant gets a room of their own (a series of ``negotiations`` against the house
+agent) when they arrive, that is once they open their page and, if the study asks for consent,
+agree to it. In a **pair** study each negotiation is a room with two people: an arriving
+participant waits in the study's queue and is matched with whoever waited longest and is present
+(``study_people``); after each negotiation *Next* puts them back in the queue (a new partner
+each time, the buyer being whoever of the two has been the buyer less often). The reaper's
+``tick`` lets go of a pair participant who has gone (``dropped``: an open negotiation of theirs
+ends, the server walking away for them) or waited past the study's limit (``timed_out``); either
+way their part is over and they are paid for what they finished.
 A room that cannot be opened (its journal: a full disk) is tried again, never an error.
 
-Every input is journaled (``study-<id>.jsonl`` beside the rooms' journals: consent, matches,
-results, page events, endings), so that a restarted server restores the study; each room
+Every input is journaled (``study-<id>.jsonl`` beside the rooms' journals: joins, consent,
+matches, results, page events, endings), so that a restarted server restores the study; each room
 restores itself from its own journal. Results come from each room's ``StudyHook``
 (``recorded``), keyed by room and negotiation, so a room replayed after a restart adds nothing
 twice. A failed journal write loses nothing: the journal is written whole again from
-``entries`` (``WholeJournal``).
+``study_journal.entries`` (``WholeJournal``).
 """
 
 from __future__ import annotations
@@ -52,13 +55,14 @@ from dealroom.protocol.study import (
     paid_negotiations,
     payoff,
 )
+from dealroom.protocol.study_join import completion_link
 from dealroom.protocol.wire import StudySeats
 from dealroom.server.instructions import blocks
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room
 from dealroom.server.room_error import RoomError
-from dealroom.server.study_people import Ended, Participant
+from dealroom.server.study_people import Ended, Joined, Participant
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -99,15 +103,42 @@ class Study:
         self._create_room = create_room
         self._room = room
         self._matches = 0
-        self._rooms: dict[str, dict[Role, str]] = {}
-        """Each room of the study: who sits where."""
+        self.rooms: dict[str, dict[Role, str]] = {}
+        """Each room of the study: who sits where (in the order they were seated)."""
         self._stalled = False
         """True while a room of the study could not be opened (logged once per spell)."""
+        self.joined: dict[str, str] = {}
+        """Who joined through the study's URL: their name, by the label they came with."""
         self.spectators: dict[str, str] = {}
         """Each room's spectator token, for the study page's watch links (kept in clear in the
         study's private journal, as its secret is)."""
 
     # -- what a participant does ---------------------------------------------------------------
+
+    def admit(self, label: str, ids: dict[str, str], token: str) -> Participant | None:
+        """A visit to the study's URL with ``label``: the participant who came with it before,
+        else a new one holding ``token`` (journaled); None when every place is taken. Their
+        name in the study is ``J<n>``, never the label (private: names reach logs, rooms and
+        other participants' records)."""
+        join = self.request.join
+        assert join is not None, "only a study open for joining admits by label"
+        if (name := self.joined.get(label)) is not None:
+            return self.participants[name]
+        if len(self.joined) >= join.capacity:
+            return None
+        n = len(self.joined) + 1
+        while (name := f"J{n:04d}") in self.participants:  # an invited label of that form
+            n += 1
+        joined = Joined(label, dict(ids), round(time.time(), 3), token)
+        self.join(name, joined)
+        self._log(["joined", name, label, joined.ids, joined.at, token])
+        log.info("participant joined", study=self.id, participant=name)
+        return self.participants[name]
+
+    def join(self, name: str, joined: Joined) -> None:
+        """Add a participant who joined through the study's URL (new, or replayed)."""
+        self.participants[name] = Participant(name, len(self.participants), joined=joined)
+        self.joined[joined.label] = name
 
     def needs_consent(self, who: Participant) -> bool:
         return self.request.consent is not None and who.agreed is None
@@ -240,12 +271,22 @@ class Study:
             currency=who.currency,
             payoff=self.payment(who),
             code=self.request.completion_code,
-            url=self.request.completion_url,
+            url=self._completion_url(who),
         )
+
+    def _completion_url(self, who: Participant) -> str | None:
+        """The study's completion URL, its placeholders filled with their label and ids."""
+        url = self.request.completion_url
+        if url is None:
+            return None
+        joined = who.joined
+        if joined is None:
+            return completion_link(url, who.label, {})
+        return completion_link(url, joined.label, joined.ids)
 
     def left_in(self, room_id: str, number: int) -> str | None:
         """Who of the study left during a negotiation of one of its rooms, if one did."""
-        for label in self._rooms.get(room_id, {}).values():
+        for label in self.rooms.get(room_id, {}).values():
             ended = self.participants[label].ended
             if ended is not None and (ended.room, ended.number) == (room_id, number):
                 return label
@@ -253,7 +294,7 @@ class Study:
 
     def sitting(self, room_id: str) -> dict[Role, str]:
         """Who of the study sits where in one of its rooms."""
-        return dict(self._rooms.get(room_id, {}))
+        return dict(self.rooms.get(room_id, {}))
 
     # -- the rooms' side -------------------------------------------------------------------------
 
@@ -285,35 +326,6 @@ class Study:
             )
             who.results.append(played)
             self._log(["result", label, played.model_dump(mode="json")])
-
-    def replay(self, op: Op) -> None:
-        """One journaled input, at start (rooms are restored after their study)."""
-        match op:
-            case ["opened", label]:
-                self.participants[label].opened = True
-            case ["consent", label, when]:
-                self.participants[label].agreed = str(when)
-            case ["seat", room_id, seats, spectator]:
-                self._seat(room_id, {role: str(label) for role, label in dict(seats).items()})
-                self.spectators[room_id] = str(spectator)
-            case ["queue", label, since]:
-                self.participants[label].waiting_since = float(since)
-            case ["result", label, data]:
-                self.participants[label].results.append(PlayedNegotiation.model_validate(data))
-            case ["page", label, event, when, room_id, number]:
-                who = self.participants[label]
-                who.page.append(
-                    (float(when), event, room_id, None if number is None else int(number))
-                )
-                who.closed_at = time.time() if event == "close" else None  # grace from now
-            case ["ended", label, state, when, room_id, number]:
-                who = self.participants[label]
-                who.waiting_since = None
-                who.ended = Ended(
-                    state, float(when), room_id, None if number is None else int(number)
-                )
-            case _:
-                raise ValueError(f"study journal: unknown entry {str(op)[:80]}")
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -442,7 +454,7 @@ class Study:
     def _seated(self, created: RoomCreated, seats: dict[Role, str]) -> None:
         """Seat participants in a new room, journaled; their consent carries over to it."""
         room_id = created.room
-        self._seat(room_id, seats)
+        self.seat_in(room_id, seats)
         if created.spectator is not None:
             self.spectators[room_id] = created.spectator
         self._log(["seat", room_id, seats, created.spectator])
@@ -452,35 +464,14 @@ class Study:
             if room is not None and agreed is not None:
                 room.consent.agree(role, when=agreed)
 
-    def _seat(self, room_id: str, seats: dict[Role, str]) -> None:
+    def seat_in(self, room_id: str, seats: dict[Role, str]) -> None:
         """Seat participants in a room (new, or replayed from the journal)."""
-        self._rooms[room_id] = seats
+        self.rooms[room_id] = seats
         self._matches += 1
         for role, label in seats.items():
             who = self.participants[label]
             who.seats.append((room_id, role))
             who.waiting_since = None
-
-    def entries(self) -> list[Op]:
-        """The study's whole state as journal entries, in an order ``replay`` rebuilds it from
-        (a journal written whole again after a failed write: ``WholeJournal``)."""
-        ops: list[Op] = []
-        people = list(self.participants.values())
-        for who in people:
-            if who.opened:
-                ops.append(["opened", who.label])
-            if who.agreed is not None:
-                ops.append(["consent", who.label, who.agreed])
-        for room_id, seats in self._rooms.items():  # in the order they were seated
-            ops.append(["seat", room_id, dict(seats), self.spectators.get(room_id)])
-        for who in people:
-            ops += [["result", who.label, p.model_dump(mode="json")] for p in who.results]
-            ops += [["page", who.label, e, when, at, n] for when, e, at, n in who.page]
-            if who.waiting_since is not None:  # after their seats, which end a wait
-                ops.append(["queue", who.label, who.waiting_since])
-            if (end := who.ended) is not None:
-                ops.append(["ended", who.label, end.state, round(end.at, 3), end.room, end.number])
-        return ops
 
     def _log(self, op: Op) -> None:
         if self.journal is not None:

@@ -1,7 +1,7 @@
 """A study's data as its researcher exports it (pure, no I/O): one row per negotiation of each
-participant, one per participant (their payment), one per page event and one per event of its
-negotiations, and the CSV text of any of them, whose columns are the row model's fields in order
-(``dealroom.protocol.study``).
+participant, one per participant (their payment, how they joined), one per page event and one
+per event of its negotiations, a platform's bonus file, and the CSV text of any of them, whose
+columns are the row model's fields in order (``dealroom.protocol.study``).
 
 The rows are built from what the study recorded as each negotiation ended (``Study.recorded``,
 journaled), the same facts its participants' pages and payments read; the results store holds
@@ -68,9 +68,34 @@ def payment_rows(study: Study) -> list[PaymentRow]:
                 earnings=None if payoff is None else payoff.earnings,
                 total=None if payoff is None else payoff.total,
                 completion_code=None if completion is None else completion.code,
+                join_label=None if who.joined is None else who.joined.label,
+                join_ids=""
+                if who.joined is None
+                else ";".join(f"{name}={value}" for name, value in who.joined.ids.items()),
+                joined_at=None if who.joined is None else _utc(who.joined.at),
+                consented_at=who.agreed,
             )
         )
     return rows
+
+
+def bonus_text(study: Study) -> str:
+    """The ``bonus`` export, as Prolific's bulk bonus payment takes it: one ``LABEL,AMOUNT``
+    line (no header) per participant who joined through the study's URL, whose part is over
+    and whose earnings are above zero; AMOUNT is the earnings in the payoff rule's currency, to
+    the cent (the show-up fee is the platform's reward for the submission, so not a bonus)."""
+    lines: list[str] = []
+    for who in study.participants.values():
+        payoff = study.payment(who)
+        if who.joined is None or payoff is None or not study.over(who):
+            continue
+        if payoff.earnings > 0:
+            lines.append(f"{who.joined.label},{payoff.earnings.quantize(CENT):f}\n")
+    return "".join(lines)
+
+
+def _utc(when: float) -> str:
+    return datetime.fromtimestamp(when, UTC).isoformat(timespec="milliseconds")
 
 
 def page_event_rows(study: Study) -> list[PageEventRow]:
@@ -79,7 +104,7 @@ def page_event_rows(study: Study) -> list[PageEventRow]:
         PageEventRow(
             study=study.id,
             participant=who.label,
-            at=datetime.fromtimestamp(when, UTC).isoformat(timespec="milliseconds"),
+            at=_utc(when),
             event=event,
             room=room,
             room_negotiation=number,
@@ -115,7 +140,7 @@ def event_rows(study: Study, stored: Iterable[StoredNegotiation]) -> list[EventR
     return rows
 
 
-Export = Literal["negotiations", "payments", "page_events", "events"]
+Export = Literal["negotiations", "payments", "page_events", "events", "bonus"]
 EXPORTS: tuple[Export, ...] = get_args(Export)
 """The exports by name (``<name>.csv``)."""
 
@@ -138,6 +163,8 @@ def export_csv(study: Study, name: Export, stored: Iterable[StoredNegotiation] =
             return csv_text(PageEventRow, page_event_rows(study))
         case "events":
             return csv_text(EventRow, event_rows(study, stored))
+        case "bonus":
+            return bonus_text(study)
         case _:
             assert_never(name)
 

@@ -37,6 +37,21 @@ class Ended:
     """The room and negotiation they left while it was open (``dropped`` mid-way), if any."""
 
 
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """How a participant came in through the study's URL (``protocol.study_join``)."""
+
+    label: str
+    """The label their visit carried: private (journal and exports only, never logged)."""
+    ids: dict[str, str]
+    """The recorded ids their visit carried, by parameter name."""
+    at: float
+    """When (Unix time)."""
+    token: str
+    """Their seat-page token, kept (in the study's private journal too) so that a visit with
+    the same label again goes back to the same participant."""
+
+
 @dataclass(slots=True)
 class Participant:
     """One participant of a study."""
@@ -64,6 +79,8 @@ class Participant:
     everyone afresh)."""
     closed_at: float | None = None
     """When their page reported ``close``, while it has not opened again."""
+    joined: Joined | None = None
+    """How they joined through the study's URL; None for an invited participant."""
 
     def present(self, now: float) -> bool:
         """Their page is open and was heard from lately: they can be matched."""

@@ -337,3 +337,28 @@ def test_a_pair_participant_waits_plays_queues_again_and_finishes_on_a_phone(
         assert len(rows) == 2  # both rooms' negotiations, numbered in the series
         assert by_id(driver, "completion-code").text == "C0MPLETE"
         check_state(driver, "final-pair", PHONE)
+
+
+def test_the_study_url_lands_on_the_seat_page_and_a_return_finds_the_same_participant(
+    tmp_path: Path,
+) -> None:
+    with server_thread(tmp_path) as server, chromium() as driver:
+        study(
+            server,
+            participants=(),
+            join={"capacity": 1, "label": "PROLIFIC_PID"},
+            completion_url="https://example.org/done?pid={label}",
+            clock="virtual",
+        )
+        join = f"{server.url}/web/study/s1/join?PROLIFIC_PID=60ffe5c8371090c7041d43f8"
+        driver.get(join)
+        until(lambda: shown(driver, "consent-box"), "the consent, after the redirect")
+        assert driver.current_url == f"{server.url}/web/seat"  # the token read, then cleared
+        assert "60ffe5c8371090c7041d43f8" not in by_id(driver, "main").text
+        by_id(driver, "agree").click()
+        until(lambda: shown(driver, "seat-page"), "the negotiation")
+        driver.get(join)  # the platform's link again: the same participant, in play
+        until(lambda: shown(driver, "seat-page"), "the negotiation again, no second consent")
+        assert list(server.registry.studies.studies["s1"].participants) == ["J0001"]
+        driver.get(f"{server.url}/web/study/s1/join?PROLIFIC_PID=someone-else")
+        assert driver.find_element("tag name", "body").text.startswith("study_full: ")

@@ -113,6 +113,7 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     app.custom_route("/web/api/seat/page", methods=["POST"])(api.page)
     app.custom_route("/web/api/runs", methods=["GET"])(tournaments.runs)
     app.custom_route("/web/api/runs/{run}", methods=["GET"])(tournaments.run)
+    app.custom_route("/web/study/{study}/join", methods=["GET"])(studies.join)
     app.custom_route("/web/api/study", methods=["GET"])(studies.view)
     app.custom_route("/web/api/study/events", methods=["GET"])(studies.events)
     app.custom_route("/web/api/study/{name}.csv", methods=["GET"])(studies.export)

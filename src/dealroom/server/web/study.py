@@ -4,6 +4,9 @@
     GET  /admin/studies/{study}              the study's view (as the page's; 410 admin token
                                              and why for a journal not restored)
     GET  /admin/studies/{study}/{name}.csv   an export (``study_export``)         admin token
+    GET  /web/study/{study}/join?label=...   the study's one URL (open studies): admits a
+                                             participant by label, once per label, and
+                                             sends them to /web/seat#token=... (303)
     GET  /web/study#token=STUDY              the study page
     GET  /web/api/study[/events]             the study's view (JSON, or live)     study token
     GET  /web/api/study/{name}.csv           an export                            study token
@@ -26,10 +29,11 @@ import anyio
 import structlog
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from dealroom.protocol import Role, SessionErrorCode
 from dealroom.protocol.study import PageEvent, ParticipantState, StudyRequest
+from dealroom.protocol.study_join import JoinRefusal, JoinRefused, join_values
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.room_error import RoomError
 from dealroom.server.rooms import RoomRegistry
@@ -52,6 +56,10 @@ class ParticipantLine(View):
     """One participant on the study page."""
 
     label: str
+    """Their name in the study: an invited participant's label, or ``J<n>`` for one who joined
+    through the study's URL."""
+    join_label: str | None
+    """The label they joined under (the researcher's page only: labels are private)."""
     state: ParticipantState
     played: int
     room: str | None
@@ -88,6 +96,10 @@ class StudyView(View):
     participants: tuple[ParticipantLine, ...]
     exports: tuple[str, ...]
     """The CSV exports, by name (``/web/api/study/<name>.csv``)."""
+    join: str | None
+    """The study's one URL (path and query), if it is open for joining."""
+    join_places: int
+    """Places left to join through it."""
 
 
 def study_view(study: Study, now: float) -> StudyView:
@@ -103,6 +115,10 @@ def study_view(study: Study, now: float) -> StudyView:
         states={state: sum(line.state == state for line in lines) for state in STATES},
         participants=lines,
         exports=tuple(EXPORTS),
+        join=None if study.request.join is None else study.request.join.url(study.id),
+        join_places=0
+        if study.request.join is None
+        else study.request.join.capacity - len(study.joined),
     )
 
 
@@ -113,6 +129,7 @@ def _line(study: Study, who: Participant, now: float) -> ParticipantLine:
     spectator = None if room is None else study.spectators.get(room)
     return ParticipantLine(
         label=who.label,
+        join_label=None if who.joined is None else who.joined.label,
         state=study.state(who),
         played=study.played(who),
         room=room,
@@ -228,6 +245,44 @@ class StudyApi:
         self._events[study.id] = (version, text)
         return text
 
+    # -- the study's one URL --------------------------------------------------------------------
+
+    async def join(self, request: Request) -> Response:
+        """GET /web/study/{study}/join: admit the visit's label (``protocol.study_join``); a
+        refusal is one line with its code, and admits nobody."""
+        name = str(request.path_params["study"])
+        studies = self.registry.studies
+        study = studies.studies.get(name)
+        if study is None:
+            if name in studies.unrestored:
+                return _refused(410, JoinRefusal.NOT_RESTORED, "this study cannot be joined now")
+            return _refused(404, JoinRefusal.NO_STUDY, "there is no such study on this server")
+        join = study.request.join
+        if join is None:
+            return _refused(
+                403, JoinRefusal.NOT_OPEN, "this study admits invited participants only"
+            )
+        query: dict[str, list[str]] = {}
+        for key, value in request.query_params.multi_items():
+            query.setdefault(key, []).append(value)
+        visit = join_values(join, query)
+        if isinstance(visit, JoinRefused):
+            return _refused(400, visit.code, visit.message)
+        token = studies.admit(study, visit.label, visit.ids)
+        if token is None:
+            return _refused(
+                410,
+                JoinRefusal.FULL,
+                "this study is full: every place is taken, and you have not been enrolled; "
+                "please return to where you came from",
+            )
+        headers = {
+            **NO_STORE,
+            "Location": f"/web/seat#token={token}",
+            "Referrer-Policy": "no-referrer",
+        }
+        return Response(status_code=303, headers=headers)
+
     # -- the study page (its own token) ---------------------------------------------------------
 
     def _study(self, request: Request) -> Study | Response:
@@ -261,6 +316,12 @@ class StudyApi:
         if isinstance(study, Response):
             return study
         return await self._csv(study, str(request.path_params["name"]))
+
+
+def _refused(status: int, code: JoinRefusal, message: str) -> Response:
+    """A visit to a study's URL that admits nobody: one line, its code first (a person reads
+    it in their browser)."""
+    return PlainTextResponse(f"{code}: {message}\n", status_code=status, headers=NO_STORE)
 
 
 def _view(study: Study) -> Response:

@@ -27,12 +27,13 @@
     text("design", design + " · " + view.negotiations + " negotiation" + (view.negotiations === 1 ? "" : "s") +
       " each · " + view.clock + " clock · created " + view.created);
     text("counts", STATES.map((s) => view.states[s] + " " + s).join(", ") +
-      " (of " + view.participants.length + ")");
+      " (of " + view.participants.length + ")" +
+      (view.join === null ? "" : " · study URL " + view.join + " · " + view.join_places + " places left"));
     fill("participants",
       el("tr", {}, ["participant", "state", "played", "where", "surplus", "payment", "page"].map((h) =>
         el("th", { scope: "col", text: h }))),
       view.participants.map((p) => el("tr", { "data-participant": p.label, "data-state": p.state },
-        el("th", { scope: "row", text: p.label }),
+        el("th", { scope: "row", text: p.join_label === null ? p.label : p.label + " (" + p.join_label + ")" }),
         el("td", { text: p.state }),
         el("td", { text: p.played + " of " + view.negotiations }),
         el("td", {}, where(p), p.watch && p.state !== "waiting"
