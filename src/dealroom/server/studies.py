@@ -26,7 +26,7 @@ from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room
 from dealroom.server.room_error import RoomError
 from dealroom.server.study import Study
-from dealroom.server.study_journal import entries, replay
+from dealroom.server.study_journal import journal_entries, replay_entry
 from dealroom.server.study_people import Participant
 from dealroom.server.tokens import digest, new_token
 
@@ -112,7 +112,7 @@ class Studies:
                 request = StudyRequest.model_validate(journal.header["request"])
                 study = self._build(request, float(journal.header["created"]))
                 for _, op in journal.entries:
-                    replay(study, op)
+                    replay_entry(study, op)
                 participants = {
                     label: bytes.fromhex(hexdigest)
                     for label, hexdigest in dict(journal.header["participants"]).items()
@@ -202,7 +202,7 @@ def _whole(path: Path, study: Study, header: Mapping[str, Any]) -> WholeJournal:
     kept = dict(header)
 
     def whole() -> tuple[Mapping[str, Any], list[Op]]:
-        return kept, entries(study)
+        return kept, journal_entries(study)
 
     return WholeJournal(path, whole)
 

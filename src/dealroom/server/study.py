@@ -20,7 +20,7 @@ matches, results, page events, endings), so that a restarted server restores the
 restores itself from its own journal. Results come from each room's ``StudyHook``
 (``recorded``), keyed by room and negotiation, so a room replayed after a restart adds nothing
 twice. A failed journal write loses nothing: the journal is written whole again from
-``study_journal.entries`` (``WholeJournal``).
+``study_journal.journal_entries`` (``WholeJournal``).
 """
 
 from __future__ import annotations

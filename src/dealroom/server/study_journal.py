@@ -12,7 +12,7 @@ from dealroom.server.study import Study
 from dealroom.server.study_people import Ended, Joined
 
 
-def replay(study: Study, op: Op) -> None:
+def replay_entry(study: Study, op: Op) -> None:
     """One journaled input, at start (rooms are restored after their study)."""
     match op:
         case ["joined", name, label, ids, when, token]:
@@ -48,7 +48,7 @@ def replay(study: Study, op: Op) -> None:
             raise ValueError(f"study journal: unknown entry {str(op)[:80]}")
 
 
-def entries(study: Study) -> list[Op]:
+def journal_entries(study: Study) -> list[Op]:
     """The study's whole state as journal entries, in an order ``replay`` rebuilds it from
     (a journal written whole again after a failed write: ``WholeJournal``)."""
     ops: list[Op] = []
