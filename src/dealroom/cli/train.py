@@ -118,6 +118,13 @@ def add(commands: Commands) -> None:
         help="with --use-vllm: in the training process (default) or a vLLM server",
     )
     grpo.add_argument(
+        "--vllm-gpu-memory-utilization",
+        type=_share,
+        default=0.3,
+        help="with --use-vllm colocated: vLLM's share of the GPU's memory, left out of the "
+        "memory check (default: 0.3, TRL's)",
+    )
+    grpo.add_argument(
         "--lengths-from", type=Path, help="SFT export to derive lengths from (default: play some)"
     )
     grpo.set_defaults(handler=_grpo)
@@ -282,6 +289,17 @@ def _reward(text: str) -> Any:
         raise usage_error(f"--reward: {exc.errors()[0]['msg']}") from None
 
 
+def _share(text: str) -> float:
+    """A fraction in (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number between 0 and 1")
+    return value
+
+
 def _clip(raw: str) -> tuple[float, float] | None:
     if raw.lower() == "none":
         return None
@@ -419,6 +437,7 @@ def _grpo(args: argparse.Namespace) -> int:
             beta=args.beta,
             use_vllm=args.use_vllm,
             vllm_mode=args.vllm_mode,
+            vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
             reference=read_rows(args.lengths_from) if args.lengths_from else (),
         )
         resumed_at = _resumed_at(args)

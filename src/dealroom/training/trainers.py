@@ -12,8 +12,9 @@ configuration before the first step, and a bad one is a ``TrainingSetupError`` w
   needs (tool results count toward it, and a cut rollout loses an action already played).
   By default both are derived from the data, with a margin;
 - an unknown opponent;
-- an uninstalled ``report_to`` tracker, a missing checkpoint to resume, and an SFT run whose
-  memory estimate exceeds the free memory (``dealroom.training.memory``).
+- an uninstalled ``report_to`` tracker, a missing checkpoint to resume, and a run whose
+  memory estimate exceeds the free memory of the device it trains on (the GPU's, less
+  colocated vLLM's share, when there is one: ``dealroom.training.memory``).
 
 The reward is counted once: no ``reward_funcs`` are passed, since TRL >= 1.8 adds the
 environment's ``get_reward`` itself. SFT rows get their tool-call arguments as objects (what the
@@ -152,6 +153,8 @@ class GRPOSettings(Common):
     beta: float = 0.0
     use_vllm: bool = False
     vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_gpu_memory_utilization: float = 0.3
+    """Colocated vLLM's share of the GPU's memory (TRL's default)."""
     reference: Sequence[Row] = ()
     """Conversations to derive lengths from (e.g. the SFT rows); empty: play some."""
 
@@ -276,6 +279,29 @@ def _checkpointing(settings: Common) -> bool:
     return True if settings.gradient_checkpointing is None else settings.gradient_checkpointing
 
 
+def _memory_check(settings: Common, *, batch: int, length: int, completion: int = 0) -> int:
+    """The run's memory estimate on the device it trains on; refused in one line over it."""
+    grpo = settings if isinstance(settings, GRPOSettings) else None
+    colocated = grpo is not None and grpo.use_vllm and grpo.vllm_mode == "colocate"
+    dev = memory.device(grpo.vllm_gpu_memory_utilization if grpo and colocated else None)
+    setup = memory.setup_on(
+        dev,
+        checkpointing=_checkpointing(settings),
+        lora=settings.lora is not None,
+        reference=grpo is not None and grpo.beta > 0,
+    )
+    shape = memory.Shape.of(lib("transformers").AutoConfig.from_pretrained(settings.model))
+    return memory.check(
+        shape,
+        setup,
+        dev,
+        batch=batch,
+        length=length,
+        completion=completion,
+        stage="SFT" if grpo is None else "GRPO",
+    )
+
+
 def _device_args(settings: Common) -> dict[str, Any]:
     torch = lib("torch")
     cuda = torch.cuda.is_available()
@@ -330,15 +356,7 @@ def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]
     lengths = lengths_of(sequences)
     max_length = sft_max_length(settings, lengths)
     batch = settings.per_device_train_batch_size or memory.batch_size(lengths.longest, len(data))
-    shape = memory.Shape.of(lib("transformers").AutoConfig.from_pretrained(settings.model))
-    need = memory.check(
-        shape,
-        batch=batch,
-        length=lengths.longest,
-        checkpointing=_checkpointing(settings),
-        lora=settings.lora is not None,
-        free=memory.available(),
-    )
+    need = _memory_check(settings, batch=batch, length=lengths.longest)
     args = trl.SFTConfig(
         **_common_args(settings),
         per_device_train_batch_size=batch,
@@ -393,6 +411,9 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
     lengths = measure(tokenizer, template_rows(reference))
     completion = grpo_completion_length(settings, lengths)
     batch = settings.per_device_train_batch_size or settings.num_generations
+    need = _memory_check(
+        settings, batch=batch, length=lengths.longest_prompt + completion, completion=completion
+    )
     args = trl.GRPOConfig(
         **_common_args(settings),
         per_device_train_batch_size=batch,
@@ -403,6 +424,7 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
         beta=settings.beta,
         use_vllm=settings.use_vllm,
         vllm_mode=settings.vllm_mode,
+        vllm_gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
         model_init_kwargs={"attn_implementation": "sdpa"},
     )
     factory = functools.partial(
@@ -423,7 +445,12 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
         environment_factory=factory,
         peft_config=_peft_config(settings.lora),
     )
-    log.info("grpo.ready", lengths=lengths.describe(), max_completion_length=completion)
+    log.info(
+        "grpo.ready",
+        lengths=lengths.describe(),
+        max_completion_length=completion,
+        memory_estimate=memory.gib(need),
+    )
     return trainer, lengths
 
 
