@@ -230,7 +230,8 @@ def evaluate(model: str, args: argparse.Namespace) -> dict[str, Any]:
     from dealroom.analysis import metrics as m
     from dealroom.cli import main as cli
     from dealroom.store.results import ResultsStore
-    from dealroom.training.serving import ChatModel, serve
+    from dealroom.training.chat_model import ChatModel
+    from dealroom.training.serving import serve
 
     chat = ChatModel(model, name="trained", max_new_tokens=96)
     store_path = args.out / "eval.db"

@@ -70,6 +70,7 @@ class RosterPlayer:
             temperature=entry.temperature,
             max_tokens=entry.max_tokens,
             reasoning_effort=entry.reasoning_effort,
+            enable_thinking=entry.enable_thinking,
             max_tool_rounds=entry.max_tool_rounds or self.settings.max_tool_rounds,
             prices=None
             if entry.input_price is None or entry.output_price is None
