@@ -7,7 +7,7 @@ Prints, one line each: which path it took (device, model source, generation by v
 torch), SFT steps per second, GRPO steps per second and generated tokens per second, whether
 a rollout generated on this device tokenizes exactly as the CPU path renders it
 (``dealroom.training.sequences``, what SFT trains on and ``train serve`` re-renders), and the
-evaluation's deals and mean reward. It ends with one JSON line of the same figures.
+evaluation's deal rate and surplus share. It ends with one JSON line of the same figures.
 
 It runs with what it brings: a GPU machine may have no network and no vLLM, and what travels
 there is small. The model is, in order: ``--model DIR``; else ``--bundle DIR``, a config and
@@ -225,28 +225,45 @@ def run_stages(
 
 
 def evaluate(model: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The final checkpoint served on this device and played against conceder."""
+    """The final checkpoint served on this device and played against conceder by
+    ``dealroom train evaluate`` (the one evaluation: a tournament with one learner)."""
+    from dealroom.analysis import metrics as m
+    from dealroom.cli import main as cli
     from dealroom.store.results import ResultsStore
-    from dealroom.training.evaluate import EvalSettings, openai_complete
-    from dealroom.training.evaluate import evaluate as play
-    from dealroom.training.serving import ChatModel, serve
+    from dealroom.training.chat_model import ChatModel
+    from dealroom.training.serving import serve
 
     chat = ChatModel(model, name="trained", max_new_tokens=96)
-    settings = EvalSettings(
-        name="trained",
-        opponents=("conceder",),
-        scenarios=args.eval_scenarios,
-        max_tool_calling_iterations=args.max_tool_calling_iterations,
-    )
     store_path = args.out / "eval.db"
     store_path.unlink(missing_ok=True)
     started = time.perf_counter()
-    with serve(chat) as endpoint, ResultsStore(store_path) as store:
-        summary = play(settings, openai_complete(endpoint.base_url, "trained"), store, "eval")
+    with serve(chat) as endpoint:
+        argv = [
+            "train", "evaluate", "--model", "trained", "--base-url", endpoint.base_url,
+            "--opponents", "conceder", "--scenarios", str(args.eval_scenarios),
+            "--max-tool-calling-iterations", str(args.max_tool_calling_iterations),
+            "--out", str(store_path),
+        ]  # fmt: skip
+        status = cli(argv)
     seconds = time.perf_counter() - started
-    print(f"evaluation: {summary.played} negotiations in {seconds:.0f} s, {summary.deals} deals, "
-          f"mean reward {summary.mean_reward:.3f}", flush=True)  # fmt: skip
-    return {"eval_deals": summary.deals, "eval_mean_reward": round(summary.mean_reward, 3)}
+    if status != 0:
+        sys.exit(f"gpu_train: the evaluation failed (exit {status})")
+    with ResultsStore(store_path, create=False) as store:
+        seats = [
+            seat
+            for stored in store.iter("evaluate")
+            for seat in m.seats_of(stored.record)
+            if seat.agent == "trained"
+        ]
+    deals, share = m.deal_rate(seats), m.surplus_share(seats)
+    print(f"evaluation: {len(seats)} negotiations in {seconds:.0f} s, deal rate "
+          f"{'-' if deals is None else f'{deals:.0%}'}, surplus share "
+          f"{'-' if share is None else f'{share:.3f}'}", flush=True)  # fmt: skip
+    return {
+        "eval_negotiations": len(seats),
+        "eval_deal_rate": deals,
+        "eval_surplus_share": None if share is None else round(share, 3),
+    }
 
 
 if __name__ == "__main__":

@@ -33,8 +33,8 @@ sys.path.insert(0, str(TESTS))
 
 from dealroom._logging import configure_logging  # noqa: E402
 from dealroom.agents import PlayerOptions  # noqa: E402
+from dealroom.agents.lineup import SpecResolver  # noqa: E402
 from dealroom.agents.llm import LLMSettings, RetryPolicy  # noqa: E402
-from dealroom.cli._players import SpecResolver  # noqa: E402
 from dealroom.play.tournament import Tournament, TournamentConfig  # noqa: E402
 from dealroom.protocol.secret import Secret  # noqa: E402
 from dealroom.store.results import ResultsStore  # noqa: E402

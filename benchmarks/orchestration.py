@@ -46,8 +46,8 @@ from agents import ModelSettings, OpenAIChatCompletionsModel
 from dealroom.agents import PlayerOptions
 from dealroom.agents._llm_chat import ChatCompletions, Sampling
 from dealroom.agents._llm_sdk import function_tools
+from dealroom.agents.lineup import SpecResolver
 from dealroom.agents.llm import LLMSettings, RetryPolicy
-from dealroom.cli._players import SpecResolver
 from dealroom.play.registry import resolve
 from dealroom.play.tournament import Tournament, TournamentConfig
 from dealroom.protocol import DEFAULT_RULES, TIERS, model_seat

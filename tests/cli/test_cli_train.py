@@ -154,3 +154,25 @@ def test_a_bad_reward_is_one_line_before_any_step(
     out, err = capsys.readouterr()
     (line,) = err.splitlines()
     assert out == "" and says in line and not any(tmp_path.iterdir())
+
+
+def test_the_thinking_switch_and_vllms_share_reach_the_settings(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    seen: list[Any] = []
+
+    def run(settings: Any) -> trainers.Result:
+        seen.append(settings)
+        return chatty([{"loss": 0.1, "frac_reward_zero_std": 0.5, "step": 1}])(settings)
+
+    monkeypatch.setattr(trainers, "run_grpo", run)
+    argv = ["train", "grpo", "--model", "m", "--output-dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert main([*argv, "--no-enable-thinking", "--vllm-gpu-memory-utilization", "0.5"]) == 0
+    assert main([*argv, "--enable-thinking"]) == 0
+    unset, off, on = seen
+    assert (unset.enable_thinking, off.enable_thinking, on.enable_thinking) == (None, False, True)
+    assert (unset.vllm_gpu_memory_utilization, off.vllm_gpu_memory_utilization) == (0.3, 0.5)
+    capsys.readouterr()
+    assert main([*argv, "--vllm-gpu-memory-utilization", "1.5"]) == 2
+    assert "'1.5' is not a number between 0 and 1" in capsys.readouterr().err

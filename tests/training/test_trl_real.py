@@ -364,7 +364,8 @@ def test_the_trained_checkpoint_is_evaluated_on_its_training_surface(
     (``train evaluate``: a tournament with one learner) against an opponent it was not trained
     against, stored with its usage, and reported."""
     from dealroom.store.results import ResultsStore
-    from dealroom.training.serving import ChatModel, serve
+    from dealroom.training.chat_model import ChatModel
+    from dealroom.training.serving import serve
 
     chat = ChatModel(str(grpo_run["result"].output_dir), name="trained", max_new_tokens=48)
     with serve(chat) as endpoint:

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from dealroom._version import __version__
 from dealroom.protocol.errors import DealroomError
+from dealroom.protocol.model_seat import unthought
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 CONTENT_FILTERED = "Response withheld by the provider's content filter."
@@ -97,6 +98,14 @@ class Sampling:
     temperature: float | None = None
     max_tokens: int | None = None
     reasoning_effort: str | None = None
+    enable_thinking: bool | None = None
+    """Sent as ``chat_template_kwargs`` (vLLM's); off, replies are kept without think blocks."""
+
+    def extra_body(self) -> dict[str, Any] | None:
+        """Request fields beyond OpenAI's: the thinking switch, when set."""
+        if self.enable_thinking is None:
+            return None
+        return {"chat_template_kwargs": {"enable_thinking": self.enable_thinking}}
 
 
 class Conversation(Protocol):
@@ -200,6 +209,7 @@ class ChatCompletions:
             params["store"] = True
         if sampling.reasoning_effort is not None:
             params["reasoning_effort"] = sampling.reasoning_effort
+        params.update(sampling.extra_body() or {})
         return _WireConversation(self, params, tracing)
 
     async def post(self, body: bytes) -> dict[str, Any]:
@@ -268,6 +278,9 @@ class _WireConversation:
         self._add({"role": "tool", "tool_call_id": call.id, "content": output})
 
     def _add(self, message: dict[str, Any], wire: dict[str, Any] | None = None) -> None:
+        if self.params.get("chat_template_kwargs") == {"enable_thinking": False}:
+            message = unthought(message)
+            wire = None if wire is None else unthought(wire)
         self._messages.append(message)
         self._parts.append(_dumps(message if wire is None else wire).encode())
 

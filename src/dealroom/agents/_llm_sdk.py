@@ -43,6 +43,7 @@ class SDKChatModel:
             reasoning=None
             if sampling.reasoning_effort is None
             else Reasoning(effort=sampling.reasoning_effort),  # type: ignore[arg-type]
+            extra_body=sampling.extra_body(),
         )
         return _ItemConversation(self.model, function_tools(tools), settings, tracing)
 

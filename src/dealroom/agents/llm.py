@@ -111,6 +111,9 @@ class LLMSettings:
     max_tokens: int | None = None
     reasoning_effort: ReasoningEffort | None = None
     """Passed as the API's reasoning effort, where it has one."""
+    enable_thinking: bool | None = None
+    """The served chat template's thinking switch (``chat_template_kwargs``, as vLLM and
+    ``train serve`` read it); None: not sent."""
     prices: Prices | None = None
     """Prices of the model's tokens (None: its cost is not known, stored as null)."""
     tracing: bool = False
@@ -212,6 +215,7 @@ class _Game:
             temperature=self.settings.temperature,
             max_tokens=self.settings.max_tokens,
             reasoning_effort=self.settings.reasoning_effort,
+            enable_thinking=self.settings.enable_thinking,
         )
         self.turns = TurnLoop(self.meter, self.settings.max_tool_rounds)
         self.over = False

@@ -9,6 +9,7 @@ One table per entry; its name is the agent spec (what stores and reports show)::
     temperature = 0.7                          # optional sampling settings
     max_tokens = 512
     reasoning_effort = "low"                   # where the API has one
+    enable_thinking = false                    # chat_template_kwargs (vLLM, train serve)
     concurrency = 32                           # negotiations in flight on this endpoint
     input_price = 0.40                         # USD per million input tokens
     output_price = 1.60                        # USD per million output tokens
@@ -70,6 +71,7 @@ class RosterPlayer:
             temperature=entry.temperature,
             max_tokens=entry.max_tokens,
             reasoning_effort=entry.reasoning_effort,
+            enable_thinking=entry.enable_thinking,
             max_tool_rounds=entry.max_tool_rounds or self.settings.max_tool_rounds,
             prices=None
             if entry.input_price is None or entry.output_price is None

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dealroom.cli._common import Commands, positive_int, usage_error
+from dealroom.cli._train_flags import common_flags, common_settings, thinking_flag
 from dealroom.cli.export_sft import add_filters, no_match, stored_examples
 from dealroom.protocol import ROLES, TIERS
 
@@ -51,7 +52,7 @@ def add(commands: Commands) -> None:
     source.add_argument("--data", type=Path, help="SFT export (JSONL, dealroom export-sft)")
     source.add_argument("--store", type=Path, help="results store; export-sft's filters apply")
     add_filters(sft)
-    _common_flags(sft, learning_rate=2e-5)
+    common_flags(sft, learning_rate=2e-5)
     sft.add_argument("--max-length", type=positive_int, help="default: the longest transcript")
     sft.add_argument(
         "--num-train-epochs", type=float, default=1.0, help="passes over the data (default: 1)"
@@ -92,7 +93,7 @@ def add(commands: Commands) -> None:
         help="reward weights and options, e.g. share=1,no_deal=-0.2,walk_away=0,clip=-1:1 "
         "(default: share clipped to [-1, 1], ir_violation=-1; clip=none unclips)",
     )
-    _common_flags(grpo, learning_rate=1e-5)
+    common_flags(grpo, learning_rate=1e-5)
     grpo.add_argument(
         "--num-generations",
         type=positive_int,
@@ -116,6 +117,13 @@ def add(commands: Commands) -> None:
         choices=["colocate", "server"],
         default="colocate",
         help="with --use-vllm: in the training process (default) or a vLLM server",
+    )
+    grpo.add_argument(
+        "--vllm-gpu-memory-utilization",
+        type=_share,
+        default=0.3,
+        help="with --use-vllm colocated: vLLM's share of the GPU's memory, left out of the "
+        "memory check (default: 0.3, TRL's)",
     )
     grpo.add_argument(
         "--lengths-from", type=Path, help="SFT export to derive lengths from (default: play some)"
@@ -149,6 +157,7 @@ def add(commands: Commands) -> None:
         help="torch's CPU threads (default without a GPU: the idle cores, usable cores minus "
         "the load average, at least 1; OMP_NUM_THREADS is respected)",
     )
+    thinking_flag(serve)
     serve.set_defaults(handler=_serve)
 
     plot = stages.add_parser(
@@ -160,102 +169,6 @@ def add(commands: Commands) -> None:
     plot.add_argument("run_dir", type=Path, metavar="OUTPUT_DIR", help="a run's --output-dir")
     plot.add_argument("--out", type=Path, help="SVG file (default: OUTPUT_DIR/metrics.svg)")
     plot.set_defaults(handler=_plot)
-
-
-def _common_flags(parser: argparse.ArgumentParser, *, learning_rate: float) -> None:
-    parser.add_argument("--model", required=True, help="checkpoint directory or hub id")
-    parser.add_argument(
-        "--output-dir", type=Path, required=True, help="where checkpoints and metrics go"
-    )
-    parser.add_argument(
-        "--max-steps", type=positive_int, default=100, help="optimizer steps (default: 100)"
-    )
-    parser.add_argument(
-        "--learning-rate",
-        type=float,
-        default=learning_rate,
-        help=f"peak learning rate (default: {learning_rate:g})",
-    )
-    parser.add_argument(
-        "--per-device-train-batch-size",
-        type=positive_int,
-        help="rows per step and device (default: sft fits it to memory, grpo uses "
-        "--num-generations)",
-    )
-    parser.add_argument(
-        "--gradient-accumulation-steps",
-        type=positive_int,
-        default=1,
-        help="batches summed per optimizer step (default: 1)",
-    )
-    parser.add_argument(
-        "--gradient-checkpointing",
-        action=argparse.BooleanOptionalAction,
-        help="recompute activations to save memory (default: on; whole negotiations need it)",
-    )
-    parser.add_argument(
-        "--logging-steps",
-        type=positive_int,
-        default=1,
-        help="log (and append to metrics.jsonl) every N steps (default: 1)",
-    )
-    parser.add_argument(
-        "--report-to",
-        type=lambda text: tuple(n.strip() for n in text.split(",") if n.strip()) or ("none",),
-        default=("none",),
-        help="TRL's trackers, comma-separated: none (default), tensorboard, wandb, trackio, "
-        "mlflow; every logged step also goes to OUTPUT_DIR/metrics.jsonl",
-    )
-    parser.add_argument(
-        "--save-steps", type=positive_int, help="save a resumable checkpoint every N steps"
-    )
-    parser.add_argument(
-        "--resume-from-checkpoint",
-        metavar="DIR|last",
-        help="resume from a checkpoint-N directory, or the output directory's last",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
-    parser.add_argument(
-        "--chat-template", help="replace the model's template: a TRL bundled name or a .jinja"
-    )
-    parser.add_argument("--use-peft", action="store_true", help="train LoRA adapters (merged)")
-    parser.add_argument(
-        "--lora-r", type=positive_int, default=16, help="with --use-peft: LoRA rank (default: 16)"
-    )
-    parser.add_argument(
-        "--lora-alpha",
-        type=positive_int,
-        default=32,
-        help="with --use-peft: LoRA scaling alpha (default: 32)",
-    )
-    parser.add_argument(
-        "--threads",
-        type=positive_int,
-        help="torch's CPU threads (default without a GPU: the idle cores, usable cores minus "
-        "the load average, at least 1; OMP_NUM_THREADS is respected)",
-    )
-
-
-def _common(args: argparse.Namespace) -> dict[str, Any]:
-    from dealroom.training.trainers import LoRA
-
-    return {
-        "model": args.model,
-        "output_dir": args.output_dir,
-        "max_steps": args.max_steps,
-        "learning_rate": args.learning_rate,
-        "per_device_train_batch_size": args.per_device_train_batch_size,
-        "gradient_accumulation_steps": args.gradient_accumulation_steps,
-        "gradient_checkpointing": args.gradient_checkpointing,
-        "logging_steps": args.logging_steps,
-        "report_to": args.report_to,
-        "save_steps": args.save_steps,
-        "resume_from_checkpoint": args.resume_from_checkpoint,
-        "seed": args.seed,
-        "chat_template": args.chat_template,
-        "threads": args.threads,
-        "lora": LoRA(r=args.lora_r, alpha=args.lora_alpha) if args.use_peft else None,
-    }
 
 
 def _reward(text: str) -> Any:
@@ -280,6 +193,17 @@ def _reward(text: str) -> Any:
         return RewardSpec(**values)
     except ValidationError as exc:
         raise usage_error(f"--reward: {exc.errors()[0]['msg']}") from None
+
+
+def _share(text: str) -> float:
+    """A fraction in (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number between 0 and 1")
+    return value
 
 
 def _clip(raw: str) -> tuple[float, float] | None:
@@ -378,7 +302,7 @@ def _sft(args: argparse.Namespace) -> int:
             if not rows:
                 raise no_match(args.store)
         settings = SFTSettings(
-            **_common(args),
+            **common_settings(args),
             max_length=args.max_length,
             num_train_epochs=args.num_train_epochs,
             max_turns=args.max_turns,
@@ -405,7 +329,7 @@ def _grpo(args: argparse.Namespace) -> int:
             log=args.opponent_log,
         )
         settings = GRPOSettings(
-            **_common(args),
+            **common_settings(args),
             opponent=opponent,
             role=args.role,
             tier=args.tier,
@@ -419,6 +343,7 @@ def _grpo(args: argparse.Namespace) -> int:
             beta=args.beta,
             use_vllm=args.use_vllm,
             vllm_mode=args.vllm_mode,
+            vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
             reference=read_rows(args.lengths_from) if args.lengths_from else (),
         )
         resumed_at = _resumed_at(args)
@@ -452,11 +377,17 @@ def _roster(path: Path | None) -> dict[str, dict[str, Any]] | None:
 
 def _serve(args: argparse.Namespace) -> int:
     def run() -> int:
-        from dealroom.training.serving import ChatModel, serve
+        from dealroom.training.chat_model import ChatModel
+        from dealroom.training.serving import serve
         from dealroom.training.threads import set_threads
 
         set_threads(args.threads)
-        chat = ChatModel(args.model, name=args.name, max_new_tokens=args.max_new_tokens)
+        chat = ChatModel(
+            args.model,
+            name=args.name,
+            max_new_tokens=args.max_new_tokens,
+            enable_thinking=args.enable_thinking,
+        )
         try:
             with serve(chat, args.host, args.port, max_queue=args.max_queue) as endpoint:
                 sys.stderr.write(f"serving {chat.name} at {endpoint.base_url} (Ctrl-C stops)\n")

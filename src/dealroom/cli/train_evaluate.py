@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from dealroom.cli._common import Commands, positive_int, tier_list, usage_error
+from dealroom.cli._train_flags import thinking_flag
 from dealroom.play.settings import PlaySettings, RosterEntry, RunSettings, SeatSettings
 from dealroom.protocol import Role
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
@@ -96,6 +97,7 @@ def add(stages: Commands) -> None:
     evaluate.add_argument("--out", type=Path, required=True, help="results store (created)")
     evaluate.add_argument("--run", default="evaluate", help="run name in the store")
     evaluate.add_argument("--resume", action="store_true", help="continue the stored run")
+    thinking_flag(evaluate)
     evaluate.set_defaults(handler=run)
 
 
@@ -128,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             endpoint=args.base_url,
             key_env=key_env,
             temperature=args.temperature,
+            enable_thinking=args.enable_thinking,
             max_tokens=args.max_tokens,
             concurrency=args.concurrency,
         )

@@ -54,6 +54,7 @@ def generate_config(sampling: Sampling) -> GenerateConfig:
         temperature=sampling.temperature,
         max_tokens=sampling.max_tokens,
         reasoning_effort=effort if effort in ("minimal", "low", "medium", "high") else None,  # type: ignore[arg-type]
+        extra_body=sampling.extra_body(),
     )
 
 

@@ -83,6 +83,8 @@ class RosterEntry(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    enable_thinking: bool | None = None
+    """The served chat template's thinking switch (sent as ``chat_template_kwargs``)."""
     concurrency: int = Field(default=DEFAULT_ENDPOINT_CONCURRENCY, ge=1, le=4096)
     input_price: float | None = Field(default=None, ge=0)
     output_price: float | None = Field(default=None, ge=0)
@@ -100,7 +102,7 @@ class RosterEntry(BaseModel):
         """What a run records about the entry (no secrets): resuming with other settings is
         refused."""
         data = self.model_dump(mode="json", exclude={"name", "concurrency"})
-        for optional in ("cached_input_price", "max_tool_rounds"):
+        for optional in ("cached_input_price", "max_tool_rounds", "enable_thinking"):
             if data[optional] is None:  # as runs recorded before it existed
                 del data[optional]
         return data

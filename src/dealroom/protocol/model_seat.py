@@ -20,6 +20,10 @@ them (docs/design.md, "What a model reads"):
   ``max_tool_calling_iterations``); a reply past it ends the seat's play, its calls not run.
 - **Clock**: thinking costs ``rules.thinking.per_wake`` on the seat's first action after each
   wait, charged by the schedule (never per model call or token).
+- **Thinking** (a model that writes ``<think>...</think>`` blocks, Qwen3's): one switch,
+  ``enable_thinking``, passed to the chat template wherever one renders for the model. Off, the
+  blocks are stripped (``without_thinking``) from what is stored and trained on; on (or
+  unset: the template's default), they are kept.
 - **The end**: once the negotiation is over, the seat makes no more model calls (in a GRPO
   rollout the completion after the end changes nothing, and is not scored). The one exception is
   opt-in (``--elicit-beliefs``): after the end, ``belief_question`` asks for the seat's estimate
@@ -77,6 +81,28 @@ def result_text(
 ArgumentsForm = Literal["object", "string"]
 """Tool-call arguments in a chat transcript: JSON objects (what most chat templates read) or
 JSON strings (the chat-completions wire form, which Qwen3-style templates also read)."""
+
+
+def without_thinking(text: str) -> str:
+    """``text`` without think blocks: each ``<think>...</think>`` block, what precedes a lone
+    ``</think>`` (the template opened the block in the prompt), and an unterminated ``<think>``
+    to the end (cut by the token limit); the whitespace after a block goes with it."""
+    text = re.sub(r"<think>.*?</think>\s*", "", text, flags=re.DOTALL)
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1].lstrip()
+    head, opened, _ = text.partition("<think>")
+    return head.rstrip() if opened else text
+
+
+def unthought(message: dict[str, Any]) -> dict[str, Any]:
+    """An assistant message without think blocks in its text and without ``reasoning_content``
+    (thinking off); any other message as it is."""
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, str):
+        return message
+    out = {key: value for key, value in message.items() if key != "reasoning_content"}
+    out["content"] = without_thinking(content)
+    return out
 
 
 def with_arguments(message: dict[str, Any], arguments: ArgumentsForm) -> dict[str, Any]:

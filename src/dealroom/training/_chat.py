@@ -39,6 +39,8 @@ class ChatAssistantMessage(TypedDict):
     role: Literal["assistant"]
     content: str | None
     tool_calls: NotRequired[list[ChatToolCall]]
+    reasoning_content: NotRequired[str]
+    """A thinking model's think block, when thinking is on (vLLM's field)."""
 
 
 class ChatChoice(TypedDict):

@@ -53,13 +53,13 @@ def first_turns(row: Row, turns: int) -> Row:
     return {**row, "messages": list(messages[:end])}
 
 
-def measure(tokenizer: Any, rows: Sequence[Row]) -> Lengths:
+def measure(tokenizer: Any, rows: Sequence[Row], enable_thinking: bool | None = None) -> Lengths:
     """Token lengths of ``rows`` as the model reads them: the training sequences of
     ``dealroom.training.sequences`` (the served template; the prompt is what comes before the
     model's first turn)."""
     if not rows:
         raise ValueError("no conversations to measure")
-    return lengths_of([tokenize(tokenizer, row) for row in rows])
+    return lengths_of([tokenize(tokenizer, row, enable_thinking) for row in rows])
 
 
 def lengths_of(sequences: Sequence[TrainingSequence]) -> Lengths:

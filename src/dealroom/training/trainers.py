@@ -12,8 +12,9 @@ configuration before the first step, and a bad one is a ``TrainingSetupError`` w
   needs (tool results count toward it, and a cut rollout loses an action already played).
   By default both are derived from the data, with a margin;
 - an unknown opponent;
-- an uninstalled ``report_to`` tracker, a missing checkpoint to resume, and an SFT run whose
-  memory estimate exceeds the free memory (``dealroom.training.memory``).
+- an uninstalled ``report_to`` tracker, a missing checkpoint to resume, and a run whose
+  memory estimate exceeds the free memory of the device it trains on (the GPU's, less
+  colocated vLLM's share, when there is one: ``dealroom.training.memory``).
 
 The reward is counted once: no ``reward_funcs`` are passed, since TRL >= 1.8 adds the
 environment's ``get_reward`` itself. SFT rows get their tool-call arguments as objects (what the
@@ -30,19 +31,17 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import structlog
 
 from dealroom.engine.match import play
 from dealroom.play.registry import resolve
-from dealroom.protocol import DEFAULT_RULES, AgentFactory, Role, Rules, Tier
+from dealroom.protocol import AgentFactory
 from dealroom.protocol.generator import scenario_at
-from dealroom.protocol.model_seat import ArgumentsForm, with_arguments
+from dealroom.protocol.model_seat import ArgumentsForm, unthought, with_arguments
 from dealroom.training import memory
-from dealroom.training._seat import OpponentFactory
 from dealroom.training.lean import lean_sft_trainer, release_freed_memory
 from dealroom.training.lengths import (
     Lengths,
@@ -54,12 +53,12 @@ from dealroom.training.lengths import (
 )
 from dealroom.training.models import (
     TrainingSetupError,
+    chat_template_kwargs,
     jsonl_values,
     lib,
     load_tokenizer,
     require_train_extra,
 )
-from dealroom.training.rewards import RewardSpec
 from dealroom.training.runlog import (
     METRICS_FILE,
     OutcomeTally,
@@ -71,6 +70,7 @@ from dealroom.training.runlog import (
     write_training_record,
 )
 from dealroom.training.sequences import tokenize
+from dealroom.training.settings import Common, GRPOSettings, LoRA, Result, SFTSettings
 from dealroom.training.sft import sft_example
 from dealroom.training.threads import set_threads
 from dealroom.training.trl import BargainToolEnv
@@ -81,95 +81,6 @@ REFERENCE_LEARNER = "linear"
 """Scripted stand-in for the learner when GRPO lengths are measured by playing negotiations."""
 REFERENCE_OPPONENT = "boulware"
 """Stand-in for an LLM opponent in that measurement (no model calls before training)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LoRA:
-    """LoRA adapters (PEFT) instead of full fine-tuning; merged into the saved checkpoint."""
-
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-
-
-@dataclass(frozen=True, slots=True)
-class Common:
-    """Settings both stages share (TRL's names)."""
-
-    model: str
-    output_dir: Path
-    max_steps: int = 100
-    learning_rate: float = 1e-5
-    per_device_train_batch_size: int | None = None
-    gradient_accumulation_steps: int = 1
-    logging_steps: int = 1
-    seed: int = 0
-    chat_template: str | None = None
-    """A TRL bundled template name (``qwen3``) or a .jinja file, replacing the model's own."""
-    lora: LoRA | None = None
-    gradient_checkpointing: bool | None = None
-    """None: on (whole negotiations need it; on a CPU it costs about a third more time)."""
-    report_to: tuple[str, ...] = ("none",)
-    """TRL's reporting integrations (tensorboard, wandb, trackio, mlflow), each checked."""
-    save_steps: int | None = None
-    """Save a resumable checkpoint (``checkpoint-N``) every this many steps; None: none."""
-    resume_from_checkpoint: str | None = None
-    """A checkpoint directory, or ``last`` for the output directory's latest."""
-    threads: int | None = None
-    """torch's CPU threads; None: chosen for the machine (``dealroom.training.threads``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SFTSettings(Common):
-    """Supervised fine-tuning on exported transcripts."""
-
-    learning_rate: float = 2e-5
-    max_length: int | None = None
-    """None: the longest conversation, rounded up."""
-    num_train_epochs: float = 1.0
-    max_turns: int | None = None
-    """Keep only each transcript's first turns (shorter rows: quick runs, small machines)."""
-    arguments: ArgumentsForm = "object"
-
-
-@dataclass(frozen=True, slots=True)
-class GRPOSettings(Common):
-    """GRPO in ``BargainToolEnv`` against one opponent."""
-
-    opponent: str | OpponentFactory = "boulware"
-    role: Role = "buyer"
-    tier: Tier = "mid"
-    scenario_seed: int = 0
-    scenarios: int = 512
-    reward: RewardSpec = field(default_factory=RewardSpec)
-    rules: Rules = DEFAULT_RULES
-    num_generations: int = 4
-    max_completion_length: int | None = None
-    """None: derived from reference negotiations (whole ones, or ``max_tool_calling_iterations``
-    turns), with a margin."""
-    max_tool_calling_iterations: int | None = None
-    temperature: float = 1.0
-    beta: float = 0.0
-    use_vllm: bool = False
-    vllm_mode: Literal["colocate", "server"] = "colocate"
-    reference: Sequence[Row] = ()
-    """Conversations to derive lengths from (e.g. the SFT rows); empty: play some."""
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """What a finished stage reports."""
-
-    output_dir: Path
-    steps: int
-    seconds: float
-    log_history: list[dict[str, Any]]
-    lengths: Lengths
-    learned: bool | None = None
-    """GRPO: False when every group's rewards were equal in every step (nothing saved)."""
-    saved: bool = True
-    threads: int | None = None
-    """torch's CPU threads during the run."""
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -188,14 +99,20 @@ def read_rows(path: Path) -> list[Row]:
 
 
 def template_rows(
-    rows: Iterable[Row], arguments: ArgumentsForm = "object", max_turns: int | None = None
+    rows: Iterable[Row],
+    arguments: ArgumentsForm = "object",
+    max_turns: int | None = None,
+    enable_thinking: bool | None = None,
 ) -> list[Row]:
     """Rows as the trainer feeds them to the chat template: ``messages`` and ``tools`` only,
-    tool-call arguments as objects (or JSON strings), optionally cut to the first turns."""
+    tool-call arguments as objects (or JSON strings), optionally cut to the first turns; with
+    thinking off, the assistant turns' think blocks stripped."""
     out: list[Row] = []
     for row in rows:
         cut = first_turns(row, max_turns) if max_turns is not None else row
         messages = [with_arguments(m, arguments) for m in cut["messages"]]
+        if enable_thinking is False:
+            messages = [unthought(m) for m in messages]
         out.append({"messages": messages, "tools": row["tools"]})
     return out
 
@@ -276,6 +193,29 @@ def _checkpointing(settings: Common) -> bool:
     return True if settings.gradient_checkpointing is None else settings.gradient_checkpointing
 
 
+def _memory_check(settings: Common, *, batch: int, length: int, completion: int = 0) -> int:
+    """The run's memory estimate on the device it trains on; refused in one line over it."""
+    grpo = settings if isinstance(settings, GRPOSettings) else None
+    colocated = grpo is not None and grpo.use_vllm and grpo.vllm_mode == "colocate"
+    dev = memory.device(grpo.vllm_gpu_memory_utilization if grpo and colocated else None)
+    setup = memory.setup_on(
+        dev,
+        checkpointing=_checkpointing(settings),
+        lora=settings.lora is not None,
+        reference=grpo is not None and grpo.beta > 0,
+    )
+    shape = memory.Shape.of(lib("transformers").AutoConfig.from_pretrained(settings.model))
+    return memory.check(
+        shape,
+        setup,
+        dev,
+        batch=batch,
+        length=length,
+        completion=completion,
+        stage="SFT" if grpo is None else "GRPO",
+    )
+
+
 def _device_args(settings: Common) -> dict[str, Any]:
     torch = lib("torch")
     cuda = torch.cuda.is_available()
@@ -322,23 +262,16 @@ def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]
     Dataset = lib("datasets").Dataset
     trl = lib("trl")
 
-    tokenizer = load_tokenizer(settings.model, settings.chat_template)
-    data = template_rows(rows, settings.arguments, settings.max_turns)
-    sequences = [tokenize(tokenizer, row) for row in data]
+    thinking = settings.enable_thinking
+    tokenizer = load_tokenizer(settings.model, settings.chat_template, thinking)
+    data = template_rows(rows, settings.arguments, settings.max_turns, thinking)
+    sequences = [tokenize(tokenizer, row, thinking) for row in data]
     if empty := sum(1 for s in sequences if s.written_tokens == 0):
         raise TrainingSetupError(f"{empty} of {len(data)} rows have no assistant turn to train on")
     lengths = lengths_of(sequences)
     max_length = sft_max_length(settings, lengths)
     batch = settings.per_device_train_batch_size or memory.batch_size(lengths.longest, len(data))
-    shape = memory.Shape.of(lib("transformers").AutoConfig.from_pretrained(settings.model))
-    need = memory.check(
-        shape,
-        batch=batch,
-        length=lengths.longest,
-        checkpointing=_checkpointing(settings),
-        lora=settings.lora is not None,
-        free=memory.available(),
-    )
+    need = _memory_check(settings, batch=batch, length=lengths.longest)
     args = trl.SFTConfig(
         **_common_args(settings),
         per_device_train_batch_size=batch,
@@ -386,13 +319,17 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
 
         if importlib.util.find_spec("vllm") is None:
             raise TrainingSetupError("--use-vllm needs vLLM (pip install vllm) and a GPU")
-    tokenizer = load_tokenizer(settings.model, settings.chat_template)
+    thinking = settings.enable_thinking
+    tokenizer = load_tokenizer(settings.model, settings.chat_template, thinking)
     reference = list(settings.reference) or reference_rows(settings)
     if settings.max_tool_calling_iterations is not None:
         reference = [first_turns(r, settings.max_tool_calling_iterations) for r in reference]
-    lengths = measure(tokenizer, template_rows(reference))
+    lengths = measure(tokenizer, template_rows(reference, enable_thinking=thinking), thinking)
     completion = grpo_completion_length(settings, lengths)
     batch = settings.per_device_train_batch_size or settings.num_generations
+    need = _memory_check(
+        settings, batch=batch, length=lengths.longest_prompt + completion, completion=completion
+    )
     args = trl.GRPOConfig(
         **_common_args(settings),
         per_device_train_batch_size=batch,
@@ -403,6 +340,8 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
         beta=settings.beta,
         use_vllm=settings.use_vllm,
         vllm_mode=settings.vllm_mode,
+        vllm_gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
+        chat_template_kwargs=chat_template_kwargs(thinking) or None,
         model_init_kwargs={"attn_implementation": "sdpa"},
     )
     factory = functools.partial(
@@ -423,7 +362,12 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
         environment_factory=factory,
         peft_config=_peft_config(settings.lora),
     )
-    log.info("grpo.ready", lengths=lengths.describe(), max_completion_length=completion)
+    log.info(
+        "grpo.ready",
+        lengths=lengths.describe(),
+        max_completion_length=completion,
+        memory_estimate=memory.gib(need),
+    )
     return trainer, lengths
 
 
