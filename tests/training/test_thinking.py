@@ -52,14 +52,16 @@ def test_unthought_touches_only_assistant_text() -> None:
 
 
 def byte_tokenizer(template: str) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
+    # Imported by name (typed Any): pyright runs in CI without the train extra.
+    tokenizers: Any = importlib.import_module("tokenizers")
+    transformers: Any = importlib.import_module("transformers")
+    pre_tokenizers = tokenizers.pre_tokenizers
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    raw = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    vocab = {c: i for i, c in enumerate(alphabet)}
+    raw = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=[]))
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(
+    raw.decoder = tokenizers.decoders.ByteLevel()
+    tokenizer = transformers.PreTrainedTokenizerFast(
         tokenizer_object=raw,
         eos_token="<|im_end|>",
         additional_special_tokens=["<|im_start|>"],
@@ -88,7 +90,8 @@ def _row(thought: bool = False) -> dict[str, Any]:
 
 @needs_trl
 def test_qwen3s_own_template_is_accepted_with_a_parser_that_reads_its_calls() -> None:
-    from trl.chat_template_utils import add_response_schema, qwen3_template
+    utils: Any = importlib.import_module("trl.chat_template_utils")
+    add_response_schema, qwen3_template = utils.add_response_schema, utils.qwen3_template
 
     from dealroom.training.models import check_tool_template
 
