@@ -110,12 +110,18 @@ QWEN3_8B = Shape.of(
 
 @pytest.fixture
 def h100(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A mocked CUDA device: an 80 GB GPU with 79 GiB free, bf16, one process."""
-    cuda = lib("torch").cuda
-    monkeypatch.setattr(cuda, "is_available", lambda: True)
-    monkeypatch.setattr(cuda, "is_bf16_supported", lambda *a, **k: True)  # pyright: ignore[reportUnknownLambdaType]
-    monkeypatch.setattr(cuda, "mem_get_info", lambda *a: (79 * GIB, 80 * GIB))  # pyright: ignore[reportUnknownLambdaType]
-    monkeypatch.setattr(cuda, "device_count", lambda: 1)
+    """A mocked CUDA device: an 80 GB GPU with 79 GiB free, bf16, one process. torch itself is
+    stood in for where the check reads it (``memory.lib``), so the test needs no train extra."""
+    cuda = SimpleNamespace(
+        is_available=lambda: True,
+        is_bf16_supported=lambda *a, **k: True,  # pyright: ignore[reportUnknownLambdaType]
+        mem_get_info=lambda *a: (79 * GIB, 80 * GIB),  # pyright: ignore[reportUnknownLambdaType]
+        device_count=lambda: 1,
+    )
+    real = memory.lib
+    monkeypatch.setattr(
+        memory, "lib", lambda name: SimpleNamespace(cuda=cuda) if name == "torch" else real(name)
+    )
     monkeypatch.delenv("WORLD_SIZE", raising=False)
 
 
@@ -155,10 +161,12 @@ def test_colocated_vllm_takes_its_share_of_the_gpu(monkeypatch: pytest.MonkeyPat
     assert check(QWEN3_8B, full, sharded, batch=1, length=4_096) < 79 * GIB
 
 
+@pytest.mark.train
 @pytest.mark.usefixtures("h100")
 def test_sft_and_grpo_check_the_gpu_before_loading_the_model(tmp_path: Path) -> None:
     """The trainers' check, from a Qwen3-8B config alone (no weights): refused on the mocked
     GPU for full SFT, accepted with LoRA; GRPO with colocated vLLM is told about vLLM's share."""
+    pytest.importorskip("transformers")  # the config: with the train extra (pytest -m train)
     from dealroom.training.trainers import GRPOSettings, LoRA, SFTSettings, _memory_check  # pyright: ignore[reportPrivateUsage]
 
     config = lib("transformers").Qwen3Config(
