@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.mark.parametrize(
     ("people", "name"),
-    [({}, "mcp"), ({"participant": "p01"}, "person"), ({"consent": "I agree."}, "person")],
+    [({}, "mcp"), ({"participant": "run-7"}, "mcp"), ({"consent": "I agree."}, "person")],
 )
 async def test_a_rooms_client_seat_is_named_for_who_the_room_was_made_for(
     tmp_path: Path, people: dict[str, Any], name: str

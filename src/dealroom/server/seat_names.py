@@ -2,7 +2,9 @@
 
 A client seat of a server's room is played from outside: by an MCP client, or by a person on
 the web seat page (the same tools, the same token). A room made for people (a study's, or one
-opened with a participant id or a consent line) records ``person``; any other room ``mcp``.
+that asks for consent) records ``person``; any other room ``mcp``. A participant id alone does
+not make a room one for people: harnesses name their runs with it (the verifiers environment's
+rooms are played by models).
 Neither is an agent spec, so neither can be replayed (``dealroom.training.sft``) or confused with
 the terminal's ``human`` seat.
 """
@@ -23,8 +25,6 @@ CLIENT_NAMES = frozenset({REMOTE_NAME, PERSON_NAME})
 
 class _PeopleRoom(Protocol):
     @property
-    def participant(self) -> str | None: ...
-    @property
     def consent(self) -> str | None: ...
     @property
     def study(self) -> object | None: ...
@@ -33,5 +33,5 @@ class _PeopleRoom(Protocol):
 def client_name(room: _PeopleRoom) -> str:
     """The recorded name of client seats in a room of ``room``'s experiment settings
     (``server.room_settings.Experiment``)."""
-    people = room.study is not None or room.participant is not None or room.consent is not None
+    people = room.study is not None or room.consent is not None
     return PERSON_NAME if people else REMOTE_NAME
