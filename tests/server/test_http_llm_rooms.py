@@ -70,7 +70,8 @@ async def test_a_person_on_the_web_page_plays_an_llm_house_seat(tmp_path: Path) 
         assert fake.requests  # the model was asked, through the server's LLM flags
     with ResultsStore(results, create=False) as store:
         (row,) = store.iter("p01")
-    assert (row.record.buyer, row.record.seller) == ("person", "llm:fake")  # a participant
+    # A participant id names the run; the seat is `person` only in a study or a consent room.
+    assert (row.record.buyer, row.record.seller) == ("mcp", "llm:fake")
     assert any(e.by == "seller" for e in row.record.events)
     assert row.extra["players"]["buyer"]["conversation"]["messages"][1]["tool_calls"]
     llm = row.extra["players"]["seller"]  # the model's usage and conversation, as in a match
