@@ -33,10 +33,16 @@ from dealroom.protocol import (
     Scenario,
     SeriesResult,
     Status,
+    people_log,
     people_text,
 )
 from dealroom.protocol.events import EndReason
-from dealroom.protocol.study import StudyCompletion, presence_rule, waiting_rule
+from dealroom.protocol.study import (
+    StudyCompletion,
+    StudyRequest,
+    presence_rule,
+    waiting_rule,
+)
 from dealroom.protocol.text import shown_event
 from dealroom.protocol.wire import ClockKind
 from dealroom.server import texts
@@ -106,6 +112,9 @@ class SeatPageView(View):
     """What the seat's MCP tools would show now (its own value; never the other side's)."""
     briefing: str
     hint: str
+    log: tuple[str, ...]
+    """What happened, a line per event in a person's words (``people_log.event_lines``: clock
+    minutes and seconds, no offer ids); it only grows during a negotiation."""
     can_start_next: bool
     """The page may offer *Next negotiation* now."""
     series_over: bool
@@ -198,6 +207,11 @@ def spectator_result(scenario: Scenario, outcome: Outcome) -> SpectatorResult:
     )
 
 
+def _payment(request: StudyRequest) -> str | None:
+    """How the study pays, in the participant's briefing (its payoff rule in words)."""
+    return None if request.payoff is None else request.payoff.text(request.negotiations)
+
+
 def seat_page_view(
     room: Room, role: Role, observation: Observation, ticket: Ticket | None = None
 ) -> SeatPageView:
@@ -230,10 +244,19 @@ def seat_page_view(
             update={"events": tuple(map(shown_event, observation.events))}
         ),
         briefing=texts.people_briefing(
-            observation, room.settings.rules, clock=room.settings.clock, surface="web"
+            observation,
+            room.settings.rules,
+            clock=room.settings.clock,
+            surface="web",
+            payment=None if study is None else _payment(study.request),
         ),
         hint=people_text.observation_hint(
             observation, clock=room.settings.clock, surface="web", can_start_next=can_next
+        ),
+        log=tuple(
+            people_log.event_lines(
+                observation.events, observation.scenario.currency, observation.role
+            )
         ),
         can_start_next=can_next,
         series_over=over,
