@@ -118,41 +118,45 @@ class ChatModel:
                 raise Cancelled
         new = output[0][prompt_tokens:].tolist()
         prompt = inputs["input_ids"][0].tolist()
-        reply = self._parse(new, prompt, thinking)
+        reply = parse_reply(self.tokenizer, new, prompt, thinking)
         return _completion(self.name, n, reply, prompt_tokens, len(new))
 
-    def _parse(
-        self, ids: list[int], prompt: list[int], thinking: bool | None
-    ) -> ChatAssistantMessage:
-        try:
-            parsed = self.tokenizer.parse_response(ids, prefix=prompt)
-        except Exception:  # a malformed call reads as text, as it would from any API
-            parsed = {"content": self.tokenizer.decode(ids, skip_special_tokens=True)}
-        content = str(parsed.get("content") or "")
-        message: ChatAssistantMessage = {
-            "role": "assistant",
-            "content": without_thinking(content) if thinking is False else content,
-        }
-        reasoning = parsed.get("reasoning_content")
-        if thinking is not False and isinstance(reasoning, str) and reasoning.strip():
-            message["reasoning_content"] = reasoning.strip()
-        calls: list[ChatToolCall] = []
-        for i, call in enumerate(parsed.get("tool_calls") or []):
-            function = call.get("function", call)
-            calls.append(
-                {
-                    "id": f"call_{i}",
-                    "type": "function",
-                    "function": {
-                        "name": str(function.get("name", "")),
-                        "arguments": arguments_text(function.get("arguments", {})),
-                    },
-                }
-            )
-        if calls:
-            message["tool_calls"] = calls
-            message["content"] = message["content"] or None
-        return message
+
+def parse_reply(
+    tokenizer: Any, ids: list[int], prompt: list[int], thinking: bool | None
+) -> ChatAssistantMessage:
+    """The assistant message of generated ``ids`` after ``prompt``: its tool calls read by the
+    template's response parser (TRL's, ``models.check_tool_template``), its think block as
+    ``reasoning_content`` (kept when ``thinking`` is not False, stripped when it is)."""
+    try:
+        parsed = tokenizer.parse_response(ids, prefix=prompt)
+    except Exception:  # a malformed call reads as text, as it would from any API
+        parsed = {"content": tokenizer.decode(ids, skip_special_tokens=True)}
+    content = str(parsed.get("content") or "")
+    message: ChatAssistantMessage = {
+        "role": "assistant",
+        "content": without_thinking(content) if thinking is False else content,
+    }
+    reasoning = parsed.get("reasoning_content")
+    if thinking is not False and isinstance(reasoning, str) and reasoning.strip():
+        message["reasoning_content"] = reasoning.strip()
+    calls: list[ChatToolCall] = []
+    for i, call in enumerate(parsed.get("tool_calls") or []):
+        function = call.get("function", call)
+        calls.append(
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": str(function.get("name", "")),
+                    "arguments": arguments_text(function.get("arguments", {})),
+                },
+            }
+        )
+    if calls:
+        message["tool_calls"] = calls
+        message["content"] = message["content"] or None
+    return message
 
 
 def _stop_when(cancelled: Callable[[], bool]) -> Any:
