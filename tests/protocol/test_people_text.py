@@ -21,10 +21,10 @@ from dealroom.protocol import (
     SendMessage,
     SessionErrorCode,
     WaitResult,
+    people_log,
     seat_text,
     seat_view,
 )
-from dealroom.protocol import people_log
 from dealroom.protocol import people_text as pt
 from dealroom.protocol.actions import Accept, Action, Reject
 from dealroom.protocol.briefing import briefing
@@ -178,9 +178,13 @@ def test_a_refused_price_reads_with_the_pages_field_and_the_terminals_command() 
 def test_replies_tell_what_happened_without_tool_names(surface: Surface, clock: ClockKind) -> None:
     common = {"events": (), "live_offers": (THEIRS,), "now": 3.0, "time_left": 117.0, "hint": "x"}
     replies = [
-        people_log.reply(ActionResult(ok=True, **common), "buyer", "USD", clock=clock, surface=surface),
+        people_log.reply(
+            ActionResult(ok=True, **common), "buyer", "USD", clock=clock, surface=surface
+        ),
         *(
-            people_log.reply(WaitResult(woke=w, **common), "buyer", "USD", clock=clock, surface=surface)
+            people_log.reply(
+                WaitResult(woke=w, **common), "buyer", "USD", clock=clock, surface=surface
+            )
             for w in ("news", "timeout", "ended", "pending")
         ),
     ]
