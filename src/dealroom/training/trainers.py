@@ -354,14 +354,25 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
         rules=settings.rules,
     )
     release_freed_memory()
-    trainer = trl.GRPOTrainer(
-        model=settings.model,
-        args=args,
-        train_dataset=Dataset.from_list(grpo_rows(settings)),
-        processing_class=tokenizer,
-        environment_factory=factory,
-        peft_config=_peft_config(settings.lora),
-    )
+    try:
+        trainer = trl.GRPOTrainer(
+            model=settings.model,
+            args=args,
+            train_dataset=Dataset.from_list(grpo_rows(settings)),
+            processing_class=tokenizer,
+            environment_factory=factory,
+            peft_config=_peft_config(settings.lora),
+        )
+    except ValueError as exc:
+        if "not training-compatible" not in str(exc):
+            raise
+        # TRL's multi-turn rollouts need a template that renders each turn as a prefix of the
+        # next (Qwen3's own drops earlier turns' think blocks) and cannot patch this one.
+        raise TrainingSetupError(
+            "TRL's GRPO cannot roll out multi-turn tool calls with this chat template (each turn "
+            "must render as a prefix of the next); pass --chat-template qwen3_training for a "
+            "Qwen3, or a *_training template TRL ships for the model's family"
+        ) from None
     log.info(
         "grpo.ready",
         lengths=lengths.describe(),
