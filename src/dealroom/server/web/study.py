@@ -61,6 +61,10 @@ class ParticipantLine(View):
     join_label: str | None
     """The label they joined under (the researcher's page only: labels are private)."""
     state: ParticipantState
+    treatment: str | None
+    quiz_attempts: int
+    practice: int
+    """Practice negotiations played (unpaid)."""
     played: int
     room: str | None
     """The room they play in now (or last played in)."""
@@ -93,6 +97,10 @@ class StudyView(View):
     created: str
     """When the study was created (UTC, ISO 8601)."""
     states: dict[ParticipantState, int]
+    treatments: dict[str, int]
+    """How many participants each treatment has been assigned (block randomisation)."""
+    quiz: bool
+    practice: int
     participants: tuple[ParticipantLine, ...]
     exports: tuple[str, ...]
     """The CSV exports, by name (``/web/api/study/<name>.csv``)."""
@@ -113,6 +121,12 @@ def study_view(study: Study, now: float) -> StudyView:
         clock=study.request.clock,
         created=datetime.fromtimestamp(study.created, UTC).isoformat(timespec="seconds"),
         states={state: sum(line.state == state for line in lines) for state in STATES},
+        treatments={
+            t.name: sum(line.treatment == t.name for line in lines)
+            for t in study.request.treatments
+        },
+        quiz=study.request.quiz is not None,
+        practice=study.request.practice,
         participants=lines,
         exports=tuple(EXPORTS),
         join=None if study.request.join is None else study.request.join.url(study.id),
@@ -131,6 +145,9 @@ def _line(study: Study, who: Participant, now: float) -> ParticipantLine:
         label=who.label,
         join_label=None if who.joined is None else who.joined.label,
         state=study.state(who),
+        treatment=who.treatment,
+        quiz_attempts=len(who.quiz),
+        practice=len(who.practice),
         played=study.played(who),
         room=room,
         watch=None if spectator is None else f"/web/room#token={spectator}",

@@ -17,6 +17,7 @@ ever receive without a browser.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Literal
 
@@ -36,7 +37,9 @@ from dealroom.protocol import (
     people_text,
 )
 from dealroom.protocol.events import EndReason
-from dealroom.protocol.study import StudyCompletion, presence_rule, waiting_rule
+from dealroom.protocol.study import PlayedNegotiation, StudyCompletion, presence_rule, waiting_rule
+from dealroom.protocol.study_design import QuizQuestionShown
+from dealroom.protocol.study_quiz import shown
 from dealroom.protocol.text import shown_event
 from dealroom.protocol.wire import ClockKind
 from dealroom.server import texts
@@ -124,6 +127,8 @@ class SeatPageView(View):
     """A study's instructions (its researcher's Markdown, in blocks); none outside a study."""
     completion: StudyCompletion | None
     """A study participant's result, payment and completion code, once their part is over."""
+    practice: bool = False
+    """An unpaid practice negotiation (numbered in the participant's practice series)."""
     partner_left: str | None = None
     """A pair study: why this negotiation ended when the other participant left the study (the
     page shows it in place of the outcome, followed by the surplus)."""
@@ -149,6 +154,9 @@ class LobbyView(View):
     completion: StudyCompletion | None = None
     """Their result, payment and completion code, once their part is over (a pair study's
     participant may time out or leave while waiting)."""
+    quiz: tuple[QuizQuestionShown, ...] = ()
+    """The study's quiz, while they are to answer it (``POST /web/api/seat/quiz``)."""
+    quiz_attempts_left: int | None = None
 
 
 def spectator_view(room: Room) -> SpectatorView:
@@ -216,10 +224,13 @@ def seat_page_view(
         over = study.over(who)
         can_next = not negotiation.is_open and not over
         completion = study.completion(who)
-        mine = [played.result for played in who.results]  # their own side only
-        number, length = _number_in_series(who, room), study.request.negotiations
+        practice = room.id in study.phases.practice_rooms
+        series = who.practice if practice else who.results
+        mine = [played.result for played in series]  # their own side only
+        number = _number_in_series(series, room)
+        length = study.request.practice if practice else study.request.negotiations
         results, finished = tuple(mine[-20:]), len(mine)
-        total = who.total_surplus
+        total = sum((r.outcome.surplus for r in mine), Decimal("0.00"))
     return SeatPageView(
         room=room.id,
         role=role,
@@ -243,8 +254,9 @@ def seat_page_view(
         consent=room.consent.text,
         needs_consent=room.consent.needed(role),
         participant=None if who is None else who.label,
-        instructions=() if study is None else study.instructions,
+        instructions=() if study is None else study.phases.instructions(who),
         completion=completion,
+        practice=study is not None and room.id in study.phases.practice_rooms,
         partner_left=None if study is None else _partner_left(study, room, role),
     )
 
@@ -260,10 +272,11 @@ def _partner_left(study: Study, room: Room, role: Role) -> str | None:
     )
 
 
-def _number_in_series(who: Participant, room: Room) -> int:
-    """The room's current negotiation's number in the participant's own series."""
+def _number_in_series(series: Sequence[PlayedNegotiation], room: Room) -> int:
+    """The room's current negotiation's number in the participant's own series (``series``:
+    their finished negotiations, paid or practice)."""
     here = (room.id, room.current.number)
-    done = [(played.room, played.room_negotiation) for played in who.results]
+    done = [(played.room, played.room_negotiation) for played in series]
     return done.index(here) + 1 if here in done else len(done) + 1
 
 
@@ -272,11 +285,23 @@ def lobby_view(study: Study, who: Participant) -> LobbyView:
     needs = study.needs_consent(who)
     completion = study.completion(who)
     leaving = presence_rule(study.request)
+    quiz = study.phases.needs_quiz(who) and not needs
     if needs:
         message = "Read the instructions and agree to take part to begin."
         message += "" if leaving is None else " " + leaving
+    elif quiz:
+        left = study.phases.attempts_left(who)
+        message = (
+            "Before you begin, answer these questions about the study (the instructions above "
+            f"hold every answer). You have {left} attempt{'s' * (left != 1)} left."
+        )
     elif completion is not None:
         message = completion.message + " Thank you for taking part."
+    elif study.phases.practising(who):
+        message = (
+            "Your practice negotiation (unpaid) is being set up; it appears here by itself as "
+            "soon as it is ready. Keep this page open."
+        )
     elif study.request.matching == "solo":
         message = (
             "Your negotiation is being set up; it appears here by itself as soon as it is "
@@ -301,9 +326,11 @@ def lobby_view(study: Study, who: Participant) -> LobbyView:
         consent=study.request.consent,
         needs_consent=needs,
         waiting=study.state(who) == "waiting",
-        instructions=study.instructions,
+        instructions=study.phases.instructions(who),
         message=message,
         waited_s=None if since is None else max(0, int(time.time() - since)),
         results=tuple(played.result for played in who.results[-20:]),
         completion=completion,
+        quiz=shown(study.phases.questions(who)) if quiz else (),
+        quiz_attempts_left=study.phases.attempts_left(who) if quiz else None,
     )
