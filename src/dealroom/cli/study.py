@@ -14,8 +14,10 @@ import io
 import json
 import os
 import sys
+import tomllib
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -30,6 +32,7 @@ from dealroom.cli._common import (
 from dealroom.cli.room import admin_json, admin_request, base_url
 from dealroom.protocol import TIERS
 from dealroom.protocol.study import LABEL, PayoffRule, StudyCreated, StudyRequest
+from dealroom.protocol.study_design import StudyDesign
 from dealroom.protocol.study_join import StudyJoin
 from dealroom.server.study_export import EXPORTS
 
@@ -139,6 +142,28 @@ def add(commands: Commands) -> None:
         "--completion-code", metavar="CODE", help="shown on the final screen (for a platform)"
     )
     create.add_argument("--completion-url", metavar="URL", help="an https link on the final screen")
+    design = create.add_argument_group(
+        "design: treatments, quiz, practice, questionnaire (flags override --design)"
+    )
+    design.add_argument(
+        "--design",
+        type=Path,
+        metavar="FILE",
+        help="a study design (JSON or TOML: treatments, quiz, practice, practice_house, "
+        "questionnaire; docs/web.md)",
+    )
+    design.add_argument(
+        "--quiz-attempts",
+        type=positive_int,
+        metavar="N",
+        help="ask a comprehension quiz on the study's rules before play; N attempts",
+    )
+    design.add_argument(
+        "--practice", type=int, metavar="N", help="unpaid practice negotiations before play"
+    )
+    design.add_argument(
+        "--practice-house", metavar="SPEC", help="the practice's house agent (pairs: needed)"
+    )
     create.add_argument(
         "--links",
         type=Path,
@@ -232,9 +257,39 @@ def study_request(args: argparse.Namespace) -> StudyRequest:
             completion_url=args.completion_url,
             max_wait_s=args.max_wait_s,
             dropout_s=args.dropout_s,
+            design=_design(args),
         )
     except ValidationError as exc:
         raise usage_error(_flag_error(exc)) from None
+
+
+def _design(args: argparse.Namespace) -> StudyDesign:
+    """The study's design: the file's (``--design``), then the flags that override it."""
+    fields: dict[str, Any] = {}
+    if args.design is not None:
+        text = _read(args.design)
+        try:
+            loaded: object = (
+                tomllib.loads(text) if args.design.suffix == ".toml" else json.loads(text)
+            )
+        except (ValueError, tomllib.TOMLDecodeError) as exc:
+            raise usage_error(f"--design: {args.design}: {str(exc).splitlines()[0]}") from None
+        if not isinstance(loaded, dict):
+            raise usage_error(f"--design: {args.design}: an object of design fields is needed")
+        fields = cast("dict[str, Any]", loaded)
+    if args.quiz_attempts is not None:
+        fields["quiz"] = {**dict(fields.get("quiz") or {}), "max_attempts": args.quiz_attempts}
+    if args.practice is not None:
+        fields["practice"] = args.practice
+    if args.practice_house is not None:
+        fields["practice_house"] = args.practice_house
+    try:
+        return StudyDesign.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "design"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise usage_error(f"--design: {where}: {message}") from None
 
 
 def _join(args: argparse.Namespace) -> StudyJoin | None:

@@ -25,13 +25,7 @@ from dealroom.protocol._base import CENT, Model, Money, Role
 from dealroom.protocol.rules import Rules
 from dealroom.protocol.scenario import Tier
 from dealroom.protocol.secret import Secret
-from dealroom.protocol.study_design import (
-    FormQuestion,
-    Quiz,
-    Treatment,
-    check_form,
-    check_treatments,
-)
+from dealroom.protocol.study_design import FormQuestion, StudyDesign, Treatment
 from dealroom.protocol.study_join import StudyJoin, placeholders
 from dealroom.protocol.wire import ClockKind, SeriesResult
 
@@ -171,18 +165,8 @@ class StudyRequest(Model):
     """Pairs: seconds a participant's page may go silent (no request, its live view included)
     before they have left the study (``dropped``); a closed page counts after
     ``CLOSE_GRACE_S``."""
-    treatments: tuple[Treatment, ...] = Field(default=(), max_length=20)
-    """Named treatments, assigned on arrival by block randomisation (``study_design``); pairs
-    are matched within a treatment."""
-    quiz: Quiz | None = None
-    """A comprehension quiz before play (after the consent)."""
-    practice: int = Field(default=0, ge=0, le=10)
-    """Unpaid practice negotiations against the house agent, before the paid ones."""
-    practice_house: str | None = None
-    """The practice negotiations' house agent (needed in a pair study; solo: the study's or
-    the treatment's house agent by default)."""
-    questionnaire: tuple[FormQuestion, ...] = Field(default=(), max_length=20)
-    """A short form after play, answered before the completion code or link is shown."""
+    design: StudyDesign = StudyDesign()
+    """Treatments, quiz, practice and questionnaire (``dealroom.protocol.study_design``)."""
 
     @field_validator("participants")
     @classmethod
@@ -215,18 +199,6 @@ class StudyRequest(Model):
                 raise ValueError("placeholders go in the path or query, not the host")
         return value
 
-    @field_validator("treatments")
-    @classmethod
-    def _treatments(cls, value: tuple[Treatment, ...]) -> tuple[Treatment, ...]:
-        check_treatments(value)
-        return value
-
-    @field_validator("questionnaire")
-    @classmethod
-    def _form(cls, value: tuple[FormQuestion, ...]) -> tuple[FormQuestion, ...]:
-        check_form(value)
-        return value
-
     @model_validator(mode="after")
     def _seats(self) -> StudyRequest:
         if not self.participants and self.join is None:
@@ -241,16 +213,17 @@ class StudyRequest(Model):
                 "a placeholder is the label's or a recorded id's name (label, or one of join.ids)",
             )
         housed = self.house is not None or (
-            bool(self.treatments) and all(t.house is not None for t in self.treatments)
+            bool(self.design.treatments)
+            and all(t.house is not None for t in self.design.treatments)
         )
         if self.matching == "solo" and not housed:
             raise _field_error("house", "a solo study needs a house agent (or one per treatment)")
         if self.matching == "pairs" and (
-            self.house is not None or any(t.house is not None for t in self.treatments)
+            self.house is not None or any(t.house is not None for t in self.design.treatments)
         ):
             raise _field_error("house", "a pair study has no house agent")
-        if self.matching == "pairs" and self.practice and self.practice_house is None:
-            raise _field_error("practice_house", "a pair study's practice needs a house agent")
+        if self.matching == "pairs" and self.design.practice and self.design.practice_house is None:
+            raise _field_error("design", "a pair study's practice needs a practice_house")
         if self.matching == "pairs" and self.role != "buyer":
             raise _field_error("role", "a pair study has no fixed role (its pairs alternate)")
         if self.matching == "pairs" and self.clock == "virtual":
@@ -267,7 +240,7 @@ class StudyRequest(Model):
 
     def treatment(self, name: str | None) -> Treatment:
         """The settings of a treatment by name (None or unknown: the study's own)."""
-        found = next((t for t in self.treatments if t.name == name), None)
+        found = next((t for t in self.design.treatments if t.name == name), None)
         own = Treatment(name=name or "study", house=self.house)
         if found is None:
             return own
@@ -284,7 +257,7 @@ class StudyRequest(Model):
 
     def houses(self) -> set[str]:
         """Every house agent the study may seat (checked when it is created)."""
-        specs = {self.house, self.practice_house, *(t.house for t in self.treatments)}
+        specs = {self.house, self.design.practice_house, *(t.house for t in self.design.treatments)}
         return {spec for spec in specs if spec is not None}
 
 
@@ -413,7 +386,7 @@ def ending_text(ended: Ending, request: StudyRequest, *, negotiating: bool) -> s
                 "and your part in it has ended."
             )
         case "quiz_failed":
-            attempts = 0 if request.quiz is None else request.quiz.max_attempts
+            attempts = 0 if request.design.quiz is None else request.design.quiz.max_attempts
             paid = (
                 " You are paid the show-up fee."
                 if request.payoff is not None and request.payoff.show_up_fee > 0

@@ -25,7 +25,7 @@ import hmac
 import random
 from collections.abc import Sequence
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from dealroom.protocol._base import Model
 from dealroom.protocol.scenario import Tier
@@ -107,18 +107,36 @@ class FormQuestion(Model):
     required: bool = False
 
 
-def check_treatments(treatments: Sequence[Treatment]) -> None:
-    """Distinct names (ValueError)."""
-    names = [t.name for t in treatments]
-    if len(set(names)) != len(names):
-        raise ValueError("treatment names must be unique")
+class StudyDesign(Model):
+    """A study's treatments, quiz, practice and questionnaire (``StudyRequest.design``; the
+    file ``dealroom study create --design`` reads)."""
 
+    treatments: tuple[Treatment, ...] = Field(default=(), max_length=20)
+    """Named treatments, assigned on arrival by block randomisation; pairs are matched within
+    a treatment."""
+    quiz: Quiz | None = None
+    """A comprehension quiz before play (after the consent)."""
+    practice: int = Field(default=0, ge=0, le=10)
+    """Unpaid practice negotiations against a house agent, before the paid ones."""
+    practice_house: str | None = None
+    """The practice negotiations' house agent (needed in a pair study; solo: the study's or
+    the treatment's house agent by default)."""
+    questionnaire: tuple[FormQuestion, ...] = Field(default=(), max_length=20)
+    """A short form after play, answered before the completion code or link is shown."""
 
-def check_form(questions: Sequence[FormQuestion]) -> None:
-    """Distinct names (ValueError)."""
-    names = [q.name for q in questions]
-    if len(set(names)) != len(names):
-        raise ValueError("questionnaire question names must be unique")
+    @field_validator("treatments")
+    @classmethod
+    def _treatments(cls, value: tuple[Treatment, ...]) -> tuple[Treatment, ...]:
+        if len({t.name for t in value}) != len(value):
+            raise ValueError("treatment names must be unique")
+        return value
+
+    @field_validator("questionnaire")
+    @classmethod
+    def _form(cls, value: tuple[FormQuestion, ...]) -> tuple[FormQuestion, ...]:
+        if len({q.name for q in value}) != len(value):
+            raise ValueError("questionnaire question names must be unique")
+        return value
 
 
 def assigned(secret: Secret, treatments: Sequence[str], arrival: int) -> str:

@@ -20,7 +20,7 @@ from dealroom.protocol.study_design import QuizQuestion, QuizQuestionShown
 
 def quiz_questions(request: StudyRequest, treatment: str | None) -> tuple[QuizQuestion, ...]:
     """The quiz a participant of ``treatment`` answers (empty without a quiz)."""
-    quiz = request.quiz
+    quiz = request.design.quiz
     if quiz is None:
         return ()
     rendered = _from_rules(request, treatment) if quiz.from_rules else []
@@ -46,7 +46,7 @@ def _question(text: str, right: str, *wrong: str) -> QuizQuestion:
 def _from_rules(request: StudyRequest, treatment: str | None) -> list[QuizQuestion]:
     n = request.negotiations
     questions: list[QuizQuestion] = []
-    practising = request.practice > 0
+    practising = request.design.practice > 0
     not_practice = ", not counting the practice negotiations" if practising else ""
     questions.append(
         _question(

@@ -288,7 +288,7 @@ class Study:
             payoff=self.payment(who),
             code=None if pending else self.request.completion_code,
             url=None if pending else self._completion_url(who),
-            questions=self.request.questionnaire if pending else (),
+            questions=self.request.design.questionnaire if pending else (),
         )
 
     def _completion_url(self, who: Participant) -> str | None:

@@ -67,7 +67,7 @@ class Phases:
 
     def assign(self, who: Participant) -> None:
         """Assign their treatment (once, journaled), if the study has treatments."""
-        names = [t.name for t in self.request.treatments]
+        names = [t.name for t in self.request.design.treatments]
         if not names or who.treatment is not None:
             return
         self.set_treatment(who, assigned(self.secret, names, self.assigned))
@@ -90,13 +90,13 @@ class Phases:
     # -- the quiz --------------------------------------------------------------------------------
 
     def needs_quiz(self, who: Participant) -> bool:
-        return self.request.quiz is not None and not who.passed_quiz and who.ended is None
+        return self.request.design.quiz is not None and not who.passed_quiz and who.ended is None
 
     def questions(self, who: Participant) -> tuple[QuizQuestion, ...]:
         return quiz_questions(self.request, who.treatment)
 
     def attempts_left(self, who: Participant) -> int:
-        quiz = self.request.quiz
+        quiz = self.request.design.quiz
         return 0 if quiz is None else max(quiz.max_attempts - len(who.quiz), 0)
 
     def attempt(self, who: Participant, answers: Sequence[int]) -> QuizResult | str:
@@ -122,23 +122,23 @@ class Phases:
 
     def practising(self, who: Participant) -> bool:
         """They have practice negotiations ahead of (or before moving on to) the paid ones."""
-        return self.request.practice > 0 and not who.practice_done and who.ended is None
+        return self.request.design.practice > 0 and not who.practice_done and who.ended is None
 
     def practice_over(self, who: Participant) -> bool:
         """They have played every practice negotiation (and may move on)."""
-        return len(who.practice) >= self.request.practice
+        return len(who.practice) >= self.request.design.practice
 
     def open_practice(self, who: Participant, role: Role) -> None:
         """Open their practice room (RoomError when it cannot be opened: nothing changed)."""
         request = self.request
         treatment = request.treatment(who.treatment)
-        house = request.practice_house or treatment.house
+        house = request.design.practice_house or treatment.house
         assert house is not None, "a practice room has a house agent (checked on creation)"
         created = self._create_room(
             room_request(
                 request,
                 index=PRACTICE_INDEX,
-                negotiations=request.practice,
+                negotiations=request.design.practice,
                 seats={role: who.label},
                 treatment=treatment,
                 house=house,
@@ -179,13 +179,13 @@ class Phases:
     # -- the questionnaire -----------------------------------------------------------------------
 
     def questionnaire_pending(self, who: Participant) -> bool:
-        return bool(self.request.questionnaire) and who.answers is None
+        return bool(self.request.design.questionnaire) and who.answers is None
 
     def answer(self, who: Participant, answers: dict[str, str]) -> str | None:
         """Their questionnaire (once, journaled), or why it cannot be taken (one line)."""
         if not self.questionnaire_pending(who):
             return "there is no questionnaire to answer now"
-        kept = form_answers(self.request.questionnaire, answers)
+        kept = form_answers(self.request.design.questionnaire, answers)
         if isinstance(kept, str):
             return kept
         who.answers, who.answered_at = kept, round(time.time(), 3)

@@ -307,7 +307,7 @@ class WebApi:
         assert ticket.who is not None
         result = ticket.study.phases.attempt(ticket.who, cast("list[int]", answers))
         if isinstance(result, str):
-            return error(409, result)
+            return error(409 if result.startswith("there is") else 400, result)
         ticket.study.arrive(ticket.who)  # passed: on to practice, or the study
         return JSONResponse(result.model_dump(mode="json"), headers=NO_STORE)
 

@@ -123,10 +123,10 @@ def study_view(study: Study, now: float) -> StudyView:
         states={state: sum(line.state == state for line in lines) for state in STATES},
         treatments={
             t.name: sum(line.treatment == t.name for line in lines)
-            for t in study.request.treatments
+            for t in study.request.design.treatments
         },
-        quiz=study.request.quiz is not None,
-        practice=study.request.practice,
+        quiz=study.request.design.quiz is not None,
+        practice=study.request.design.practice,
         participants=lines,
         exports=tuple(EXPORTS),
         join=None if study.request.join is None else study.request.join.url(study.id),

@@ -228,7 +228,7 @@ def seat_page_view(
         series = who.practice if practice else who.results
         mine = [played.result for played in series]  # their own side only
         number = _number_in_series(series, room)
-        length = study.request.practice if practice else study.request.negotiations
+        length = study.request.design.practice if practice else study.request.negotiations
         results, finished = tuple(mine[-20:]), len(mine)
         total = sum((r.outcome.surplus for r in mine), Decimal("0.00"))
     return SeatPageView(
