@@ -276,7 +276,7 @@ async def test_links_that_cannot_be_written_are_printed_not_lost(
     def full_disk(path: Path, text: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("dealroom.cli.study._write_private", full_disk)
+    monkeypatch.setattr("dealroom.cli.study.write_private", full_disk)
     async with http_server(tmp_path) as server:
         argv = [
             *("study", "create", "--server", server.url, "--id", "s3", "--count", "2"),
