@@ -2,14 +2,15 @@
 participant's browser uses (``/web/study/ID/join``, ``/web/api/seat``, its calls, consent, quiz,
 page events and questionnaire), as a person would, over loopback HTTP.
 
-A bot reads its page (``GET /web/api/seat``) and does the one thing the page asks for next: agree
-to the consent, answer the quiz (from the study's own rules; a bot told to make a mistake gets
-its first attempt wrong), play the negotiation in front of it, press *Next*, answer the
+A bot reads its page (``GET /web/api/seat``) and does the one thing the page asks for next:
+agree to the consent, answer the quiz (from the study's own rules; a bot told to make a mistake
+gets its first attempt wrong), play the negotiation in front of it, press *Next*, answer the
 questionnaire. Its bargaining is scripted and simple: it accepts a live offer that leaves it a
-surplus, else offers from a margin of its own value that narrows with each offer to ``FLOOR``; after
-``OFFERS`` offers it waits for the house agent's concessions (the virtual clock) or walks away
-(the wall clock, where waiting would take real time). A bot that ``leaves`` closes its page (the ``close`` page event) at its first page (the
-consent, or the quiz), or during its first paid negotiation, and is heard from no more.
+surplus, else offers from a margin of its own value that narrows with each offer to ``FLOOR``;
+after ``OFFERS`` offers it waits for the house agent's concessions (the virtual clock) or walks
+away (the wall clock, where waiting would take real time). A bot that ``leaves`` closes its page
+(the ``close`` page event) at its first page (the consent, or the quiz), or during its first
+paid negotiation, and is heard from no more.
 """
 
 from __future__ import annotations

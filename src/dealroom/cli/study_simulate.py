@@ -5,17 +5,18 @@ started on a loopback port (its results store and journals in a fresh directory)
 created through the admin API, and one bot per participant (``_study_bots``) takes part through
 the routes a participant's browser uses: invited participants by their links, the study's URL
 (``--open``) by label. Some bots leave (``--dropouts``: half at their first page, half during
-their first paid negotiation), some get the quiz wrong once (``--quiz-mistakes``). Half way the server
-is stopped and started again from its journals (unless ``--no-restart``): the even-numbered bots
-have finished by then, the odd-numbered ones stopped part way (after their practice, or, solo,
-after their first paid negotiation) and go on after the restart with the same links.
+their first paid negotiation), some get the quiz wrong once (``--quiz-mistakes``). Half way the
+server is stopped and started again from its journals (unless ``--no-restart``): the even-
+numbered bots have finished by then, the odd-numbered ones stopped part way (after their
+practice, or, solo, after their first paid negotiation) and go on after the restart with the
+same links.
 
 Then the exports are saved (``--out``: owner-only files, never overwritten) and checked against
 the results store: every stored negotiation of the study is one row of ``negotiations.csv`` with
 the same outcome, and every payment is the rule's sum of its rows. The cost estimate is read
 from ``payments.csv``: the median, 95th percentile and largest payment per participant and the
-total, under the bots' scripted bargaining (a person's play differs: the estimate is of the
-rule on this kind of play, not a forecast of people).
+total, under the bots' scripted bargaining (a person's play differs: the estimate is of the rule
+on this kind of play, not a forecast of people).
 """
 
 from __future__ import annotations
