@@ -254,7 +254,7 @@ async def _exports(http: httpx2.AsyncClient, url: str, admin: str, study: str) -
         response.raise_for_status()
         return response.text
 
-    for _ in range(200):  # the writer stores results as they come: a bounded wait
+    for _ in range(100):  # the writer stores results as they come: a bounded wait
         played = {row["key"] for row in _rows(await get("negotiations"))}
         if {row["key"] for row in _rows(await get("events"))} == played:
             break
