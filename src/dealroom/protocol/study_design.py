@@ -24,6 +24,8 @@ import hashlib
 import hmac
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 
 from pydantic import Field, field_validator, model_validator
 
@@ -33,6 +35,29 @@ from dealroom.protocol.secret import Secret
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$"
 """A treatment's or a question's name: letters, digits, ``_.-``, at most 32."""
+
+
+class StepRefusal(StrEnum):
+    """Why a participant's quiz attempt or questionnaire was not taken: each a one-line answer
+    with this code, and nothing changed."""
+
+    NO_QUIZ = "no_quiz_now"
+    """There is no quiz to answer now: none in the study, passed already, or their part is over
+    (409)."""
+    BAD_ANSWERS = "bad_answers"
+    """Not one choice (numbered from 0) per question, or a questionnaire answer that breaks its
+    question's rule (400)."""
+    NO_FORM = "no_questionnaire_now"
+    """There is no questionnaire to answer now: none in the study, answered already, or their
+    part is not over yet (409)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepRefused:
+    """A quiz attempt or questionnaire not taken: its code and one sentence."""
+
+    code: StepRefusal
+    message: str
 
 
 class Treatment(Model):
@@ -156,7 +181,7 @@ def form_answers(
     questions: Sequence[FormQuestion], answers: dict[str, str]
 ) -> dict[str, str] | str:
     """A questionnaire's answers, checked: the answers by question name in the form's order, or
-    why they cannot be taken (one line)."""
+    why they cannot be taken (one line: ``StepRefusal.BAD_ANSWERS``)."""
     known = {q.name: q for q in questions}
     unknown = [name for name in answers if name not in known]
     if unknown:

@@ -22,6 +22,8 @@ from dealroom.protocol.study import PlayedNegotiation, StudyRequest
 from dealroom.protocol.study_design import (
     QuizQuestion,
     QuizResult,
+    StepRefusal,
+    StepRefused,
     Treatment,
     assigned,
     form_answers,
@@ -99,14 +101,17 @@ class Phases:
         quiz = self.request.design.quiz
         return 0 if quiz is None else max(quiz.max_attempts - len(who.quiz), 0)
 
-    def attempt(self, who: Participant, answers: Sequence[int]) -> QuizResult | str:
-        """One attempt at the quiz (journaled), or why it cannot be taken (one line)."""
+    def attempt(self, who: Participant, answers: Sequence[int]) -> QuizResult | StepRefused:
+        """One attempt at the quiz (journaled), or why it cannot be taken."""
         if not self.needs_quiz(who):
-            return "there is no quiz to answer now"
+            return StepRefused(StepRefusal.NO_QUIZ, "there is no quiz to answer now")
         questions = self.questions(who)
-        if len(answers) != len(questions):
-            return (
-                f"answers: one choice (numbered from 0) for each of the {len(questions)} questions"
+        if len(answers) != len(questions) or any(
+            not 0 <= a < len(q.choices) for a, q in zip(answers, questions, strict=False)
+        ):
+            return StepRefused(
+                StepRefusal.BAD_ANSWERS,
+                f"answers: one choice (numbered from 0) for each of the {len(questions)} questions",
             )
         wrong = wrong_answers(questions, answers)
         attempt = QuizAttempt(round(time.time(), 3), tuple(answers), not wrong)
@@ -181,13 +186,16 @@ class Phases:
     def questionnaire_pending(self, who: Participant) -> bool:
         return bool(self.request.design.questionnaire) and who.answers is None
 
-    def answer(self, who: Participant, answers: dict[str, str]) -> str | None:
-        """Their questionnaire (once, journaled), or why it cannot be taken (one line)."""
-        if not self.questionnaire_pending(who):
-            return "there is no questionnaire to answer now"
+    def answer(
+        self, who: Participant, answers: dict[str, str], *, over: bool
+    ) -> StepRefused | None:
+        """Their questionnaire (once their part is ``over``; journaled), or why it cannot be
+        taken."""
+        if not self.questionnaire_pending(who) or not over:
+            return StepRefused(StepRefusal.NO_FORM, "there is no questionnaire to answer now")
         kept = form_answers(self.request.design.questionnaire, answers)
         if isinstance(kept, str):
-            return kept
+            return StepRefused(StepRefusal.BAD_ANSWERS, kept)
         who.answers, who.answered_at = kept, round(time.time(), 3)
         self._log(["answers", who.label, kept, who.answered_at])
         return None

@@ -19,6 +19,7 @@ from dealroom.cli import UsageError, build_parser
 from dealroom.cli._study_flags import study_request
 from dealroom.protocol import WalkAway
 from dealroom.protocol.study import StudyRequest
+from dealroom.protocol.study_design import QuizResult
 from dealroom.protocol.study_quiz import quiz_questions
 from dealroom.server.seat import RoomSeat
 from dealroom.server.study_export import Export, export_csv
@@ -94,7 +95,8 @@ async def test_a_participant_is_assigned_quizzed_practises_plays_and_answers_the
         bad = await http.post(
             f"{url}/web/api/seat/quiz", json={"answers": [0]}, headers=auth(token)
         )
-        assert bad.status_code == 400 and "one choice" in bad.json()["error"]
+        assert bad.status_code == 400 and bad.json()["code"] == "bad_answers"
+        assert "one choice" in bad.json()["error"] and not who.quiz  # nothing recorded
         wrong = [(a + 1) % len(q.choices) for a, q in zip(answers, questions, strict=True)]
         failed = await http.post(
             f"{url}/web/api/seat/quiz", json={"answers": wrong}, headers=auth(token)
@@ -112,7 +114,8 @@ async def test_a_participant_is_assigned_quizzed_practises_plays_and_answers_the
         again = await http.post(
             f"{url}/web/api/seat/quiz", json={"answers": answers}, headers=auth(token)
         )
-        assert again.status_code == 409 and len(who.quiz) == 2  # nothing changed
+        assert again.status_code == 409 and again.json()["code"] == "no_quiz_now"
+        assert len(who.quiz) == 2  # nothing changed
 
         practice = await get()
         assert practice["kind"] == "seat" and practice["practice"]
@@ -136,6 +139,7 @@ async def test_a_participant_is_assigned_quizzed_practises_plays_and_answers_the
             f"{url}/web/api/seat/form", json={"answers": {"why": "x"}}, headers=auth(token)
         )
         assert refused.status_code == 400 and "'fair' needs an answer" in refused.json()["error"]
+        assert refused.json()["code"] == "bad_answers" and who.answers is None
         sent = await http.post(
             f"{url}/web/api/seat/form",
             json={"answers": {"fair": "yes", "why": "=1+1"}},
@@ -193,8 +197,10 @@ async def test_a_restart_restores_treatments_quiz_practice_and_answers(tmp_path:
     assert study.next(p1)
     paid = study.current(p1)
     assert paid is not None and paid[0].id not in study.phases.practice_rooms
+    early = study.phases.answer(p1, {"fair": "no"}, over=study.over(p1))
+    assert early is not None and early.code == "no_questionnaire_now"  # not over yet
     await RoomSeat(*paid).act(WalkAway())
-    assert study.phases.answer(p1, {"fair": "no"}) is None
+    assert study.phases.answer(p1, {"fair": "no"}, over=study.over(p1)) is None
     names = [study.participants[label].treatment for label in ("p1", "p2", "p3")]
     assert {names[0], names[1]} == {"long", "short"}  # the first block holds both
     names_: tuple[Export, ...] = ("negotiations", "payments", "quiz", "answers")
@@ -219,7 +225,7 @@ async def test_a_quiz_failed_to_the_cap_ends_the_part_with_the_show_up_fee(
     study.agree(who)
     questions = study.phases.questions(who)
     result = study.phases.attempt(who, [(q.answer + 1) % len(q.choices) for q in questions])
-    assert not isinstance(result, str) and result.ended and result.attempts_left == 0
+    assert isinstance(result, QuizResult) and result.ended and result.attempts_left == 0
     assert study.state(who) == "quiz_failed" and study.current(who) is None
     completion = study.completion(who)
     assert completion is not None and completion.ended == "quiz_failed"

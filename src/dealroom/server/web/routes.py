@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from dealroom.protocol import SessionErrorCode, people_text, seat_text
+from dealroom.protocol.study_design import StepRefusal, StepRefused
 from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.gone import while_connected
@@ -303,11 +304,12 @@ class WebApi:
         if not isinstance(answers, list) or not all(
             isinstance(a, int) and not isinstance(a, bool) for a in cast("list[object]", answers)
         ):
-            return error(400, "answers: a list of choice numbers (from 0)")
+            message = "answers: a list of choice numbers (from 0)"
+            return _step_refused(StepRefused(StepRefusal.BAD_ANSWERS, message))
         assert ticket.who is not None
         result = ticket.study.phases.attempt(ticket.who, cast("list[int]", answers))
-        if isinstance(result, str):
-            return error(409 if result.startswith("there is") else 400, result)
+        if isinstance(result, StepRefused):
+            return _step_refused(result)
         ticket.study.arrive(ticket.who)  # passed: on to practice, or the study
         return JSONResponse(result.model_dump(mode="json"), headers=NO_STORE)
 
@@ -320,13 +322,14 @@ class WebApi:
         if not isinstance(answers, dict) or not all(
             isinstance(v, str) for v in cast("dict[str, object]", answers).values()
         ):
-            return error(400, "answers: an object of question names and texts")
-        assert ticket.who is not None
-        if not ticket.study.over(ticket.who):
-            return error(409, "the questionnaire comes after your negotiations")
-        refused = ticket.study.phases.answer(ticket.who, cast("dict[str, str]", answers))
+            message = "answers: an object of question names and texts"
+            return _step_refused(StepRefused(StepRefusal.BAD_ANSWERS, message))
+        study, who = ticket.study, ticket.who
+        assert who is not None
+        answered = cast("dict[str, str]", answers)
+        refused = study.phases.answer(who, answered, over=study.over(who))
         if refused is not None:
-            return error(409 if refused.startswith("there is") else 400, refused)
+            return _step_refused(refused)
         return Response(status_code=204, headers=NO_STORE)
 
     async def call(self, request: Request) -> Response:
@@ -408,6 +411,13 @@ def _next_partner(ticket: Ticket) -> dict[str, Any]:
     if ticket.study.request.matching == "solo":
         return {"text": "On to the negotiations that count.", "result": None}
     return {"text": "Waiting for your next partner.", "result": None}
+
+
+def _step_refused(refused: StepRefused) -> Response:
+    """A quiz attempt or questionnaire not taken: one line with its code, nothing changed."""
+    status = 400 if refused.code == StepRefusal.BAD_ANSWERS else 409
+    body = {"error": refused.message, "code": str(refused.code)}
+    return JSONResponse(body, status_code=status, headers=NO_STORE)
 
 
 async def _object(request: Request) -> dict[str, Any]:
