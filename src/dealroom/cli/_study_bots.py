@@ -57,6 +57,8 @@ class Bot:
     finished: bool = False
     """Their part is over and their page shows the completion (code or link)."""
     left: bool = False
+    waiting: bool = False
+    """Their page said, when last read, that they wait for a partner."""
     lonely: bool = False
     """They stopped waiting for a partner no one was left to be (the study would time them
     out after its waiting limit)."""
@@ -99,6 +101,7 @@ class Runner:
         await self._post(bot, "page", {"event": "open"})
         while time.monotonic() < until and not bot.finished and not bot.left:
             view = await self._get(bot)
+            bot.waiting = bool(view.get("waiting"))
             if pause(view):
                 return
             await self.step(bot, view)

@@ -198,13 +198,14 @@ async def _all(runner: Runner, bots: list[Bot], until: float, *, first: bool) ->
 
 def _pause(request: StudyRequest, bot: Bot, bots: list[Bot], *, first: bool) -> Pause:
     """Where a bot stops: an odd one, before a restart, part way; a lone waiter once no one
-    else is left to come."""
+    else is left to come (everyone else finished, left, or waits too: in another treatment, or
+    absent)."""
     practice = request.design.practice
 
     def lonely(view: dict[str, Any]) -> bool:
         if not view.get("waiting") or (view.get("waited_s") or 0) < LONELY_S:
             return False
-        alone = all(b.finished or b.left for b in bots if b is not bot)
+        alone = all(b.finished or b.left or b.waiting for b in bots if b is not bot)
         bot.lonely = alone and not first
         return first or alone
 
