@@ -35,7 +35,7 @@ FLOOR = Decimal("0.05")
 """A bot's last offer keeps this share of its value as its margin."""
 WAIT_S = 0.5
 """A bot's ``wait_for_opponent`` timeout (seconds on the negotiation's clock)."""
-POLL_S = 0.05
+BOT_POLL_S = 0.05
 """How often a waiting bot reads its page again."""
 
 Leaves = Literal["start", "negotiation"]
@@ -130,7 +130,7 @@ class Runner:
             if view["quiz"]:
                 await self._quiz(bot, view["quiz"])
             else:
-                await anyio.sleep(POLL_S)  # waiting for a partner, or a room being set up
+                await anyio.sleep(BOT_POLL_S)  # waiting for a partner, or a room being set up
             return
         observation = view["observation"]
         if observation["outcome"] is not None:

@@ -104,7 +104,7 @@ def _share(text: str) -> float:
 
 
 @dataclass
-class Simulated:
+class SimulatedStudy:
     """What a simulation did and found."""
 
     request: StudyRequest
@@ -136,7 +136,7 @@ def simulate_study(args: argparse.Namespace) -> int:
     return 1 if done.mismatches or stuck or errors else 0
 
 
-async def _simulate(request: StudyRequest, args: argparse.Namespace, state: Path) -> Simulated:
+async def _simulate(request: StudyRequest, args: argparse.Namespace, state: Path) -> SimulatedStudy:
     started = time.monotonic()
     until = started + args.time_limit
     store_path, admin, port = state / "results.db", secrets.token_urlsafe(24), _free_port()
@@ -165,8 +165,8 @@ async def _simulate(request: StudyRequest, args: argparse.Namespace, state: Path
                 exports = await _exports(http, url, admin, request.id)
     with ResultsStore(store_path, create=False) as store:
         stored = {row.key: row for row in store.iter(request.id)}
-        mismatches = check(exports, stored, request)
-    return Simulated(
+        mismatches = check_exports(exports, stored, request)
+    return SimulatedStudy(
         request, bots, exports, len(stored), mismatches, restart, time.monotonic() - started
     )
 
@@ -267,7 +267,9 @@ def _rows(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def check(exports: dict[str, str], stored: dict[str, Any], request: StudyRequest) -> list[str]:
+def check_exports(
+    exports: dict[str, str], stored: dict[str, Any], request: StudyRequest
+) -> list[str]:
     """What in the exports disagrees with the results store or the payoff rule (empty: all
     agree)."""
     problems: list[str] = []
@@ -317,7 +319,7 @@ def costs(payments: list[dict[str, str]]) -> tuple[Decimal, Decimal, Decimal, De
     return median.quantize(CENT), p95, totals[-1], sum(totals, Decimal(0)), n
 
 
-def summary(done: Simulated, out: Path) -> str:
+def summary(done: SimulatedStudy, out: Path) -> str:
     """The simulation in a few lines."""
     request = done.request
     payments = _rows(done.exports["payments"])

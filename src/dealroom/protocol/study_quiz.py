@@ -27,7 +27,7 @@ def quiz_questions(request: StudyRequest, treatment: str | None) -> tuple[QuizQu
     return (*rendered, *quiz.questions)
 
 
-def shown(questions: Sequence[QuizQuestion]) -> tuple[QuizQuestionShown, ...]:
+def shown_questions(questions: Sequence[QuizQuestion]) -> tuple[QuizQuestionShown, ...]:
     """The questions as the page shows them: no answers."""
     return tuple(QuizQuestionShown(text=q.text, choices=q.choices) for q in questions)
 

@@ -39,7 +39,7 @@ from dealroom.protocol import (
 from dealroom.protocol.events import EndReason
 from dealroom.protocol.study import PlayedNegotiation, StudyCompletion, presence_rule, waiting_rule
 from dealroom.protocol.study_design import QuizQuestionShown
-from dealroom.protocol.study_quiz import shown
+from dealroom.protocol.study_quiz import shown_questions
 from dealroom.protocol.text import shown_event
 from dealroom.protocol.wire import ClockKind
 from dealroom.server import texts
@@ -331,6 +331,6 @@ def lobby_view(study: Study, who: Participant) -> LobbyView:
         waited_s=None if since is None else max(0, int(time.time() - since)),
         results=tuple(played.result for played in who.results[-20:]),
         completion=completion,
-        quiz=shown(study.phases.questions(who)) if quiz else (),
+        quiz=shown_questions(study.phases.questions(who)) if quiz else (),
         quiz_attempts_left=study.phases.attempts_left(who) if quiz else None,
     )
