@@ -9,8 +9,8 @@ questionnaire. Its bargaining is scripted and simple: it accepts a live offer th
 surplus, else offers from a margin of its own value that narrows with each offer to ``FLOOR``;
 after ``OFFERS`` offers it waits for the house agent's concessions (the virtual clock) or walks
 away (the wall clock, where waiting would take real time). A bot that ``leaves`` closes its page
-(the ``close`` page event) at its first page (the consent, or the quiz), or during its first
-paid negotiation, and is heard from no more.
+(the ``close`` page event) at its first page (the consent, or the quiz), or during a paid
+negotiation (once it holds an event), and is heard from no more.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ started on a loopback port (its results store and journals in a fresh directory)
 created through the admin API, and one bot per participant (``_study_bots``) takes part through
 the routes a participant's browser uses: invited participants by their links, the study's URL
 (``--open``) by label. Some bots leave (``--dropouts``: half at their first page, half during
-their first paid negotiation), some get the quiz wrong once (``--quiz-mistakes``). Half way the
+a paid negotiation), some get the quiz wrong once (``--quiz-mistakes``). Half way the
 server is stopped and started again from its journals (unless ``--no-restart``): the even-
 numbered bots have finished by then, the odd-numbered ones stopped part way (after their
 practice, or, solo, after their first paid negotiation) and go on after the restart with the
