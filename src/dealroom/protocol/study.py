@@ -323,6 +323,8 @@ class PlayedNegotiation(Model):
     """The participant's treatment, if the study has treatments."""
     practice: bool = False
     """An unpaid practice negotiation."""
+    ended_at: float | None = None
+    """When the study recorded its end (Unix time)."""
 
 
 def duration(seconds: float) -> str:

@@ -42,6 +42,7 @@ from dealroom.protocol.study_rows import (
 )
 from dealroom.protocol.text import shown
 from dealroom.server.study import Study
+from dealroom.server.study_codebook import WIDE, CodebookRow, codebook_rows
 from dealroom.server.study_people import Participant
 from dealroom.store.results import StoredNegotiation
 
@@ -184,7 +185,50 @@ def answer_rows(study: Study) -> list[AnswerRow]:
     ]
 
 
-Export = Literal["negotiations", "payments", "page_events", "events", "bonus", "quiz", "answers"]
+def participants_text(study: Study) -> str:
+    """The wide file, one row per participant: their ``payments.csv`` row, then for each
+    negotiation i of the series its ``WIDE`` columns (``n<i>_role``, ...; empty where they did
+    not play it), whether they passed the quiz, and one ``q_<name>`` column per question of
+    the questionnaire."""
+    negotiations = {
+        (row.participant, row.negotiation): row
+        for row in negotiation_rows(study)
+        if not row.practice
+    }
+    series = range(1, study.request.negotiations + 1)
+    form = [q.name for q in study.request.design.questionnaire]
+    head = [
+        *PaymentRow.model_fields,
+        *(f"n{i}_{column}" for i in series for column in WIDE),
+        "quiz_passed",
+        *(f"q_{name}" for name in form),
+    ]
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(head)
+    for payment in payment_rows(study):
+        who = study.participants[payment.participant]
+        cells = [getattr(payment, name) for name in PaymentRow.model_fields]
+        for i in series:
+            row = negotiations.get((payment.participant, i))
+            cells += [None if row is None else getattr(row, column) for column in WIDE]
+        cells.append(None if study.request.design.quiz is None else who.passed_quiz)
+        cells += [(who.answers or {}).get(name) for name in form]
+        writer.writerow([_cell(value) for value in cells])
+    return out.getvalue()
+
+
+Export = Literal[
+    "negotiations",
+    "payments",
+    "participants",
+    "page_events",
+    "events",
+    "bonus",
+    "quiz",
+    "answers",
+    "codebook",
+]
 EXPORTS: tuple[Export, ...] = get_args(Export)
 """The exports by name (``<name>.csv``)."""
 
@@ -209,6 +253,10 @@ def export_csv(study: Study, name: Export, stored: Iterable[StoredNegotiation] =
             return csv_text(EventRow, event_rows(study, stored))
         case "bonus":
             return bonus_text(study)
+        case "participants":
+            return participants_text(study)
+        case "codebook":
+            return csv_text(CodebookRow, codebook_rows())
         case "quiz":
             return csv_text(QuizRow, quiz_rows(study))
         case "answers":
@@ -281,6 +329,7 @@ def _negotiations(study: Study, who: Participant) -> list[NegotiationRow]:
                 status=outcome.status,
                 end_reason=outcome.end_reason,
                 end_time_s=round(outcome.time, 3),
+                ended_at=None if played.ended_at is None else _utc(played.ended_at),
                 price=outcome.price,
                 surplus=outcome.surplus,
                 pays=pays,

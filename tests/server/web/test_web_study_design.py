@@ -22,7 +22,8 @@ from dealroom.protocol.study import StudyRequest
 from dealroom.protocol.study_design import QuizResult
 from dealroom.protocol.study_quiz import quiz_questions
 from dealroom.server.seat import RoomSeat
-from dealroom.server.study_export import Export, export_csv
+from dealroom.server.study_codebook import WIDE
+from dealroom.server.study_export import EXPORTS, Export, export_csv
 
 pytestmark = pytest.mark.anyio
 
@@ -203,7 +204,7 @@ async def test_a_restart_restores_treatments_quiz_practice_and_answers(tmp_path:
     assert study.phases.answer(p1, {"fair": "no"}, over=study.over(p1)) is None
     names = [study.participants[label].treatment for label in ("p1", "p2", "p3")]
     assert {names[0], names[1]} == {"long", "short"}  # the first block holds both
-    names_: tuple[Export, ...] = ("negotiations", "payments", "quiz", "answers")
+    names_: tuple[Export, ...] = ("negotiations", "payments", "quiz", "answers", "participants")
     exports = {name: export_csv(study, name) for name in names_}
 
     again = registry(tmp_path)
@@ -212,6 +213,18 @@ async def test_a_restart_restores_treatments_quiz_practice_and_answers(tmp_path:
     assert {name: export_csv(back, name) for name in names_} == exports
     assert [back.participants[label].treatment for label in ("p1", "p2", "p3")] == names
     assert back.phases.assigned == 3 and back.state(back.participants["p1"]) == "done"
+    wide = {row["participant"]: row for row in rows(exports["participants"])}
+    assert list(wide["p1"])[-11:] == [
+        *(f"n1_{c}" for c in WIDE), "quiz_passed", "q_fair", "q_why"
+    ]  # fmt: skip
+    assert (wide["p1"]["n1_status"], wide["p1"]["q_fair"], wide["p1"]["quiz_passed"]) == (
+        "no_deal",
+        "no",
+        "true",
+    )
+    assert wide["p2"]["n1_status"] == "" and wide["p2"]["state"] == "playing"
+    ended = rows(exports["negotiations"])[1]["ended_at"]
+    assert ended.endswith("+00:00") and "T" in ended  # an absolute time, UTC
     assert created.participants
 
 
@@ -273,3 +286,22 @@ def test_study_create_reads_a_design_file_and_its_flags_override_it(tmp_path: Pa
     design.write_text("practice = [")
     with pytest.raises(UsageError, match=r"^--design: .*design.toml: "):
         study_request(build_parser().parse_args(argv))
+
+
+def test_the_codebook_describes_every_column_of_every_export(tmp_path: Path) -> None:
+    rooms = registry(tmp_path)
+    rooms.studies.create(request(house="boulware"))
+    study = rooms.studies.studies["d1"]
+    book = rows(export_csv(study, "codebook"))
+    described = {(row["file"], row["column"]) for row in book}
+    for name in EXPORTS:
+        if name in ("bonus", "codebook", "participants"):
+            continue
+        header = next(csv.reader(io.StringIO(export_csv(study, name))))
+        assert {(name, column) for column in header} <= described, name
+    header = next(csv.reader(io.StringIO(export_csv(study, "participants"))))
+    generic = {column if not column.startswith(("n1_", "q_")) else "" for column in header}
+    assert {("participants", c) for c in generic - {""}} <= described
+    assert all(row["description"] for row in book), "every column is described"
+    status = next(r for r in book if (r["file"], r["column"]) == ("negotiations", "status"))
+    assert status["type"] == "deal | no_deal"
