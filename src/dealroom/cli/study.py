@@ -56,6 +56,12 @@ def add(commands: Commands) -> None:
     export = actions.add_parser("export", help="save a study's CSV files")
     export.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8765")
     export.add_argument("--out", type=Path, default=Path("."), help="directory (default: .)")
+    export.add_argument(
+        "--with-secret",
+        action="store_true",
+        help="also save the study's configuration with its secret (STUDY-config.json, owner "
+        "only: the scenarios and draws can be made again from it)",
+    )
     export.add_argument("study", help="the study's id")
     export.set_defaults(handler=export_study)
 
@@ -128,14 +134,24 @@ def show_study(args: argparse.Namespace) -> int:
 def export_study(args: argparse.Namespace) -> int:
     """GET /admin/studies/{study}/{name}.csv for each export, saved as STUDY-NAME.csv: owner
     readable only (they hold both values of every negotiation and what each participant said)
-    and never over an earlier export (checked for all of them before anything is fetched)."""
+    and never over an earlier export (checked for all of them before anything is fetched).
+    ``--with-secret``: also GET /admin/studies/{study}/config.json, saved as
+    STUDY-config.json, as privately."""
     if not args.out.is_dir():
         raise usage_error(f"{args.out}: no such directory")
     paths = {name: args.out / f"{args.study}-{name}.csv" for name in EXPORTS}
-    for path in paths.values():
+    config = args.out / f"{args.study}-config.json"
+    for path in [*paths.values(), *([config] if args.with_secret else [])]:
         if path.exists():
             raise usage_error(f"{path} exists; an export is never overwritten (choose --out)")
     server = base_url(args.server)
+    if args.with_secret:
+        response = admin_request("GET", f"{server}/admin/studies/{args.study}/config.json")
+        try:
+            write_private(config, response.content)
+        except OSError as exc:
+            raise usage_error(f"{config}: {exc.strerror}") from None
+        sys.stdout.write(f"{config}: the study's configuration and secret (keep it private)\n")
     fetched = {
         name: admin_request("GET", f"{server}/admin/studies/{args.study}/{name}.csv")
         for name in EXPORTS

@@ -154,6 +154,22 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
         assert "never overwritten" in capsys.readouterr().err
         assert (out / "s1-events.csv").read_text() == "an earlier export"
         assert not (out / "s1-payments.csv").exists()  # refused before anything was written
+        cited = tmp_path / "cited"
+        cited.mkdir()
+        argv = ["study", "export", "--server", url, "--out", str(cited), "--with-secret", "s1"]
+        assert await anyio.to_thread.run_sync(cli_main, argv) == 0
+        config = json.loads((cited / "s1-config.json").read_text())
+        assert config["secret"] == SECRET and config["payoff"]["currency"] == "EUR"
+        assert stat.S_IMODE(os.stat(cited / "s1-config.json").st_mode) == 0o600
+        codebook = rows((cited / "s1-codebook.csv").read_text())
+        assert {"file", "column", "type", "description"} == set(codebook[0])
+        assert (
+            await http.get(f"{url}/web/api/study/config.csv", headers=auth(study))
+        ).status_code == 404
+        # the study page's token never reads the secret
+        assert (
+            await http.get(f"{url}/admin/studies/s1/config.json", headers=auth(study))
+        ).status_code == 401
 
     negotiations = rows(exports["negotiations"].text)
     assert list(negotiations[0]) == list(NegotiationRow.model_fields)

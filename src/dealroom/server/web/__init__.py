@@ -17,7 +17,7 @@ tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in
     GET  /web/study#token=STUDY         a study's page (participants, live; its CSV exports)
     GET  /web/api/study[/events]        a study's view (JSON, or live)      study token
     GET  /web/api/study/NAME.csv        a study's export                    study token
-    POST /admin/studies, GET /admin/studies/STUDY[/NAME.csv]               admin token
+    POST /admin/studies, GET /admin/studies/STUDY[/NAME.csv|/config.json]  admin token
 
 Pages carry no data and no token: the script reads the token from the link's fragment (which a
 browser never sends) and sends it as ``Authorization: Bearer``. Every page is served with a
@@ -123,4 +123,5 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     app.custom_route("/web/api/study/{name}.csv", methods=["GET"])(studies.export)
     app.custom_route("/admin/studies", methods=["POST"])(studies.create)
     app.custom_route("/admin/studies/{study}", methods=["GET"])(studies.show)
+    app.custom_route("/admin/studies/{study}/config.json", methods=["GET"])(studies.config)
     app.custom_route("/admin/studies/{study}/{name}.csv", methods=["GET"])(studies.admin_export)

@@ -4,6 +4,9 @@
     GET  /admin/studies/{study}              the study's view (as the page's; 410 admin token
                                              and why for a journal not restored)
     GET  /admin/studies/{study}/{name}.csv   an export (``study_export``)         admin token
+    GET  /admin/studies/{study}/config.json  the study's request, its secret     admin token
+                                             included (the scenarios, house agents and
+                                             draws can be made again from it)
     GET  /web/study/{study}/join?label=...   the study's one URL (open studies): admits a
                                              participant by label, once per label, and
                                              sends them to /web/seat#token=... (303)
@@ -211,6 +214,16 @@ class StudyApi:
         if isinstance(study, Response):
             return study
         return _view(study)
+
+    async def config(self, request: Request) -> Response:
+        """GET /admin/studies/{study}/config.json: the study as created, secret included (the
+        admin token's only: never the study page's)."""
+        study = self._admin_study(request)
+        if isinstance(study, Response):
+            return study
+        body = study.request.model_dump_json(indent=2)
+        log.info("study configuration read", study=study.id)
+        return Response(body, media_type="application/json", headers=NO_STORE)
 
     async def admin_export(self, request: Request) -> Response:
         """GET /admin/studies/{study}/{name}.csv."""
