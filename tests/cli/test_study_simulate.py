@@ -15,6 +15,7 @@ import pytest
 from dealroom.cli import main as cli_main
 from dealroom.cli.study_simulate import costs
 from dealroom.server import study_export
+from dealroom.server.study_export import EXPORTS
 
 SECRET = "5f0c2a9e7d13b84f6a21c9e0d57b3a18"
 DESIGN = """
@@ -65,10 +66,7 @@ def test_a_simulated_study_s_exports_match_the_store_after_a_restart(
     assert "(a restart half way)" in out and "the exports match the results store" in out
     assert "requests: 200 " in out and " 5" not in out.partition("requests:")[2].splitlines()[0]
     files = sorted((tmp_path / "out").iterdir())
-    assert [f.name for f in files] == sorted(
-        f"sim-{n}.csv"
-        for n in ("negotiations", "payments", "page_events", "events", "bonus", "quiz", "answers")
-    )
+    assert [f.name for f in files] == sorted(f"sim-{name}.csv" for name in EXPORTS)
     assert all(stat.S_IMODE(os.stat(f).st_mode) == 0o600 for f in files)
     payments = rows(tmp_path / "out" / "sim-payments.csv")
     assert len(payments) == 8 and all(p["total"] for p in payments)  # everyone has a line
