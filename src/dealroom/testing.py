@@ -17,9 +17,9 @@ Usage::
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from dealroom.agents import resolve
 from dealroom.engine.market import play_market
@@ -33,13 +33,12 @@ from dealroom.protocol import (
     Role,
     SeatView,
 )
-from dealroom.protocol.agent import DecisionError
+from dealroom.protocol.agent import DecisionError, check_decision
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.generator import generate
 from dealroom.protocol.market import (
     MarketAgentFactory,
     MarketDecision,
-    MarketObservation,
     MarketView,
     check_market_decision,
 )
@@ -80,43 +79,61 @@ class AgentCheckError(DealroomError, AssertionError):
     kind = "agent_check"
 
 
-def _guarded(factory: AgentFactory, where: list[str]) -> AgentFactory:
-    def build(view: SeatView, rng: random.Random) -> _Checked:
+def _guarded(factory: AgentFactory, where: list[str], role: Role) -> AgentFactory:
+    def check(decision: object) -> Decision:
+        return check_decision(decision, role)
+
+    def build(view: SeatView, rng: random.Random) -> _Checked[Observation, Decision]:
         try:
             agent = factory(view, rng)
         except Exception as exc:
             raise AgentCheckError(f"{where[0]}: building the agent raised {exc!r}") from exc
-        return _Checked(agent, where[0])
+        return _Checked(agent, where[0], check)
 
     return build
 
 
-class _Acts(Protocol):
+class _Seen(Protocol):
+    """What the checker reads of any observation: the time, to say where a problem was."""
+
+    @property
+    def now(self) -> float: ...
+
+
+_O = TypeVar("_O", bound=_Seen)
+_O_contra = TypeVar("_O_contra", contravariant=True)
+_D = TypeVar("_D", Decision, MarketDecision)
+
+
+class _Acts(Protocol[_O_contra]):
     """An agent as the checker calls it: what ``act`` returns is checked, not trusted."""
 
-    def act(self, observation: Observation, /) -> object: ...
+    def act(self, observation: _O_contra, /) -> object: ...
 
 
 @dataclass
-class _Checked:
-    agent: _Acts
-    where: str
+class _Checked(Generic[_O, _D]):
+    """One agent (a seat's or a market seller's) whose every decision is checked by ``check``
+    (the protocol's passive check for its kind of decision)."""
 
-    def act(self, observation: Observation) -> Decision:
+    agent: _Acts[_O]
+    where: str
+    check: Callable[[object], _D]
+
+    def act(self, observation: _O) -> _D:
+        at = f"{self.where} at t={observation.now}"
         try:
             decision = self.agent.act(observation)
         except Exception as exc:
-            raise AgentCheckError(
-                f"{self.where} at t={observation.now}: act raised {exc!r}"
-            ) from exc
-        if not isinstance(decision, Decision):
-            raise AgentCheckError(
-                f"{self.where} at t={observation.now}: act returned {type(decision).__name__}, "
-                "not a Decision"
-            )
-        if decision.wait is not None and not decision.wait >= 0:
-            raise AgentCheckError(f"{self.where}: Decision.wait must be None or >= 0")
-        return decision
+            raise AgentCheckError(f"{at}: act raised {exc!r}") from exc
+        try:
+            checked = self.check(decision)
+        except DecisionError as exc:
+            raise AgentCheckError(f"{at}: {exc}") from None
+        if checked.wait is not None and not checked.wait >= 0:
+            kind = type(checked).__name__
+            raise AgentCheckError(f"{self.where}: {kind}.wait must be None or >= 0")
+        return checked
 
 
 def _check_record(record: NegotiationRecord, role: Role, where: str) -> None:
@@ -143,7 +160,7 @@ def check_agent(
         for scenario in generate(scenarios_per_tier, seed=seed, tiers=TIERS):
             for role in ("buyer", "seller"):
                 where = [f"as {role} vs {opponent} on {scenario.id}"]
-                mine = _guarded(factory, where)
+                mine = _guarded(factory, where, role)
                 pair = (mine, other) if role == "buyer" else (other, mine)
                 first = play(scenario, *pair, seed=seed)
                 again = play(scenario, *pair, seed=seed)
@@ -155,33 +172,6 @@ def check_agent(
                 _check_record(first, role, where[0])
                 records.append(first)
     return records
-
-
-class _SellerActs(Protocol):
-    """A market seller as the checker calls it: what ``act`` returns is checked."""
-
-    def act(self, observation: MarketObservation, /) -> object: ...
-
-
-@dataclass
-class _CheckedSeller:
-    agent: _SellerActs
-    where: str
-
-    def act(self, observation: MarketObservation) -> MarketDecision:
-        try:
-            decision = self.agent.act(observation)
-        except Exception as exc:
-            raise AgentCheckError(
-                f"{self.where} at t={observation.now}: act raised {exc!r}"
-            ) from exc
-        try:
-            checked = check_market_decision(decision)
-        except DecisionError as exc:
-            raise AgentCheckError(f"{self.where} at t={observation.now}: {exc}") from None
-        if checked.wait is not None and not checked.wait >= 0:
-            raise AgentCheckError(f"{self.where}: MarketDecision.wait must be None or >= 0")
-        return checked
 
 
 def check_market_agent(
@@ -205,7 +195,7 @@ def check_market_agent(
 
                 def seller(view: MarketView, rng: random.Random, where: str = where) -> object:
                     try:
-                        return _CheckedSeller(factory(view, rng), where)
+                        return _Checked(factory(view, rng), where, check_market_decision)
                     except Exception as exc:
                         raise AgentCheckError(
                             f"{where}: building the agent raised {exc!r}"

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from dealroom.agents import resolve
+from dealroom.agents import AgentSpecError, resolve
 from dealroom.engine.match import play
 from dealroom.protocol import OfferMade, Role, Scenario, SeatView
 from dealroom.protocol.generator import generate, scenario_at
@@ -129,3 +129,33 @@ def test_noise_is_off_by_default_and_out_of_range_values_are_refused() -> None:
     for bad in ("-0.1", "1", "2"):
         with pytest.raises(ValueError, match="'noise' must be in"):
             resolve(f"linear:noise={bad}")
+
+
+@pytest.mark.parametrize("finish", [0.5, 0.7])
+def test_finish_ends_the_curve_at_that_share_of_the_deadline(finish: float) -> None:
+    scenario = scenario_at(0, 3, "mid")
+    record = play_alone(f"linear:finish={finish}", "seller", scenario)
+    end = finish * scenario.deadline
+    offers = [e for e in record.events if isinstance(e, OfferMade) and e.by == "seller"]
+    last = offers[-1].price
+    assert last == scenario.seller_cost  # the curve's end: its reservation
+    # It gets there at its first wake after the finish (a step of 10 s, then a wake's 1 s of
+    # thinking and an offer's 5 s on the virtual clock) and stands there to the end; before,
+    # it concedes step by step.
+    assert end < min(e.t for e in offers if e.price == last) <= end + 10 + 1 + 5
+    early = [e.price for e in offers if e.t < end - 10]
+    assert len(set(early)) > 2 and early == sorted(early, reverse=True) and min(early) > last
+
+
+def test_finish_one_is_the_classic_tactic() -> None:
+    scenario = scenario_at(0, 5, "high")
+    for role in ("buyer", "seller"):
+        classic = play_alone("boulware", role, scenario)
+        finish = play_alone("boulware:finish=1", role, scenario)
+        assert (finish.events, finish.outcome) == (classic.events, classic.outcome)
+
+
+@pytest.mark.parametrize("spec", ["paced:finish=0", "paced:finish=1.5", "linear:finish=-1"])
+def test_finish_outside_the_deadline_is_refused_in_one_line(spec: str) -> None:
+    with pytest.raises(AgentSpecError, match="'finish' must be in \\(0, 1\\]"):
+        resolve(spec)

@@ -21,6 +21,7 @@ from dealroom.protocol import (
     SendMessage,
     SessionErrorCode,
     WaitResult,
+    people_log,
     seat_text,
     seat_view,
 )
@@ -177,9 +178,13 @@ def test_a_refused_price_reads_with_the_pages_field_and_the_terminals_command() 
 def test_replies_tell_what_happened_without_tool_names(surface: Surface, clock: ClockKind) -> None:
     common = {"events": (), "live_offers": (THEIRS,), "now": 3.0, "time_left": 117.0, "hint": "x"}
     replies = [
-        pt.reply(ActionResult(ok=True, **common), "buyer", "USD", clock=clock, surface=surface),
+        people_log.reply(
+            ActionResult(ok=True, **common), "buyer", "USD", clock=clock, surface=surface
+        ),
         *(
-            pt.reply(WaitResult(woke=w, **common), "buyer", "USD", clock=clock, surface=surface)
+            people_log.reply(
+                WaitResult(woke=w, **common), "buyer", "USD", clock=clock, surface=surface
+            )
             for w in ("news", "timeout", "ended", "pending")
         ),
     ]

@@ -9,6 +9,7 @@ from decimal import Decimal
 import pytest
 from mcp_support import acts, scenario, scripted
 
+from benchmark_support import load_benchmark
 from dealroom.agents import resolve
 from dealroom.protocol import Decision, MakeOffer, Reject, SendMessage
 from dealroom.server.room import Room
@@ -116,3 +117,17 @@ async def test_a_stale_answer_is_dropped_without_an_invalid_action() -> None:
     assert negotiation.referee.invalid_count("seller") == 0
     assert all(o.by == "seller" for o in negotiation.referee.live_offers())
     assert not any(isinstance(a, Reject) for a in negotiation.sched.house("seller").pending)
+
+
+@pytest.mark.anyio
+async def test_paced_leaves_a_person_time_to_take_its_deals_where_boulware_leaves_none() -> None:
+    """benchmarks/house_pace.py's person (thinks 8 s, bids up 4% of the list price) against a
+    house seller on a 90 s deadline: boulware's acceptable prices come in the last seconds, so
+    no deal; paced ends its curve at 0.7 of the deadline and deals with time left."""
+    pace = load_benchmark("house_pace")
+    boulware = [await pace.negotiate("boulware", i, 90.0, 20.0) for i in range(8)]
+    paced = [await pace.negotiate("paced", i, 90.0, 20.0) for i in range(8)]
+    assert sum(p.gains for p in paced) >= 7
+    assert all(p.left is None for p in boulware)
+    left = [p.left for p in paced if p.left is not None]
+    assert len(left) >= 4 and min(left) >= 9

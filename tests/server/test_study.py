@@ -18,6 +18,7 @@ from dealroom.server.journal import Journals, WholeJournal
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomSeat
 from dealroom.server.study_export import EXPORTS, export_csv
+from dealroom.server.web.views import seat_page_view
 
 SECRET = "5f0c2a9e7d13b84f6a21c9e0d57b3a18"
 
@@ -221,3 +222,28 @@ def test_joins_by_label_survive_a_restart_and_a_journal_written_whole(tmp_path: 
         assert second is not None and again.studies.admit(back, "pid-c", {}) is None  # full
         assert list(back.participants) == ["J0001", "J0002", "J0003"]
         again.studies.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("pays", ["all", "one_random"])
+async def test_a_participants_briefing_states_the_studys_payment_rule(
+    tmp_path: Path, pays: str
+) -> None:
+    """The briefing's score ("a losing deal below zero") is followed by what the study pays
+    for it, in the rule's own words (a loss is never charged), never the other rule's."""
+    rooms = registry(tmp_path)
+    payoff = {"exchange_rate": "0.05", "show_up_fee": "2", "currency": "GBP", "pays": pays}
+    created = rooms.studies.create(solo(payoff=payoff))
+    ticket = rooms.studies.lookup(created.participants["p01"])
+    assert ticket is not None and ticket.who is not None
+    ticket.study.arrive(ticket.who)
+    ticket.study.agree(ticket.who)
+    current = ticket.study.current(ticket.who)
+    assert current is not None
+    room, role = current
+    observation = await room.current.observe(role, deliver=False)
+    briefing = seat_page_view(room, role, observation, ticket).briefing
+    rule = PayoffRule.model_validate(payoff)
+    assert f"Payment: {rule.text(2)}" in briefing
+    assert "a loss is never charged" in briefing
+    assert ("drawn at random" in briefing) == (pays == "one_random")

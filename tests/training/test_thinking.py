@@ -22,8 +22,8 @@ from dealroom.play.registry import resolve
 from dealroom.protocol.generator import scenario_at
 from dealroom.protocol.model_seat import unthought, without_thinking
 from dealroom.training.sft import sft_example
+from qwen3_support import HUB_TEMPLATE, byte_tokenizer
 
-HUB_TEMPLATE = (Path(__file__).parent / "data" / "qwen3_hub_chat_template.jinja").read_text()
 needs_trl = pytest.mark.skipif(
     importlib.util.find_spec("trl") is None or importlib.util.find_spec("tokenizers") is None,
     reason="the train extra (transformers, TRL) is not installed",
@@ -49,25 +49,6 @@ def test_unthought_touches_only_assistant_text() -> None:
     assert unthought(reply) == {"role": "assistant", "content": "Hi"}
     user = {"role": "user", "content": "<think>x</think>Hi"}
     assert unthought(user) is user
-
-
-def byte_tokenizer(template: str) -> Any:
-    # Imported by name (typed Any): pyright runs in CI without the train extra.
-    tokenizers: Any = importlib.import_module("tokenizers")
-    transformers: Any = importlib.import_module("transformers")
-    pre_tokenizers = tokenizers.pre_tokenizers
-    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    vocab = {c: i for i, c in enumerate(alphabet)}
-    raw = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=[]))
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = tokenizers.decoders.ByteLevel()
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=raw,
-        eos_token="<|im_end|>",
-        additional_special_tokens=["<|im_start|>"],
-    )
-    tokenizer.chat_template = template
-    return tokenizer
 
 
 def _row(thought: bool = False) -> dict[str, Any]:

@@ -422,3 +422,22 @@ def test_a_template_trl_cannot_parse_is_refused(demo: Path, work: Path) -> None:
     )
     with pytest.raises(TrainingSetupError, match="cannot render tools"):
         load_tokenizer(str(demo), chat_template=str(bad))
+
+
+def test_a_checkpoint_served_on_loopback_is_the_grpo_opponent(demo: Path) -> None:
+    """benchmarks/gpu_train.py --opponent-model: on a GPU machine without internet the fixed
+    opponent is a second checkpoint served on loopback (``train serve``'s server), played as
+    ``llm:opponent`` by the environment GRPO trains in; its model is called over HTTP."""
+    from benchmark_support import load_benchmark
+    from dealroom.training.opponents import LLMOpponent
+    from dealroom.training.trl import BargainToolEnv
+
+    gpu_train = load_benchmark("gpu_train")
+    with gpu_train.served_opponent(str(demo)) as (opponent, url):
+        assert isinstance(opponent, LLMOpponent) and opponent.name == "llm:opponent"
+        assert url is not None and url.startswith("http://127.0.0.1:")
+        env = BargainToolEnv(opponent=opponent, role="buyer")
+        env.reset(index=0)
+        env.make_offer(price=1.0)  # the seller's turn: the served model is asked
+        env.wait_for_opponent(timeout_s=30)
+    assert opponent.calls and all(c.error is None and c.response for c in opponent.calls)

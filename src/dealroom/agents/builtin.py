@@ -13,7 +13,14 @@ from dealroom.agents.zic import ZicParams, zic
 from dealroom.play.registry import AgentEntry, AgentSpecError, register
 from dealroom.protocol import AgentFactory
 
-_TD_DEFAULTS = {"k": 0.0, "seller_open": 1.3, "buyer_open": 0.5, "step": 10.0, "noise": 0.0}
+_TD_DEFAULTS = {
+    "k": 0.0,
+    "seller_open": 1.3,
+    "buyer_open": 0.5,
+    "step": 10.0,
+    "noise": 0.0,
+    "finish": 1.0,
+}
 
 MAX_FRACTION = 10.0
 """Largest opening (or quote bound) as a fraction of the list price: prices stay far below the
@@ -25,7 +32,7 @@ MAX_EXPONENT = 100.0
 """Largest concession exponent ``e`` or ``floor_e`` (beyond it the curve no longer changes)."""
 
 
-def _td(e: float):
+def _td(e: float, **overrides: float):
     def build(params: dict[str, float]) -> AgentFactory:
         if not 0 <= params["e"] <= MAX_EXPONENT:
             raise AgentSpecError(f"parameter 'e' must be at least 0 and at most {MAX_EXPONENT:g}")
@@ -33,14 +40,16 @@ def _td(e: float):
             raise AgentSpecError("parameter 'k' must be in [0, 1)")
         if not 0 <= params["noise"] < 1:
             raise AgentSpecError("parameter 'noise' must be in [0, 1)")
+        if not 0 < params["finish"] <= 1:
+            raise AgentSpecError("parameter 'finish' must be in (0, 1] (a share of the deadline)")
         _check_common(params)
         return time_dependent(TimeDependentParams(**params))
 
-    return {"e": e, **_TD_DEFAULTS}, build
+    return {"e": e, **_TD_DEFAULTS, **overrides}, build
 
 
-def _register_time_dependent(name: str, e: float, summary: str) -> None:
-    defaults, build = _td(e)
+def _register_time_dependent(name: str, e: float, summary: str, **overrides: float) -> None:
+    defaults, build = _td(e, **overrides)
     register(AgentEntry(name=name, summary=summary, defaults=defaults, build=build))
 
 
@@ -48,6 +57,13 @@ _register_time_dependent("hardliner", 0.0, "never concedes from its opening pric
 _register_time_dependent("boulware", 0.2, "time-dependent, concedes late (e=0.2), AC_next")
 _register_time_dependent("linear", 1.0, "time-dependent, concedes linearly in time (e=1), AC_next")
 _register_time_dependent("conceder", 2.0, "time-dependent, concedes early (e=2), AC_next")
+_register_time_dependent(
+    "paced",
+    1.0,
+    "for people's time: linear, done by 0.7 of the deadline, a price every 15 s, AC_next",
+    finish=0.7,
+    step=15.0,
+)
 
 
 def _check_common(params: dict[str, float]) -> None:

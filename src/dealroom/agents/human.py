@@ -36,10 +36,10 @@ from dealroom.protocol import (
     SendMessage,
     WaitResult,
     WalkAway,
+    people_log,
     people_text,
 )
 from dealroom.protocol.arguments import DEFAULT_WAIT_S, MAX_WAIT_S
-from dealroom.protocol.seat_text import seconds
 from dealroom.protocol.text import money
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.texts import people_briefing, transcript
@@ -170,7 +170,7 @@ class HumanPlayer:
             price = "" if o.price is None else f" at {money(o.price, self._currency)}"
             status = "a deal" if o.price is not None else "no deal"
             self._say(
-                f"The negotiation is over: {status}{price} ({people_text.ending(o.end_reason)}); "
+                f"The negotiation is over: {status}{price} ({people_log.ending(o.end_reason)}); "
                 f"your surplus {money(o.surplus, self._currency)}."
             )
             return
@@ -184,13 +184,12 @@ class HumanPlayer:
             clock=self._clock,
             surface="terminal",
         )
-        self._say(f"[{seconds(result.now)} s, {seconds(result.time_left)} s left] {hint}")
+        now, left = people_log.clock_time(result.now), people_log.clock_time(result.time_left)
+        self._say(f"[{now}, {left} left] {hint}")
 
     def _show_events(self, events: tuple[Event, ...]) -> None:
-        for event in events:
-            if event.type != "offer_withdrawn":
-                text = people_text.event_line(event, self._currency, self._role)
-                self._say(f"  [{event.t:6.1f}s] {text}")
+        for line in people_log.event_lines(events, self._currency, self._role):
+            self._say(f"  {line}")
 
 
 _COMMANDS: dict[str, str] = {

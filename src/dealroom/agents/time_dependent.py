@@ -10,6 +10,12 @@ agent draws, once per negotiation from its own seeded generator, how far short o
 its curve ends, uniformly in [0, noise] of the gap between opening and reservation, so the
 extrapolated end only bounds the reservation within a band of that width. The price of hiding
 is that the agent accepts nothing past that end. Off (0) by default: records stay identical.
+
+``finish`` ends the curve before the deadline: at that share of it the agent reaches its last
+price and stands there. A person on the wall clock needs seconds to read an offer and answer
+it; boulware (e = 0.2) on a 90 s deadline makes its acceptable offers in the last second or two,
+which no person can take. ``paced`` (linear, finishing at 0.7 of the deadline, a new price
+every 15 s) is the house agent for people's time (docs/web.md). 1 (the deadline) by default.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ class TimeDependentParams:
     noise: float = 0.0
     """Largest share of the opening-to-reservation gap by which the curve may end short of the
     reservation (drawn once per negotiation); 0: the classic tactic."""
+    finish: float = 1.0
+    """Share of the deadline at which the curve reaches its end (then the agent stands at its
+    last price); 1: the classic tactic."""
 
 
 class TimeDependent:
@@ -58,7 +67,7 @@ class TimeDependent:
         # Constants of price_at, computed once (the same float operations as there).
         self._span = self.end - self.start
         self._list_cents = int(self.list_price * 100)
-        self._deadline = view.scenario.deadline
+        self._deadline = view.scenario.deadline * params.finish
         e, k = params.e, params.k
         self._k, self._rest = k, 1 - k
         self._power = None if e <= 0 else 1 / e

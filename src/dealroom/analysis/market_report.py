@@ -82,6 +82,12 @@ def _figure(pairs: list[tuple[float, float]], label: str, resamples: int, seed: 
     return Figure.of(ratio_estimate(pairs, label=label, resamples=resamples, seed=seed))
 
 
+def _sale_rate(with_gains: list[MarketRecord], label: str, resamples: int, seed: int) -> Figure:
+    """Markets with gains that sold, of markets with gains: per seller and per pool alike."""
+    pairs = [(float(r.outcome.status == "deal"), 1.0) for r in with_gains]
+    return _figure(pairs, f"{label}:sale_rate", resamples, seed)
+
+
 def _seller_row(name: str, records: list[MarketRecord], resamples: int, seed: int) -> SellerRow:
     measures: list[MarketMeasures] = [market_measures(r) for r in records]
     with_gains = [r for r in records if r.outcome.gains > 0]
@@ -90,10 +96,7 @@ def _seller_row(name: str, records: list[MarketRecord], resamples: int, seed: in
     return SellerRow(
         seller=name,
         markets=len(records),
-        sale_rate=_figure(
-            [(float(r.outcome.status == "deal"), 1.0) for r in with_gains],
-            f"{label}:sale_rate", resamples, seed,
-        ),
+        sale_rate=_sale_rate(with_gains, label, resamples, seed),
         seller_share=_figure(
             [(r.outcome.seller_share or 0.0, 1.0) for r in sales],
             f"{label}:seller_share", resamples, seed,
@@ -119,10 +122,7 @@ def _pool_row(name: str, records: list[MarketRecord], resamples: int, seed: int)
     return PoolRow(
         pool=name,
         markets=len(records),
-        sale_rate=_figure(
-            [(float(r.outcome.status == "deal"), 1.0) for r in with_gains],
-            f"{label}:sale_rate", resamples, seed,
-        ),
+        sale_rate=_sale_rate(with_gains, label, resamples, seed),
         buyer_share=_figure(
             [(float(r.outcome.buyer_surplus / r.outcome.gains), 1.0) for r in with_gains],
             f"{label}:buyer_share", resamples, seed,

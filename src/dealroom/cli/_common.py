@@ -6,12 +6,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from dealroom.agents import AgentSpecError, resolve
 from dealroom.protocol import TIERS, AgentFactory, Scenario, Tier
 from dealroom.protocol.generator import ScenarioFileError, loads_jsonl, scenario_at
 from dealroom.protocol.secret import SECRET_ENV, Secret, SecretError
+
+if TYPE_CHECKING:
+    from dealroom.play.tournament import ConfigMismatchError, RunExistsError
 
 ADMIN_TOKEN_ENV = "DEALROOM_ADMIN_TOKEN"
 """Where the CLI reads an HTTP server's admin token (serve, room, match --server)."""
@@ -32,6 +35,24 @@ def usage_error(message: str) -> Exception:
     from dealroom.cli import UsageError
 
     return UsageError(message)
+
+
+def resume_error(exc: RunExistsError | ConfigMismatchError, out: Path, unit: str) -> Exception:
+    """The one line for a run the store already holds (without --resume) or holds under
+    another configuration; ``unit`` names what the run stores (negotiations, markets)."""
+    from dealroom.play.tournament import ConfigMismatchError, RunExistsError  # only runs need it
+
+    match exc:
+        case RunExistsError():
+            return usage_error(
+                f"{out} already holds {exc.stored} {unit} of run {exc.run!r}: pass --resume to "
+                "continue it, or choose another --out or --run"
+            )
+        case ConfigMismatchError():
+            return usage_error(
+                f"cannot resume run {exc.run!r} in {out}: it was recorded with a different "
+                f"configuration ({'; '.join(exc.differences)})"
+            )
 
 
 def found_in(exc: BaseException, kinds: tuple[type[E], ...]) -> E | None:

@@ -14,6 +14,7 @@ from dealroom.cli._common import (
     add_secret_flag,
     positive_int,
     report_fresh_secret,
+    resume_error,
     run_secret,
     tier_list,
     usage_error,
@@ -126,16 +127,8 @@ def run(args: argparse.Namespace) -> int:
     with store:
         try:
             played, skipped = run_markets(store, plan, args.run, market_seller, resume=args.resume)
-        except RunExistsError as exc:
-            raise usage_error(
-                f"{args.out} already holds {exc.stored} markets of run {exc.run!r}: pass "
-                "--resume to continue it, or choose another --out or --run"
-            ) from None
-        except ConfigMismatchError as exc:
-            raise usage_error(
-                f"cannot resume run {exc.run!r} in {args.out}: it was recorded with a "
-                f"different configuration ({'; '.join(exc.differences)})"
-            ) from None
+        except (RunExistsError, ConfigMismatchError) as exc:
+            raise resume_error(exc, args.out, "markets") from None
         except MarketPlanError as exc:
             raise usage_error(str(exc)) from None
         records = (record for _, record in store.iter_markets(args.run))

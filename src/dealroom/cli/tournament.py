@@ -15,6 +15,7 @@ from dealroom.cli._common import (
     Commands,
     add_secret_flag,
     positive_int,
+    resume_error,
     run_secret,
     tier_list,
     usage_error,
@@ -263,16 +264,8 @@ def run_tournament(play: PlaySettings, run: RunSettings) -> int:
                 concurrency=run.llm_concurrency,
                 budget=budget,
             )
-        except RunExistsError as exc:
-            raise usage_error(
-                f"{run.out} already holds {exc.stored} negotiations of run {exc.run!r}: pass "
-                "--resume to continue it, or choose another --out or --run"
-            ) from None
-        except ConfigMismatchError as exc:
-            raise usage_error(
-                f"cannot resume run {exc.run!r} in {run.out}: it was recorded with a different "
-                f"configuration ({'; '.join(exc.differences)})"
-            ) from None
+        except (RunExistsError, ConfigMismatchError) as exc:
+            raise resume_error(exc, run.out, "negotiations") from None
         except KeyboardInterrupt:
             bar.close()
             sys.stderr.write(

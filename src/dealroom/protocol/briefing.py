@@ -92,11 +92,13 @@ def clock_rule(
 
 
 def timing(rules: Rules, clock: Literal["virtual", "wall"], who: str) -> str:
-    """How the clock moves, with each action's clock cost."""
+    """How the clock moves, with each action's clock cost (on the virtual clock)."""
+    if clock == "wall":
+        # Every move takes effect when it arrives (design.md, "Wall clock"): only thinking
+        # takes time, so no action costs are stated.
+        return "It is real time: it runs while you think, and each move takes effect at once."
     c = rules.costs
     costs = ", ".join(f"{noun(kind)} {c.of(kind):g} s" for kind in ACTION_TYPES)
-    if clock == "wall":
-        return f"It is real time: it runs while you think, and actions take time too ({costs})."
     return (
         f"It is virtual: it moves only as {who} act and wait ({costs}, plus "
         f"{rules.thinking.per_wake:g} s of thinking on your first action after each wait)."

@@ -33,7 +33,7 @@ from dealroom.protocol.market import (
     ThreadView,
 )
 from dealroom.protocol.observation import Observation
-from dealroom.protocol.outcome import Outcome, Status
+from dealroom.protocol.outcome import Outcome, Status, share
 from dealroom.protocol.referee import Referee
 
 
@@ -95,10 +95,6 @@ class MarketRecord(Model):
     def thread_events(self, buyer: str) -> tuple[Event, ...]:
         """``buyer``'s thread, as its own bilateral event log."""
         return tuple(entry.event for entry in self.log if entry.buyer == buyer)
-
-
-def _share(part: Decimal, whole: Decimal) -> float:
-    return round(float(part / whole), 6)
 
 
 class MarketReferee:
@@ -307,13 +303,13 @@ class MarketReferee:
         if winner is None or price is None:
             seller = buyer_surplus = zero
             efficiency: float | None = 0.0 if gains > 0 else None
-            allocative = share = None
+            allocative = seller_share = None
         else:
             value = market.value(winner)
             seller, buyer_surplus = price - cost, value - price
-            efficiency = _share(value - cost, gains) if gains > 0 else None
+            efficiency = share(value - cost, gains)
             allocative = value == best
-            share = _share(seller, gains) if gains > 0 else None
+            seller_share = share(seller, gains)
         return trusted(
             MarketOutcome,
             status="deal" if winner is not None else "no_deal",
@@ -327,7 +323,7 @@ class MarketReferee:
             buyer_surplus=buyer_surplus,
             efficiency=efficiency,
             allocative=allocative,
-            seller_share=share,
+            seller_share=seller_share,
             seller_ir_violation=seller < 0,
             buyer_ir_violation=buyer_surplus < 0,
             seller_actions=self._seller_actions,

@@ -62,8 +62,10 @@ class SeatOutcome(Model):
     """Your surplus: buyer value - price, or price - seller cost; 0 without a deal."""
 
 
-def _share(part: Decimal, whole: Decimal) -> float:
-    return round(float(part / whole), 6)
+def share(part: Decimal, whole: Decimal) -> float | None:
+    """``part`` as a share of ``whole`` (6 decimals), or None when there is nothing to share
+    (``whole`` <= 0): the one formula of every surplus share and efficiency."""
+    return round(float(part / whole), 6) if whole > 0 else None
 
 
 def score(
@@ -82,7 +84,6 @@ def score(
     deal = price is not None
     buyer_surplus = scenario.buyer_value - price if price is not None else Decimal("0.00")
     seller_surplus = price - scenario.seller_cost if price is not None else Decimal("0.00")
-    share_defined = deal and gains > 0
     # Every value comes from the validated scenario and the referee's validated state.
     return trusted(
         Outcome,
@@ -94,8 +95,8 @@ def score(
         gains=gains,
         buyer_surplus=buyer_surplus,
         seller_surplus=seller_surplus,
-        buyer_share=_share(buyer_surplus, gains) if share_defined else None,
-        seller_share=_share(seller_surplus, gains) if share_defined else None,
+        buyer_share=share(buyer_surplus, gains) if deal else None,
+        seller_share=share(seller_surplus, gains) if deal else None,
         efficiency=(1.0 if deal else 0.0) if gains > 0 else None,
         buyer_ir_violation=deal and buyer_surplus < 0,
         seller_ir_violation=deal and seller_surplus < 0,

@@ -25,21 +25,17 @@ from dealroom.protocol._base import Role
 from dealroom.protocol.arguments import DEFAULT_WAIT_S, MAX_WAIT_S
 from dealroom.protocol.briefing import OFFERS_RULE, clock_rule, situation
 from dealroom.protocol.errors import ErrorCode
-from dealroom.protocol.events import EndReason, Event, NegotiationEnded
 from dealroom.protocol.observation import LiveOffer, Observation
 from dealroom.protocol.outcome import SeatOutcome
 from dealroom.protocol.rules import Rules
 from dealroom.protocol.scenario import SeatView
-from dealroom.protocol.seat_text import ERROR_HINTS, news, seconds
-from dealroom.protocol.text import describe_event, money
+from dealroom.protocol.seat_text import ERROR_HINTS
+from dealroom.protocol.text import money
 from dealroom.protocol.tools import SEAT_TOOLS, ToolName
 from dealroom.protocol.wire import (
-    ActionResult,
     ClockKind,
-    SeatState,
     SessionErrorCode,
     ToolErrorPayload,
-    WaitResult,
 )
 
 Surface = Literal["web", "terminal"]
@@ -177,9 +173,12 @@ def forfeit_rule(rules: Rules) -> str:
 # -- the briefing -----------------------------------------------------------------------------
 
 
-def person_briefing(view: SeatView, rules: Rules, clock: ClockKind, surface: Surface) -> str:
+def person_briefing(
+    view: SeatView, rules: Rules, clock: ClockKind, surface: Surface, payment: str | None = None
+) -> str:
     """A person's briefing: the model's facts (``briefing.situation``, its rules) and how to act
-    on ``surface``. Only the seat's own value."""
+    on ``surface``. Only the seat's own value. ``payment``: how a study turns the score into
+    money (``PayoffRule.text``), stated where the score is."""
     moves = [
         f"- To make an offer, {_offer_control(surface)}.",
         f"- To take or turn down their live offer, {control('accept', surface)} or "
@@ -197,9 +196,10 @@ def person_briefing(view: SeatView, rules: Rules, clock: ClockKind, surface: Sur
             f"takes the seconds to wait, at most {MAX_WAIT_S:g} (default {DEFAULT_WAIT_S:g}); "
             "help lists the commands."
         )
+    paid = "" if payment is None else f"\nPayment: {payment}"
     return f"""You are the {view.role} in a one-item negotiation.
 
-{situation(view)}
+{situation(view)}{paid}
 
 Rules:
 - {OFFERS_RULE}
@@ -271,101 +271,6 @@ def observation_hint(
         surface=surface,
         can_start_next=can_start_next,
     )
-
-
-# -- replies ----------------------------------------------------------------------------------
-
-
-def reply(
-    result: ActionResult | WaitResult | SeatState,
-    role: Role,
-    currency: str,
-    *,
-    clock: ClockKind,
-    surface: Surface,
-) -> str:
-    """The text of a call's result for a person: what happened, their new moves, the clock,
-    the offers and the outcome once it ended (``seat_text.update_text``'s facts)."""
-    match result:
-        case SeatState():
-            o = result.observation
-            head = f"Negotiation {result.negotiation}: you are the {o.role}."
-            events, live, outcome = o.events, o.live_offers, o.outcome
-            now, left = o.now, o.time_left
-        case ActionResult() | WaitResult():
-            head = _head(result, clock, surface)
-            events, live, outcome = news(result.events, role), result.live_offers, result.outcome
-            now, left = result.now, result.time_left
-        case _:
-            assert_never(result)
-    lines = [head]
-    lines += [f"[{seconds(e.t)} s] {event_line(e, currency, role)}" for e in events]
-    lines.append(f"Clock: {seconds(now)} s, {seconds(max(left, 0.0))} s left.")
-    mine = next((o for o in live if o.by == role), None)
-    theirs = next((o for o in live if o.by != role), None)
-    if mine is not None:
-        lines.append(f"Your live offer: {money(mine.price, currency)}.")
-    if theirs is not None:
-        lines.append(f"Their live offer: {money(theirs.price, currency)}.")
-    if outcome is not None:
-        surplus = money(outcome.surplus, currency)
-        if outcome.price is None:
-            lines.append(f"No deal ({ending(outcome.end_reason)}); your surplus {surplus}.")
-        else:
-            lines.append(f"Deal at {money(outcome.price, currency)}; your surplus {surplus}.")
-    return "\n".join(lines)
-
-
-def ending(reason: EndReason) -> str:
-    """Why a negotiation ended, in a few words (the wire's ``EndReason`` is a code)."""
-    match reason:
-        case "accepted":
-            return "an offer was accepted"
-        case "deadline":
-            return "the deadline passed"
-        case "walk_away":
-            return "a side walked away"
-        case "forfeit":
-            return "a side forfeited after too many refused moves"
-        case "action_limit":
-            return "a side reached the most moves allowed"
-        case "sold_elsewhere":
-            return "the seller sold the item to another buyer"
-        case _:
-            assert_never(reason)
-
-
-def event_line(event: Event, currency: str, role: Role) -> str:
-    """One event for a person (``describe_event``, with the end's reason in words)."""
-    if isinstance(event, NegotiationEnded):
-        price = "" if event.price is None else f" at {money(event.price, currency)}"
-        return f"the negotiation ended: {ending(event.reason)}{price}"
-    return describe_event(event, currency, viewer=role)
-
-
-def _head(result: ActionResult | WaitResult, clock: ClockKind, surface: Surface) -> str:
-    match result:
-        case ActionResult():
-            if result.ok or result.error is None:
-                return "Done."
-            return refusal(result.error, surface)
-        case WaitResult():
-            match result.woke:
-                case "news":
-                    return "They moved."
-                case "timeout":
-                    return "No move from them in that time."
-                case "ended":
-                    return "The negotiation is over."
-                case "pending":
-                    if updates_itself(clock, surface):
-                        return "They are still deciding; their move will appear here."
-                    wait = control("wait_for_opponent", surface)
-                    return f"They are still deciding: {wait} again."
-                case _:
-                    assert_never(result.woke)
-        case _:
-            assert_never(result)
 
 
 # -- refusals ---------------------------------------------------------------------------------
@@ -453,14 +358,11 @@ __all__ = [
     "Surface",
     "control",
     "counts_toward_forfeit",
-    "ending",
-    "event_line",
     "forfeit_rule",
     "observation_hint",
     "person_briefing",
     "person_hint",
     "refusal",
-    "reply",
     "tool_names_in",
     "updates_itself",
 ]

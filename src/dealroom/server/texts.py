@@ -65,8 +65,14 @@ def seat_view_of(observation: Observation) -> SeatView:
 
 
 def people_briefing(
-    observation: Observation, rules: Rules, *, clock: ClockKind, surface: Surface
+    observation: Observation,
+    rules: Rules,
+    *,
+    clock: ClockKind,
+    surface: Surface,
+    payment: str | None = None,
 ) -> str:
     """The briefing a person reads on ``surface`` (``dealroom.protocol.people_text``): the
-    model's facts, the page's controls or the terminal's commands."""
-    return people_text.person_briefing(seat_view_of(observation), rules, clock, surface)
+    model's facts, the page's controls or the terminal's commands, and a study's payment."""
+    view = seat_view_of(observation)
+    return people_text.person_briefing(view, rules, clock, surface, payment)

@@ -28,9 +28,9 @@ from dealroom.protocol.model_seat import unthought, without_thinking
 from dealroom.training._chat import (
     ChatAssistantMessage,
     ChatCompletion,
+    ChatFunction,
     ChatToolCall,
     JsonObject,
-    arguments_text,
     json_list,
     json_object,
 )
@@ -118,41 +118,70 @@ class ChatModel:
                 raise Cancelled
         new = output[0][prompt_tokens:].tolist()
         prompt = inputs["input_ids"][0].tolist()
-        reply = self._parse(new, prompt, thinking)
+        reply = parse_reply(self.tokenizer, new, prompt, thinking)
         return _completion(self.name, n, reply, prompt_tokens, len(new))
 
-    def _parse(
-        self, ids: list[int], prompt: list[int], thinking: bool | None
-    ) -> ChatAssistantMessage:
-        try:
-            parsed = self.tokenizer.parse_response(ids, prefix=prompt)
-        except Exception:  # a malformed call reads as text, as it would from any API
-            parsed = {"content": self.tokenizer.decode(ids, skip_special_tokens=True)}
-        content = str(parsed.get("content") or "")
-        message: ChatAssistantMessage = {
-            "role": "assistant",
-            "content": without_thinking(content) if thinking is False else content,
-        }
-        reasoning = parsed.get("reasoning_content")
-        if thinking is not False and isinstance(reasoning, str) and reasoning.strip():
-            message["reasoning_content"] = reasoning.strip()
-        calls: list[ChatToolCall] = []
-        for i, call in enumerate(parsed.get("tool_calls") or []):
-            function = call.get("function", call)
-            calls.append(
-                {
-                    "id": f"call_{i}",
-                    "type": "function",
-                    "function": {
-                        "name": str(function.get("name", "")),
-                        "arguments": arguments_text(function.get("arguments", {})),
-                    },
-                }
-            )
-        if calls:
-            message["tool_calls"] = calls
-            message["content"] = message["content"] or None
-        return message
+
+CALL_OPEN = "<tool_call>"
+"""Where a call starts in the text of a Hermes-style template (Qwen2.5, Qwen3, the demo)."""
+
+
+def parse_reply(
+    tokenizer: Any, ids: list[int], prompt: list[int], thinking: bool | None
+) -> ChatAssistantMessage:
+    """The assistant message of generated ``ids`` after ``prompt``, read as vLLM 0.32 reads
+    it (``--tool-call-parser hermes``; ``--reasoning-parser qwen3`` when thinking), held to
+    its recorded answers by ``tests/training/test_vllm_parity.py`` (docs/training.md, "One
+    parser"): the calls the template's response parser (TRL's) reads, and a call cut off
+    after its complete JSON; a call without a name or without arguments makes the whole reply
+    text; arguments are the JSON of what the model wrote (a string stays a string); the
+    content is the text before the first call, None when blank. The think block is
+    ``reasoning_content``, kept unless ``thinking`` is False."""
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    try:
+        parsed = tokenizer.parse_response(ids, prefix=prompt)
+    except Exception:  # a malformed call reads as text, as it does on vLLM
+        parsed = {"content": text}
+    found = list(parsed.get("tool_calls") or []) or _cut_call(text)
+    functions = [_function(call) for call in found]
+    read = [f for f in functions if f is not None]
+    reasoning = parsed.get("reasoning_content")
+    calls: list[ChatToolCall] = []
+    if not read or len(read) < len(functions):
+        content = text if found else str(parsed.get("content") or "")
+    else:
+        content = text.split(CALL_OPEN, 1)[0]
+        calls = [{"id": f"call_{i}", "type": "function", "function": f} for i, f in enumerate(read)]
+    content = without_thinking(content) if thinking is False or reasoning else content
+    message: ChatAssistantMessage = {"role": "assistant", "content": content.strip()}
+    if thinking is not False and isinstance(reasoning, str) and reasoning.strip():
+        message["reasoning_content"] = reasoning.replace(tokenizer.eos_token or "\0", "").strip()
+    if calls:
+        message["tool_calls"] = calls
+        message["content"] = message["content"] or None
+    return message
+
+
+def _function(call: object) -> ChatFunction | None:
+    """A parsed call as the wire's function: None without a name or without arguments."""
+    fields = json_object(call) or {}
+    function = json_object(fields.get("function")) or fields
+    name, arguments = function.get("name"), function.get("arguments")
+    if not isinstance(name, str) or not name or "arguments" not in function:
+        return None
+    return {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
+
+
+def _cut_call(text: str) -> list[object]:
+    """A call whose end tag was cut off (by max_tokens) after its complete JSON object."""
+    _, sep, tail = text.rpartition(CALL_OPEN)
+    if not sep or "</tool_call>" in tail:
+        return []
+    try:
+        call = json.loads(tail)
+    except ValueError:
+        return []
+    return [call] if isinstance(call, dict) else []
 
 
 def _stop_when(cancelled: Callable[[], bool]) -> Any:

@@ -5,6 +5,7 @@ other side, on the virtual clock the briefing says which button waits."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,12 @@ def read_by_a_person(texts: list[str], clock: ClockKind) -> None:
     for text in texts:
         assert people_text.tool_names_in(text) == [], text
         assert "get_state" not in text and ": reason" not in text
+        # No machine text: no offer ids, no clock milliseconds ("0:12", not "[12.001 s]").
+        assert not re.search(r"\(o\d+\)|\d\.\d{3} s|\[\d", text), text
         if clock == "wall":
             assert "Wait for the other side" not in text and "hear from" not in text, text
+            # Every move takes effect at once on the wall clock: no action costs are stated.
+            assert not re.search(r"(offer|message|accept|reject)\w* \d+(\.\d+)? s\b", text), text
 
 
 class Page:

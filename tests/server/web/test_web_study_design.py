@@ -121,6 +121,7 @@ async def test_a_participant_is_assigned_quizzed_practises_plays_and_answers_the
         practice = await get()
         assert practice["kind"] == "seat" and practice["practice"]
         assert (practice["negotiation"], practice["negotiations"]) == (1, 1)
+        assert "Payment: this is an unpaid practice negotiation" in practice["briefing"]
         assert await call("make_offer", price=5.0)
         assert (await call("wait_for_opponent", timeout_s=30))["result"]["outcome"]
         moved = await call("new_negotiation")
@@ -128,6 +129,7 @@ async def test_a_participant_is_assigned_quizzed_practises_plays_and_answers_the
         paid = await get()
         assert not paid["practice"] and paid["room"] != practice["room"]
         assert paid["negotiation"] == 1 and paid["completion"] is None
+        assert "practice" not in paid["briefing"]
         await call("make_offer", price=6.0)
         await call("wait_for_opponent", timeout_s=30)
         final = await get()

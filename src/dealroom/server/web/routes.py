@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from dealroom.protocol import SessionErrorCode, people_text, seat_text
+from dealroom.protocol import SessionErrorCode, people_log, people_text, seat_text
 from dealroom.protocol.study_design import StepRefusal, StepRefused
 from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
@@ -457,7 +457,7 @@ async def _call(seat: RoomSeat, name: str, arguments: dict[str, Any]) -> dict[st
     except (ArgumentError, CallRefused) as refusal:
         return _refused(refusal.payload)
     role, currency = await seat.viewer()
-    text = people_text.reply(result, role, currency, clock=seat.room.settings.clock, surface="web")
+    text = people_log.reply(result, role, currency, clock=seat.room.settings.clock, surface="web")
     return {"text": text, "result": result.model_dump(mode="json")}
 
 

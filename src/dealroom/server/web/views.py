@@ -34,10 +34,17 @@ from dealroom.protocol import (
     Scenario,
     SeriesResult,
     Status,
+    people_log,
     people_text,
 )
 from dealroom.protocol.events import EndReason
-from dealroom.protocol.study import PlayedNegotiation, StudyCompletion, presence_rule, waiting_rule
+from dealroom.protocol.study import (
+    PlayedNegotiation,
+    StudyCompletion,
+    StudyRequest,
+    presence_rule,
+    waiting_rule,
+)
 from dealroom.protocol.study_design import QuizQuestionShown
 from dealroom.protocol.study_quiz import shown_questions
 from dealroom.protocol.text import shown_event
@@ -109,6 +116,9 @@ class SeatPageView(View):
     """What the seat's MCP tools would show now (its own value; never the other side's)."""
     briefing: str
     hint: str
+    log: tuple[str, ...]
+    """What happened, a line per event in a person's words (``people_log.event_lines``: clock
+    minutes and seconds, no offer ids); it only grows during a negotiation."""
     can_start_next: bool
     """The page may offer *Next negotiation* now."""
     series_over: bool
@@ -206,6 +216,19 @@ def spectator_result(scenario: Scenario, outcome: Outcome) -> SpectatorResult:
     )
 
 
+def _payment(request: StudyRequest, *, practice: bool) -> str | None:
+    """How the study pays, in the participant's briefing (its payoff rule in words); a
+    practice negotiation says that it is not paid."""
+    if request.payoff is None:
+        return None
+    if practice:
+        return (
+            "this is an unpaid practice negotiation: it does not count towards your payment. "
+            + request.payoff.text(request.negotiations)
+        )
+    return request.payoff.text(request.negotiations)
+
+
 def seat_page_view(
     room: Room, role: Role, observation: Observation, ticket: Ticket | None = None
 ) -> SeatPageView:
@@ -241,10 +264,21 @@ def seat_page_view(
             update={"events": tuple(map(shown_event, observation.events))}
         ),
         briefing=texts.people_briefing(
-            observation, room.settings.rules, clock=room.settings.clock, surface="web"
+            observation,
+            room.settings.rules,
+            clock=room.settings.clock,
+            surface="web",
+            payment=None
+            if study is None
+            else _payment(study.request, practice=room.id in study.phases.practice_rooms),
         ),
         hint=people_text.observation_hint(
             observation, clock=room.settings.clock, surface="web", can_start_next=can_next
+        ),
+        log=tuple(
+            people_log.event_lines(
+                observation.events, observation.scenario.currency, observation.role
+            )
         ),
         can_start_next=can_next,
         series_over=over,

@@ -163,12 +163,19 @@ const DR = (() => {
       .filter((m) => m.text);
   }
 
-  function clock(view, id) {
+  // Clock time as a person reads it, as the server writes it (people_log.clock_time): "1:05".
+  function clockTime(t) {
+    const whole = Math.max(Math.floor(Number(t)), 0);
+    return Math.floor(whole / 60) + ":" + String(whole % 60).padStart(2, "0");
+  }
+
+  function clock(view, id, format) {
     const deadline = view.scenario ? view.scenario.deadline : view.observation.scenario.deadline;
     const now = view.now !== undefined ? view.now : view.observation.now;
-    text(id + "-text", seconds(now) + " of " + seconds(deadline) + (view.clock === "virtual" ? " (virtual clock)" : " (wall clock)"));
+    const at = format || seconds;
+    text(id + "-text", at(now) + " of " + at(deadline) + (view.clock === "virtual" ? " (virtual clock)" : " (wall clock)"));
     document.getElementById(id + "-bar").style.width = Math.min(100, (100 * now) / deadline) + "%";
   }
 
-  return { token, api, beacon, stream, el, fill, text, money, seconds, describe, messages, clock };
+  return { token, api, beacon, stream, el, fill, text, money, seconds, clockTime, describe, messages, clock };
 })();

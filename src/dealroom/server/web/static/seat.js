@@ -6,7 +6,7 @@
 "use strict";
 
 (() => {
-  const { el, money, seconds } = DR;
+  const { el, money, clockTime } = DR;
   const { setText, show, refocus, announce, instructions, outcomeText } = DR.seat;
   const byId = (id) => document.getElementById(id);
   const HEADINGS = {
@@ -101,10 +101,12 @@
     const key = v.room + "/" + v.negotiation;
     if (!seen || seen.key !== key) {
       if (was !== null) lines.push("Negotiation " + v.negotiation + " has started.");
-      seen = { key, offers: new Set(), ended: false, first: true, events: 0, messages: 0 };
+      seen = { key, offers: new Set(), ended: false, first: true, events: 0, log: 0, messages: 0 };
       for (const id of ["offer-price", "offer-message", "message"]) byId(id).value = "";
       byId("events").replaceChildren();
       byId("messages").replaceChildren();
+      byId("replies").replaceChildren();  // a new negotiation starts a new log
+      byId("refusals").replaceChildren();
       setText("notice", "");
     }
     header(v);
@@ -117,7 +119,9 @@
         { label: mine, value: Number(o.private_value), cls: v.role === "buyer" ? "value" : "cost" },
       ],
     });
-    DR.clock(v, "clock");
+    DR.clock(v, "clock", clockTime);
+    // On a phone the chart (and its clock) is below the controls: the time left is here too.
+    setText("time-left", clockTime(Math.max(s.deadline - o.now, 0)) + " left");
     setText("hint", v.hint);
     const over = Boolean(o.outcome);
     const theirs = o.live_offers.find((offer) => offer.by !== v.role);
@@ -125,19 +129,20 @@
     const hadFocus = byId("their-offer").contains(document.activeElement);
     show("their-offer", offerShown);
     if (offerShown) {
-      setText("live-offer", "Their live offer: " + money(theirs.price, cur) + " (" + theirs.offer_id + ")");
+      setText("live-offer", "Their live offer: " + money(theirs.price, cur));
       byId("live-offer").dataset.offer = theirs.offer_id;
       setText("accept", "Accept " + money(theirs.price, cur));
     } else if (hadFocus) {
       refocus("move-heading", true);
     }
     lines.push(...news(v, o, cur));
-    append("events", o.events, seen.events, (e) =>
-      el("li", {}, el("span", { class: "t", text: seconds(e.t) }), DR.describe(e, cur, v.role)));
+    // The server writes the log in a person's words (people_log.event_lines).
+    append("events", v.log, seen.log, (line) => el("li", {}, line));
     seen.events = o.events.length;
+    seen.log = v.log.length;
     const said = DR.messages(o.events);
     append("messages", said, seen.messages, (m) =>
-      el("li", { class: m.by || "" }, el("span", { class: "t", text: seconds(m.t) + " " + (m.by === v.role ? "you" : m.by) }), m.text));
+      el("li", { class: m.by || "" }, el("span", { class: "t", text: clockTime(m.t) + " " + (m.by === v.role ? "you" : m.by) }), m.text));
     seen.messages = said.length;
     setText("briefing", v.briefing);
     setText("outcome", over ? (v.partner_left || outcomeText(o.outcome, cur, o.events, v.role)) +
