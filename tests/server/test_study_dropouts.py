@@ -22,7 +22,7 @@ from mcp_support import ADMIN, http_server, tls
 from test_study import SECRET, registry
 
 from dealroom.cli import UsageError, build_parser
-from dealroom.cli.study import study_request
+from dealroom.cli._study_flags import study_request
 from dealroom.protocol import MakeOffer
 from dealroom.protocol.study import (
     CLOSE_GRACE_S,

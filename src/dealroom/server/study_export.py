@@ -30,15 +30,19 @@ from dealroom.protocol.events import (
     OfferWithdrawn,
     WalkedAway,
 )
-from dealroom.protocol.study import (
+from dealroom.protocol.study import paid_negotiations
+from dealroom.protocol.study_quiz import quiz_questions, wrong_answers
+from dealroom.protocol.study_rows import (
+    AnswerRow,
     EventRow,
     NegotiationRow,
     PageEventRow,
     PaymentRow,
-    paid_negotiations,
+    QuizRow,
 )
 from dealroom.protocol.text import shown
 from dealroom.server.study import Study
+from dealroom.server.study_codebook import WIDE, CodebookRow, codebook_rows
 from dealroom.server.study_people import Participant
 from dealroom.store.results import StoredNegotiation
 
@@ -60,6 +64,9 @@ def payment_rows(study: Study) -> list[PaymentRow]:
                 study=study.id,
                 participant=who.label,
                 state=study.state(who),
+                treatment=who.treatment,
+                quiz_attempts=len(who.quiz),
+                practice=len(who.practice),
                 negotiations=study.played(who),
                 total_surplus=who.total_surplus,
                 paid="" if payoff is None else ";".join(str(n) for n in payoff.paid),
@@ -140,7 +147,88 @@ def event_rows(study: Study, stored: Iterable[StoredNegotiation]) -> list[EventR
     return rows
 
 
-Export = Literal["negotiations", "payments", "page_events", "events", "bonus"]
+def quiz_rows(study: Study) -> list[QuizRow]:
+    """Every attempt at the study's quiz, participant by participant."""
+    rows: list[QuizRow] = []
+    for who in study.participants.values():
+        questions = quiz_questions(study.request, who.treatment)
+        for n, attempt in enumerate(who.quiz, 1):
+            wrong = wrong_answers(questions, attempt.answers)
+            rows.append(
+                QuizRow(
+                    study=study.id,
+                    participant=who.label,
+                    treatment=who.treatment,
+                    attempt=n,
+                    at=_utc(attempt.at),
+                    answers=";".join(map(str, attempt.answers)),
+                    wrong=";".join(map(str, wrong)),
+                    passed=attempt.passed,
+                )
+            )
+    return rows
+
+
+def answer_rows(study: Study) -> list[AnswerRow]:
+    """Every answer to the study's questionnaire, participant by participant."""
+    return [
+        AnswerRow(
+            study=study.id,
+            participant=who.label,
+            treatment=who.treatment,
+            question=question,
+            answer=answer,
+            answered_at=_utc(who.answered_at or 0.0),
+        )
+        for who in study.participants.values()
+        for question, answer in (who.answers or {}).items()
+    ]
+
+
+def participants_text(study: Study) -> str:
+    """The wide file, one row per participant: their ``payments.csv`` row, then for each
+    negotiation i of the series its ``WIDE`` columns (``n<i>_role``, ...; empty where they did
+    not play it), whether they passed the quiz, and one ``q_<name>`` column per question of
+    the questionnaire."""
+    negotiations = {
+        (row.participant, row.negotiation): row
+        for row in negotiation_rows(study)
+        if not row.practice
+    }
+    series = range(1, study.request.negotiations + 1)
+    form = [q.name for q in study.request.design.questionnaire]
+    head = [
+        *PaymentRow.model_fields,
+        *(f"n{i}_{column}" for i in series for column in WIDE),
+        "quiz_passed",
+        *(f"q_{name}" for name in form),
+    ]
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(head)
+    for payment in payment_rows(study):
+        who = study.participants[payment.participant]
+        cells = [getattr(payment, name) for name in PaymentRow.model_fields]
+        for i in series:
+            row = negotiations.get((payment.participant, i))
+            cells += [None if row is None else getattr(row, column) for column in WIDE]
+        cells.append(None if study.request.design.quiz is None else who.passed_quiz)
+        cells += [(who.answers or {}).get(name) for name in form]
+        writer.writerow([_cell(value) for value in cells])
+    return out.getvalue()
+
+
+Export = Literal[
+    "negotiations",
+    "payments",
+    "participants",
+    "page_events",
+    "events",
+    "bonus",
+    "quiz",
+    "answers",
+    "codebook",
+]
 EXPORTS: tuple[Export, ...] = get_args(Export)
 """The exports by name (``<name>.csv``)."""
 
@@ -165,6 +253,14 @@ def export_csv(study: Study, name: Export, stored: Iterable[StoredNegotiation] =
             return csv_text(EventRow, event_rows(study, stored))
         case "bonus":
             return bonus_text(study)
+        case "participants":
+            return participants_text(study)
+        case "codebook":
+            return csv_text(CodebookRow, codebook_rows())
+        case "quiz":
+            return csv_text(QuizRow, quiz_rows(study))
+        case "answers":
+            return csv_text(AnswerRow, answer_rows(study))
         case _:
             assert_never(name)
 
@@ -205,9 +301,11 @@ def _cell(value: Any) -> str:
 def _negotiations(study: Study, who: Participant) -> list[NegotiationRow]:
     rule = study.request.payoff
     rows: list[NegotiationRow] = []
-    for played in who.results:
+    for played in (*who.practice, *who.results):
         result, outcome = played.result, played.result.outcome
         pays = _pays(study, who, result.negotiation)
+        if played.practice:  # never pays
+            pays = None if rule is None else False
         at = (played.room, played.room_negotiation)
         events = [event for _, event, room, number in who.page if (room, number) == at]
         rows.append(
@@ -215,6 +313,8 @@ def _negotiations(study: Study, who: Participant) -> list[NegotiationRow]:
                 study=study.id,
                 participant=who.label,
                 negotiation=result.negotiation,
+                treatment=played.treatment,
+                practice=played.practice,
                 role=played.role,
                 counterpart=played.counterpart,
                 room=played.room,
@@ -229,11 +329,12 @@ def _negotiations(study: Study, who: Participant) -> list[NegotiationRow]:
                 status=outcome.status,
                 end_reason=outcome.end_reason,
                 end_time_s=round(outcome.time, 3),
+                ended_at=None if played.ended_at is None else _utc(played.ended_at),
                 price=outcome.price,
                 surplus=outcome.surplus,
                 pays=pays,
                 payoff=None
-                if rule is None or not pays
+                if rule is None or pays is not True
                 else (rule.exchange_rate * outcome.surplus).quantize(CENT, ROUND_HALF_UP),
                 page_opens=events.count("open"),
                 page_hidden=events.count("hidden"),
@@ -259,7 +360,7 @@ def _seated(study: Study, key: str) -> dict[str, str]:
     """Who sat in each seat of a stored negotiation of the study, by role: a participant's
     label, or (opposite a participant) the house agent's spec."""
     for who in study.participants.values():
-        for played in who.results:
+        for played in (*who.practice, *who.results):
             if played.key == key:
                 other = "seller" if played.role == "buyer" else "buyer"
                 return {played.role: who.label, other: played.counterpart}

@@ -9,7 +9,7 @@ import time
 from dealroom.protocol.study import PlayedNegotiation
 from dealroom.server.journal import Op
 from dealroom.server.study import Study
-from dealroom.server.study_people import Ended, Joined
+from dealroom.server.study_people import Ended, Joined, QuizAttempt
 
 
 def replay_entry(study: Study, op: Op) -> None:
@@ -35,7 +35,22 @@ def replay_entry(study: Study, op: Op) -> None:
         case ["queue", label, since]:
             study.participants[label].waiting_since = float(since)
         case ["result", label, data]:
-            study.participants[label].results.append(PlayedNegotiation.model_validate(data))
+            played = PlayedNegotiation.model_validate(data)
+            who = study.participants[label]
+            (who.practice if played.practice else who.results).append(played)
+        case ["treatment", label, name]:
+            study.phases.set_treatment(study.participants[label], str(name))
+        case ["quiz", label, answers, passed, when]:
+            attempt = QuizAttempt(float(when), tuple(int(a) for a in answers), bool(passed))
+            study.participants[label].quiz.append(attempt)
+        case ["practice_seat", label, room_id, role]:
+            study.phases.seat_practice(study.participants[label], str(room_id), role)
+        case ["practice_done", label]:
+            study.participants[label].practice_done = True
+        case ["answers", label, answers, when]:
+            who = study.participants[label]
+            who.answers = {str(k): str(v) for k, v in dict(answers).items()}
+            who.answered_at = float(when)
         case ["page", label, event, when, room_id, number]:
             who = study.participants[label]
             who.page.append((float(when), event, room_id, None if number is None else int(number)))
@@ -61,10 +76,20 @@ def journal_entries(study: Study) -> list[Op]:
             ops.append(["opened", who.label])
         if who.agreed is not None:
             ops.append(["consent", who.label, who.agreed])
+        if who.treatment is not None:
+            ops.append(["treatment", who.label, who.treatment])
+        ops += [["quiz", who.label, list(q.answers), q.passed, q.at] for q in who.quiz]
+        if who.practice_seat is not None:
+            ops.append(["practice_seat", who.label, *who.practice_seat])
     for room_id, seats in study.rooms.items():  # in the order they were seated
         ops.append(["seat", room_id, dict(seats), study.spectators.get(room_id)])
     for who in people:
-        ops += [["result", who.label, p.model_dump(mode="json")] for p in who.results]
+        played = [*who.practice, *who.results]
+        ops += [["result", who.label, p.model_dump(mode="json")] for p in played]
+        if who.practice_done:
+            ops.append(["practice_done", who.label])
+        if who.answers is not None:
+            ops.append(["answers", who.label, dict(who.answers), who.answered_at])
         ops += [["page", who.label, e, when, at, n] for when, e, at, n in who.page]
         if who.waiting_since is not None:  # after their seats, which end a wait
             ops.append(["queue", who.label, who.waiting_since])

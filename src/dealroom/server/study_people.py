@@ -15,10 +15,18 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from dealroom.protocol import Role
+import anyio
+import structlog
+
+from dealroom.protocol import Role, WalkAway
 from dealroom.protocol.study import CLOSE_GRACE_S, PageEvent, PlayedNegotiation
+
+if TYPE_CHECKING:
+    from dealroom.server.study import Study
+
+log = structlog.stdlib.get_logger(__name__)
 
 PRESENT_S = 15.0
 """Seconds since a participant's page was last heard from within which they can be matched
@@ -29,7 +37,7 @@ PRESENT_S = 15.0
 class Ended:
     """How a participant's part ended early (pairs)."""
 
-    state: Literal["timed_out", "dropped"]
+    state: Literal["timed_out", "dropped", "quiz_failed"]
     at: float
     """When (Unix time)."""
     room: str | None = None
@@ -50,6 +58,16 @@ class Joined:
     token: str
     """Their seat-page token, kept (in the study's private journal too) so that a visit with
     the same label again goes back to the same participant."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuizAttempt:
+    """One attempt at a study's quiz."""
+
+    at: float
+    """When (Unix time)."""
+    answers: tuple[int, ...]
+    passed: bool
 
 
 @dataclass(slots=True)
@@ -81,6 +99,19 @@ class Participant:
     """When their page reported ``close``, while it has not opened again."""
     joined: Joined | None = None
     """How they joined through the study's URL; None for an invited participant."""
+    treatment: str | None = None
+    """Their treatment, assigned when they took part (a study with treatments)."""
+    quiz: list[QuizAttempt] = field(default_factory=list["QuizAttempt"])
+    """Their attempts at the study's quiz, in order."""
+    practice_seat: tuple[str, Role] | None = None
+    """Their practice room and seat, once it is opened."""
+    practice: list[PlayedNegotiation] = field(default_factory=list[PlayedNegotiation])
+    """Their finished practice negotiations (unpaid), in order."""
+    practice_done: bool = False
+    """They moved on from practice to the negotiations that pay."""
+    answers: dict[str, str] | None = None
+    """Their answers to the study's questionnaire, once sent."""
+    answered_at: float | None = None
 
     def present(self, now: float) -> bool:
         """Their page is open and was heard from lately: they can be matched."""
@@ -90,6 +121,10 @@ class Participant:
         """Their page has been closed past the grace, or silent for ``silent_s``."""
         closed = self.closed_at is not None and now - self.closed_at >= CLOSE_GRACE_S
         return closed or now - self.heard >= silent_s
+
+    @property
+    def passed_quiz(self) -> bool:
+        return any(attempt.passed for attempt in self.quiz)
 
     @property
     def currency(self) -> str:
@@ -104,3 +139,35 @@ class Participant:
     @property
     def buyer_times(self) -> int:
         return sum(role == "buyer" for _, role in self.seats)
+
+
+def first_pair(waiting: list[Participant]) -> tuple[Participant, Participant] | None:
+    """The first two of one treatment in ``waiting`` (those who waited longest first): a pair
+    study matches within a treatment."""
+    first: dict[str | None, Participant] = {}
+    for who in waiting:
+        if (other := first.get(who.treatment)) is not None:
+            return other, who
+        first[who.treatment] = who
+    return None
+
+
+async def check_presence(study: Study, who: Participant, now: float) -> None:
+    """The reaper's look at a pair participant who has not finished: gone (they leave the study;
+    an open negotiation of theirs ends, the server walking away for them), or waiting past the
+    study's limit (timed out)?"""
+    limit = study.request.max_wait_s
+    if who.gone(now, study.request.dropout_s):
+        current = None if who.waiting_since is not None else study.current(who)
+        if current is not None and current[0].current.is_open:
+            room, role = current
+            study.end(who, Ended("dropped", now, room.id, room.current.number))
+            with anyio.move_on_after(5):  # the negotiation ends for their partner
+                try:
+                    await room.current.act(role, WalkAway())
+                except Exception as exc:  # it ended meanwhile, or cannot end now
+                    log.info("left seat not walked away", study=study.id, error=str(exc))
+        else:
+            study.end(who, Ended("dropped", now))
+    elif who.waiting_since is not None and now - who.waiting_since >= (limit or float("inf")):
+        study.end(who, Ended("timed_out", now))

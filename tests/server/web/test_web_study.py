@@ -21,7 +21,7 @@ import pytest
 from mcp_support import ADMIN, HttpServer, http_server, tls
 
 from dealroom.cli import main as cli_main
-from dealroom.protocol.study import EventRow, NegotiationRow, PageEventRow, PaymentRow
+from dealroom.protocol.study_rows import EventRow, NegotiationRow, PageEventRow, PaymentRow
 from dealroom.server import study_export
 from dealroom.store.results import ResultsStore
 
@@ -89,7 +89,7 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
         view = (await http.get(f"{server.url}/web/api/study", headers=auth(study))).json()
         assert view["states"] == {
             "invited": 2, "consenting": 0, "waiting": 0, "playing": 0, "done": 0,
-            "timed_out": 0, "dropped": 0,
+            "timed_out": 0, "dropped": 0, "quiz_failed": 0,
         }  # fmt: skip
 
         # p01 (buyer) plays both negotiations; p02 (seller) one, and reloads their page once
@@ -154,6 +154,22 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
         assert "never overwritten" in capsys.readouterr().err
         assert (out / "s1-events.csv").read_text() == "an earlier export"
         assert not (out / "s1-payments.csv").exists()  # refused before anything was written
+        cited = tmp_path / "cited"
+        cited.mkdir()
+        argv = ["study", "export", "--server", url, "--out", str(cited), "--with-secret", "s1"]
+        assert await anyio.to_thread.run_sync(cli_main, argv) == 0
+        config = json.loads((cited / "s1-config.json").read_text())
+        assert config["secret"] == SECRET and config["payoff"]["currency"] == "EUR"
+        assert stat.S_IMODE(os.stat(cited / "s1-config.json").st_mode) == 0o600
+        codebook = rows((cited / "s1-codebook.csv").read_text())
+        assert {"file", "column", "type", "description"} == set(codebook[0])
+        assert (
+            await http.get(f"{url}/web/api/study/config.csv", headers=auth(study))
+        ).status_code == 404
+        # the study page's token never reads the secret
+        assert (
+            await http.get(f"{url}/admin/studies/s1/config.json", headers=auth(study))
+        ).status_code == 401
 
     negotiations = rows(exports["negotiations"].text)
     assert list(negotiations[0]) == list(NegotiationRow.model_fields)
@@ -276,7 +292,7 @@ async def test_links_that_cannot_be_written_are_printed_not_lost(
     def full_disk(path: Path, text: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("dealroom.cli.study._write_private", full_disk)
+    monkeypatch.setattr("dealroom.cli.study.write_private", full_disk)
     async with http_server(tmp_path) as server:
         argv = [
             *("study", "create", "--server", server.url, "--id", "s3", "--count", "2"),

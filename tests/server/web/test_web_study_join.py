@@ -18,7 +18,7 @@ import pytest
 from mcp_support import ADMIN, http_server, tls
 
 from dealroom.cli import main as cli_main
-from dealroom.protocol.study import PaymentRow
+from dealroom.protocol.study_rows import PaymentRow
 from dealroom.store.results import ResultsStore
 
 pytestmark = pytest.mark.anyio

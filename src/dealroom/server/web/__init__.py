@@ -11,11 +11,13 @@ tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in
     POST /web/api/seat/call             one tool call                       seat token
     POST /web/api/seat/consent          agree to the experiment's consent   seat token
     POST /web/api/seat/page             a page event (open, hidden, close)  seat token
+    POST /web/api/seat/quiz             a study's quiz: one attempt         seat token
+    POST /web/api/seat/form             a study's questionnaire: answers    seat token
     GET  /web/api/runs[/RUN]            runs, or one run's progress+board   admin token
     GET  /web/study#token=STUDY         a study's page (participants, live; its CSV exports)
     GET  /web/api/study[/events]        a study's view (JSON, or live)      study token
     GET  /web/api/study/NAME.csv        a study's export                    study token
-    POST /admin/studies, GET /admin/studies/STUDY[/NAME.csv]               admin token
+    POST /admin/studies, GET /admin/studies/STUDY[/NAME.csv|/config.json]  admin token
 
 Pages carry no data and no token: the script reads the token from the link's fragment (which a
 browser never sends) and sends it as ``Authorization: Bearer``. Every page is served with a
@@ -111,6 +113,8 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     app.custom_route("/web/api/seat/call", methods=["POST"])(api.call)
     app.custom_route("/web/api/seat/consent", methods=["POST"])(api.consent)
     app.custom_route("/web/api/seat/page", methods=["POST"])(api.page)
+    app.custom_route("/web/api/seat/quiz", methods=["POST"])(api.quiz)
+    app.custom_route("/web/api/seat/form", methods=["POST"])(api.form)
     app.custom_route("/web/api/runs", methods=["GET"])(tournaments.runs)
     app.custom_route("/web/api/runs/{run}", methods=["GET"])(tournaments.run)
     app.custom_route("/web/study/{study}/join", methods=["GET"])(studies.join)
@@ -119,4 +123,5 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     app.custom_route("/web/api/study/{name}.csv", methods=["GET"])(studies.export)
     app.custom_route("/admin/studies", methods=["POST"])(studies.create)
     app.custom_route("/admin/studies/{study}", methods=["GET"])(studies.show)
+    app.custom_route("/admin/studies/{study}/config.json", methods=["GET"])(studies.config)
     app.custom_route("/admin/studies/{study}/{name}.csv", methods=["GET"])(studies.admin_export)

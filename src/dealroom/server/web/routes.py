@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from dealroom.protocol import SessionErrorCode, people_log, people_text, seat_text
+from dealroom.protocol.study_design import StepRefusal, StepRefused
 from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.gone import while_connected
@@ -284,6 +285,53 @@ class WebApi:
         log.info("page event", page=event, **({} if seat is None else seat.log_context))
         return Response(status_code=204, headers=NO_STORE)
 
+    async def _participant(self, request: Request) -> Ticket | Response:
+        """A study participant's token and the JSON object its request carries."""
+        person = self._seat(request, arrive=False)
+        if isinstance(person, Response):
+            return person
+        if person.ticket is None or person.ticket.who is None:
+            return error(400, "this is a study participant's request")
+        return person.ticket
+
+    async def quiz(self, request: Request) -> Response:
+        """POST /web/api/seat/quiz ``{"answers": [choice, ...]}``: one attempt at the study's
+        quiz (choices numbered from 0, one per question, in the page's order)."""
+        ticket = await self._participant(request)
+        if isinstance(ticket, Response):
+            return ticket
+        answers = (await _object(request)).get("answers")
+        if not isinstance(answers, list) or not all(
+            isinstance(a, int) and not isinstance(a, bool) for a in cast("list[object]", answers)
+        ):
+            message = "answers: a list of choice numbers (from 0)"
+            return _step_refused(StepRefused(StepRefusal.BAD_ANSWERS, message))
+        assert ticket.who is not None
+        result = ticket.study.phases.attempt(ticket.who, cast("list[int]", answers))
+        if isinstance(result, StepRefused):
+            return _step_refused(result)
+        ticket.study.arrive(ticket.who)  # passed: on to practice, or the study
+        return JSONResponse(result.model_dump(mode="json"), headers=NO_STORE)
+
+    async def form(self, request: Request) -> Response:
+        """POST /web/api/seat/form ``{"answers": {name: text}}``: the study's questionnaire."""
+        ticket = await self._participant(request)
+        if isinstance(ticket, Response):
+            return ticket
+        answers = (await _object(request)).get("answers")
+        if not isinstance(answers, dict) or not all(
+            isinstance(v, str) for v in cast("dict[str, object]", answers).values()
+        ):
+            message = "answers: an object of question names and texts"
+            return _step_refused(StepRefused(StepRefusal.BAD_ANSWERS, message))
+        study, who = ticket.study, ticket.who
+        assert who is not None
+        answered = cast("dict[str, str]", answers)
+        refused = study.phases.answer(who, answered, over=study.over(who))
+        if refused is not None:
+            return _step_refused(refused)
+        return Response(status_code=204, headers=NO_STORE)
+
     async def call(self, request: Request) -> Response:
         """POST /web/api/seat/call ``{"tool": name, "arguments": {...}}``: one tool call."""
         person = self._seat(request)
@@ -307,7 +355,7 @@ class WebApi:
         if not isinstance(arguments, dict):
             return error(400, "arguments must be a JSON object")
         with structlog.contextvars.bound_contextvars(**seat.log_context, tool=tool):
-            if tool == "new_negotiation" and ticket is not None and _pairs(ticket):
+            if tool == "new_negotiation" and ticket is not None and _moves_on(ticket):
                 return JSONResponse(_next_partner(ticket), headers=NO_STORE)
             call = await while_connected(
                 request, lambda: _call(seat, tool, cast("dict[str, Any]", arguments))
@@ -338,12 +386,19 @@ def _holder(person: Person) -> tuple[str, str]:
     return person.seat.room.id, person.seat.role
 
 
-def _pairs(ticket: Ticket) -> bool:
-    return ticket.study.request.matching == "pairs"
+def _moves_on(ticket: Ticket) -> bool:
+    """*Next negotiation* is the study's to answer (not the room's): in a pair study, and after a
+    participant's last practice negotiation."""
+    study, who = ticket.study, ticket.who
+    assert who is not None
+    if study.phases.practising(who):
+        return study.phases.practice_over(who)
+    return study.request.matching == "pairs"
 
 
 def _next_partner(ticket: Ticket) -> dict[str, Any]:
-    """*Next negotiation* in a pair study: back to the queue for a new partner."""
+    """*Next negotiation* in a pair study (back to the queue for a new partner), or after the
+    last practice negotiation (on to the study)."""
     assert ticket.who is not None
     if not ticket.study.next(ticket.who):
         payload = ToolErrorPayload(
@@ -353,7 +408,26 @@ def _next_partner(ticket: Ticket) -> dict[str, Any]:
             message="There is no next negotiation to start now.",
         )
         return _refused(payload)
+    if ticket.study.request.matching == "solo":
+        return {"text": "On to the negotiations that count.", "result": None}
     return {"text": "Waiting for your next partner.", "result": None}
+
+
+def _step_refused(refused: StepRefused) -> Response:
+    """A quiz attempt or questionnaire not taken: one line with its code, nothing changed."""
+    status = 400 if refused.code == StepRefusal.BAD_ANSWERS else 409
+    body = {"error": refused.message, "code": str(refused.code)}
+    return JSONResponse(body, status_code=status, headers=NO_STORE)
+
+
+async def _object(request: Request) -> dict[str, Any]:
+    """A small request's JSON object (empty if it is none)."""
+    body = await _body_within(request, MAX_CALL_BYTES)
+    try:
+        data = json.loads(body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return cast("dict[str, Any]", data) if isinstance(data, dict) else {}
 
 
 async def _body_within(request: Request, limit: int) -> bytes | None:

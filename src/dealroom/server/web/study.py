@@ -4,6 +4,9 @@
     GET  /admin/studies/{study}              the study's view (as the page's; 410 admin token
                                              and why for a journal not restored)
     GET  /admin/studies/{study}/{name}.csv   an export (``study_export``)         admin token
+    GET  /admin/studies/{study}/config.json  the study's request, its secret     admin token
+                                             included (the scenarios, house agents and
+                                             draws can be made again from it)
     GET  /web/study/{study}/join?label=...   the study's one URL (open studies): admits a
                                              participant by label, once per label, and
                                              sends them to /web/seat#token=... (303)
@@ -61,6 +64,10 @@ class ParticipantLine(View):
     join_label: str | None
     """The label they joined under (the researcher's page only: labels are private)."""
     state: ParticipantState
+    treatment: str | None
+    quiz_attempts: int
+    practice: int
+    """Practice negotiations played (unpaid)."""
     played: int
     room: str | None
     """The room they play in now (or last played in)."""
@@ -93,6 +100,10 @@ class StudyView(View):
     created: str
     """When the study was created (UTC, ISO 8601)."""
     states: dict[ParticipantState, int]
+    treatments: dict[str, int]
+    """How many participants each treatment has been assigned (block randomisation)."""
+    quiz: bool
+    practice: int
     participants: tuple[ParticipantLine, ...]
     exports: tuple[str, ...]
     """The CSV exports, by name (``/web/api/study/<name>.csv``)."""
@@ -113,6 +124,12 @@ def study_view(study: Study, now: float) -> StudyView:
         clock=study.request.clock,
         created=datetime.fromtimestamp(study.created, UTC).isoformat(timespec="seconds"),
         states={state: sum(line.state == state for line in lines) for state in STATES},
+        treatments={
+            t.name: sum(line.treatment == t.name for line in lines)
+            for t in study.request.design.treatments
+        },
+        quiz=study.request.design.quiz is not None,
+        practice=study.request.design.practice,
         participants=lines,
         exports=tuple(EXPORTS),
         join=None if study.request.join is None else study.request.join.url(study.id),
@@ -131,6 +148,9 @@ def _line(study: Study, who: Participant, now: float) -> ParticipantLine:
         label=who.label,
         join_label=None if who.joined is None else who.joined.label,
         state=study.state(who),
+        treatment=who.treatment,
+        quiz_attempts=len(who.quiz),
+        practice=len(who.practice),
         played=study.played(who),
         room=room,
         watch=None if spectator is None else f"/web/room#token={spectator}",
@@ -194,6 +214,16 @@ class StudyApi:
         if isinstance(study, Response):
             return study
         return _view(study)
+
+    async def config(self, request: Request) -> Response:
+        """GET /admin/studies/{study}/config.json: the study as created, secret included (the
+        admin token's only: never the study page's)."""
+        study = self._admin_study(request)
+        if isinstance(study, Response):
+            return study
+        body = study.request.model_dump_json(indent=2)
+        log.info("study configuration read", study=study.id)
+        return Response(body, media_type="application/json", headers=NO_STORE)
 
     async def admin_export(self, request: Request) -> Response:
         """GET /admin/studies/{study}/{name}.csv."""

@@ -17,6 +17,7 @@ ever receive without a browser.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Literal
 
@@ -38,11 +39,14 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.events import EndReason
 from dealroom.protocol.study import (
+    PlayedNegotiation,
     StudyCompletion,
     StudyRequest,
     presence_rule,
     waiting_rule,
 )
+from dealroom.protocol.study_design import QuizQuestionShown
+from dealroom.protocol.study_quiz import shown_questions
 from dealroom.protocol.text import shown_event
 from dealroom.protocol.wire import ClockKind
 from dealroom.server import texts
@@ -133,6 +137,8 @@ class SeatPageView(View):
     """A study's instructions (its researcher's Markdown, in blocks); none outside a study."""
     completion: StudyCompletion | None
     """A study participant's result, payment and completion code, once their part is over."""
+    practice: bool = False
+    """An unpaid practice negotiation (numbered in the participant's practice series)."""
     partner_left: str | None = None
     """A pair study: why this negotiation ended when the other participant left the study (the
     page shows it in place of the outcome, followed by the surplus)."""
@@ -158,6 +164,9 @@ class LobbyView(View):
     completion: StudyCompletion | None = None
     """Their result, payment and completion code, once their part is over (a pair study's
     participant may time out or leave while waiting)."""
+    quiz: tuple[QuizQuestionShown, ...] = ()
+    """The study's quiz, while they are to answer it (``POST /web/api/seat/quiz``)."""
+    quiz_attempts_left: int | None = None
 
 
 def spectator_view(room: Room) -> SpectatorView:
@@ -207,9 +216,17 @@ def spectator_result(scenario: Scenario, outcome: Outcome) -> SpectatorResult:
     )
 
 
-def _payment(request: StudyRequest) -> str | None:
-    """How the study pays, in the participant's briefing (its payoff rule in words)."""
-    return None if request.payoff is None else request.payoff.text(request.negotiations)
+def _payment(request: StudyRequest, *, practice: bool) -> str | None:
+    """How the study pays, in the participant's briefing (its payoff rule in words); a
+    practice negotiation says that it is not paid."""
+    if request.payoff is None:
+        return None
+    if practice:
+        return (
+            "this is an unpaid practice negotiation: it does not count towards your payment. "
+            + request.payoff.text(request.negotiations)
+        )
+    return request.payoff.text(request.negotiations)
 
 
 def seat_page_view(
@@ -230,10 +247,13 @@ def seat_page_view(
         over = study.over(who)
         can_next = not negotiation.is_open and not over
         completion = study.completion(who)
-        mine = [played.result for played in who.results]  # their own side only
-        number, length = _number_in_series(who, room), study.request.negotiations
+        practice = room.id in study.phases.practice_rooms
+        series = who.practice if practice else who.results
+        mine = [played.result for played in series]  # their own side only
+        number = _number_in_series(series, room)
+        length = study.request.design.practice if practice else study.request.negotiations
         results, finished = tuple(mine[-20:]), len(mine)
-        total = who.total_surplus
+        total = sum((r.outcome.surplus for r in mine), Decimal("0.00"))
     return SeatPageView(
         room=room.id,
         role=role,
@@ -248,7 +268,9 @@ def seat_page_view(
             room.settings.rules,
             clock=room.settings.clock,
             surface="web",
-            payment=None if study is None else _payment(study.request),
+            payment=None
+            if study is None
+            else _payment(study.request, practice=room.id in study.phases.practice_rooms),
         ),
         hint=people_text.observation_hint(
             observation, clock=room.settings.clock, surface="web", can_start_next=can_next
@@ -266,8 +288,9 @@ def seat_page_view(
         consent=room.consent.text,
         needs_consent=room.consent.needed(role),
         participant=None if who is None else who.label,
-        instructions=() if study is None else study.instructions,
+        instructions=() if study is None else study.phases.instructions(who),
         completion=completion,
+        practice=study is not None and room.id in study.phases.practice_rooms,
         partner_left=None if study is None else _partner_left(study, room, role),
     )
 
@@ -283,10 +306,11 @@ def _partner_left(study: Study, room: Room, role: Role) -> str | None:
     )
 
 
-def _number_in_series(who: Participant, room: Room) -> int:
-    """The room's current negotiation's number in the participant's own series."""
+def _number_in_series(series: Sequence[PlayedNegotiation], room: Room) -> int:
+    """The room's current negotiation's number in the participant's own series (``series``:
+    their finished negotiations, paid or practice)."""
     here = (room.id, room.current.number)
-    done = [(played.room, played.room_negotiation) for played in who.results]
+    done = [(played.room, played.room_negotiation) for played in series]
     return done.index(here) + 1 if here in done else len(done) + 1
 
 
@@ -295,11 +319,23 @@ def lobby_view(study: Study, who: Participant) -> LobbyView:
     needs = study.needs_consent(who)
     completion = study.completion(who)
     leaving = presence_rule(study.request)
+    quiz = study.phases.needs_quiz(who) and not needs
     if needs:
         message = "Read the instructions and agree to take part to begin."
         message += "" if leaving is None else " " + leaving
+    elif quiz:
+        left = study.phases.attempts_left(who)
+        message = (
+            "Before you begin, answer these questions about the study (the instructions above "
+            f"hold every answer). You have {left} attempt{'s' * (left != 1)} left."
+        )
     elif completion is not None:
         message = completion.message + " Thank you for taking part."
+    elif study.phases.practising(who):
+        message = (
+            "Your practice negotiation (unpaid) is being set up; it appears here by itself as "
+            "soon as it is ready. Keep this page open."
+        )
     elif study.request.matching == "solo":
         message = (
             "Your negotiation is being set up; it appears here by itself as soon as it is "
@@ -324,9 +360,11 @@ def lobby_view(study: Study, who: Participant) -> LobbyView:
         consent=study.request.consent,
         needs_consent=needs,
         waiting=study.state(who) == "waiting",
-        instructions=study.instructions,
+        instructions=study.phases.instructions(who),
         message=message,
         waited_s=None if since is None else max(0, int(time.time() - since)),
         results=tuple(played.result for played in who.results[-20:]),
         completion=completion,
+        quiz=shown_questions(study.phases.questions(who)) if quiz else (),
+        quiz_attempts_left=study.phases.attempts_left(who) if quiz else None,
     )

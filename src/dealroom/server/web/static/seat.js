@@ -50,6 +50,7 @@
         header(view);
       }
       const summary = DR.seat.final(view);
+      DR.study.form(view, refresh);
       if (was !== "final") lines.push(...summary);
     } else {
       negotiation(view, lines, was);
@@ -75,13 +76,21 @@
     setText("lobby-message", message);
     const waiting = v.kind === "lobby" && v.waiting;
     setText("lobby-waited", waiting && v.waited_s !== null ? "You have waited " + DR.seat.duration(v.waited_s) + "." : "");
-    setText("lobby-heading", v.needs_consent ? "Before you start" : waiting ? "Waiting for a partner" : "Thank you");
+    const quizzing = v.kind === "lobby" && (v.quiz || []).length > 0;
+    DR.study.quiz(v, refresh);
+    setText("lobby-heading", v.needs_consent ? "Before you start" : quizzing ? "Questions about the study"
+      : waiting ? "Waiting for a partner" : "Thank you");
+  }
+
+  async function refresh() {
+    try { render(await DR.api("/web/api/seat")); } catch (problem) { status(String(problem.message), true); }
   }
 
   function header(v) {
     const s = v.observation.scenario, cur = s.currency;
     const of = v.negotiations ? " of " + v.negotiations : "";
-    setText("item", s.item.name + " (negotiation " + v.negotiation + of + ")");
+    const kind = v.practice ? "practice negotiation " : "negotiation ";
+    setText("item", s.item.name + " (" + kind + v.negotiation + of + (v.practice ? ", unpaid" : "") + ")");
     setText("role", "you are the " + v.role + " · list price " + money(s.list_price, cur));
     setText("value", (v.role === "buyer" ? "your value (the most you would pay) "
       : "your cost (the least you would take) ") + money(v.observation.private_value, cur));

@@ -25,17 +25,22 @@
     text("title", "Study " + view.study);
     const design = view.matching === "solo" ? "solo against " + view.house : "pairs matched as they arrive";
     text("design", design + " · " + view.negotiations + " negotiation" + (view.negotiations === 1 ? "" : "s") +
-      " each · " + view.clock + " clock · created " + view.created);
+      " each · " + view.clock + " clock · created " + view.created +
+      (view.practice ? " · " + view.practice + " practice" : "") + (view.quiz ? " · a quiz" : ""));
     text("counts", STATES.map((s) => view.states[s] + " " + s).join(", ") +
       " (of " + view.participants.length + ")" +
-      (view.join === null ? "" : " · study URL " + view.join + " · " + view.join_places + " places left"));
+      (view.join === null ? "" : " · study URL " + view.join + " · " + view.join_places + " places left") +
+      (Object.keys(view.treatments).length ? " · treatments " +
+        Object.entries(view.treatments).map(([t, n]) => t + " " + n).join(", ") : ""));
     fill("participants",
-      el("tr", {}, ["participant", "state", "played", "where", "surplus", "payment", "page"].map((h) =>
+      el("tr", {}, ["participant", "state", "treatment", "played", "where", "surplus", "payment", "page"].map((h) =>
         el("th", { scope: "col", text: h }))),
       view.participants.map((p) => el("tr", { "data-participant": p.label, "data-state": p.state },
         el("th", { scope: "row", text: p.join_label === null ? p.label : p.label + " (" + p.join_label + ")" }),
         el("td", { text: p.state }),
-        el("td", { text: p.played + " of " + view.negotiations }),
+        el("td", { text: p.treatment || "–" }),
+        el("td", { text: p.played + " of " + view.negotiations + (p.practice ? " (+" + p.practice + " practice)" : "") +
+          (p.quiz_attempts ? " · quiz " + p.quiz_attempts + "x" : "") }),
         el("td", {}, where(p), p.watch && p.state !== "waiting"
           ? [" · ", el("a", { href: p.watch, target: "_blank", rel: "noopener" }, "watch")] : null),
         el("td", { text: money(p.total_surplus, p.currency) }),
