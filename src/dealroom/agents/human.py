@@ -188,7 +188,7 @@ class HumanPlayer:
         self._say(f"[{now}, {left} left] {hint}")
 
     def _show_events(self, events: tuple[Event, ...]) -> None:
-        for line in people_log.event_lines(events, self._currency, self._role):
+        for line in people_log.person_lines(events, self._currency, self._role):
             self._say(f"  {line}")
 
 

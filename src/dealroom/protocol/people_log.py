@@ -28,7 +28,7 @@ from dealroom.protocol.seat_text import news
 from dealroom.protocol.text import money, quoted
 from dealroom.protocol.wire import ActionResult, ClockKind, SeatState, WaitResult
 
-__all__ = ["clock_time", "ending", "event_line", "event_lines", "reply"]
+__all__ = ["clock_time", "ending", "event_line", "person_lines", "reply"]
 
 
 def reply(
@@ -54,7 +54,7 @@ def reply(
         case _:
             assert_never(result)
     lines = [head]
-    lines += event_lines(events, currency, role)
+    lines += person_lines(events, currency, role)
     lines.append(f"Clock {clock_time(now)}, {clock_time(max(left, 0.0))} left.")
     mine = next((o for o in live if o.by == role), None)
     theirs = next((o for o in live if o.by != role), None)
@@ -127,7 +127,7 @@ def _said(message: str | None) -> str:
     return f", saying {quoted(message)}" if message else ""
 
 
-def event_lines(events: Sequence[Event], currency: str, role: Role) -> list[str]:
+def person_lines(events: Sequence[Event], currency: str, role: Role) -> list[str]:
     """The events a person is shown, each at its clock time (``0:12 The seller offered ...``)."""
     lines: list[str] = []
     for event in events:

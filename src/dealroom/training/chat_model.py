@@ -118,7 +118,7 @@ class ChatModel:
                 raise Cancelled
         new = output[0][prompt_tokens:].tolist()
         prompt = inputs["input_ids"][0].tolist()
-        reply = parse_reply(self.tokenizer, new, prompt, thinking)
+        reply = read_generated(self.tokenizer, new, prompt, thinking)
         return _completion(self.name, n, reply, prompt_tokens, len(new))
 
 
@@ -126,7 +126,7 @@ CALL_OPEN = "<tool_call>"
 """Where a call starts in the text of a Hermes-style template (Qwen2.5, Qwen3, the demo)."""
 
 
-def parse_reply(
+def read_generated(
     tokenizer: Any, ids: list[int], prompt: list[int], thinking: bool | None
 ) -> ChatAssistantMessage:
     """The assistant message of generated ``ids`` after ``prompt``, read as vLLM 0.32 reads

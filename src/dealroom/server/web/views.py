@@ -117,7 +117,7 @@ class SeatPageView(View):
     briefing: str
     hint: str
     log: tuple[str, ...]
-    """What happened, a line per event in a person's words (``people_log.event_lines``: clock
+    """What happened, a line per event in a person's words (``people_log.person_lines``: clock
     minutes and seconds, no offer ids); it only grows during a negotiation."""
     can_start_next: bool
     """The page may offer *Next negotiation* now."""
@@ -276,7 +276,7 @@ def seat_page_view(
             observation, clock=room.settings.clock, surface="web", can_start_next=can_next
         ),
         log=tuple(
-            people_log.event_lines(
+            people_log.person_lines(
                 observation.events, observation.scenario.currency, observation.role
             )
         ),

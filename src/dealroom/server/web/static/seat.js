@@ -136,7 +136,7 @@
       refocus("move-heading", true);
     }
     lines.push(...news(v, o, cur));
-    // The server writes the log in a person's words (people_log.event_lines).
+    // The server writes the log in a person's words (people_log.person_lines).
     append("events", v.log, seen.log, (line) => el("li", {}, line));
     seen.events = o.events.length;
     seen.log = v.log.length;
