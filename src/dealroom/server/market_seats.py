@@ -1,12 +1,12 @@
 """The client seat of a served market (``dealroom.server.market_room``): a buyer's or the seller's.
 
-- ``MarketBuyerSeat`` is a ``ServedSeat``: a buyer's client gets today's buyer tools, results
+- ``ServedMarketBuyer`` is a ``ServedSeat``: a buyer's client gets today's buyer tools, results
   and refusals, built from its own thread only (``MarketBuyerCalls``), and the bilateral
   briefing of its thread followed by what it is told of the market
   (``market_text.buyer_market_text``: the number of buyers when
   ``MarketRules.buyers_know_count`` says so). Nothing it can read holds another buyer's value or
   thread.
-- ``MarketSellerSeat`` serves the market seller's tools (``dealroom.protocol.market_seat``: the
+- ``ServedMarketSeller`` serves the market seller's tools (``dealroom.protocol.market_seat``: the
   bilateral tools, each action naming a buyer) and texts (``market_text``), the one home of
   both; the MCP surface lists and calls them in place of the bilateral ones
   (``dealroom.server.mcp_app``).
@@ -43,7 +43,7 @@ from dealroom.server.market_room import MarketRoomServed
 from dealroom.server.seat import CallRefused, descriptions
 
 
-class MarketBuyerSeat:
+class ServedMarketBuyer:
     """A market room's buyer seat played by its client (a ``ServedSeat``)."""
 
     def __init__(self, room: MarketRoomServed) -> None:
@@ -130,7 +130,7 @@ class MarketBuyerSeat:
         return json.dumps(model_seat.tools(self.room.rules.rules))
 
 
-class MarketSellerSeat:
+class ServedMarketSeller:
     """A market room's seller seat played by its client: the market seller's tools."""
 
     def __init__(self, room: MarketRoomServed) -> None:
@@ -189,4 +189,4 @@ class MarketSellerSeat:
         return json.dumps(market_tools(self.room.rules.rules))
 
 
-__all__ = ["MarketBuyerSeat", "MarketSellerSeat"]
+__all__ = ["ServedMarketBuyer", "ServedMarketSeller"]

@@ -60,12 +60,12 @@ from dealroom.protocol.tools import (
     validate_arguments,
 )
 from dealroom.server.gone import while_connected
-from dealroom.server.market_seats import MarketSellerSeat
+from dealroom.server.market_seats import ServedMarketSeller
 from dealroom.server.seat import CallRefused, ServedSeat
 
 log = structlog.stdlib.get_logger(__name__)
 
-SeatProvider = Callable[[], ServedSeat | MarketSellerSeat]
+SeatProvider = Callable[[], ServedSeat | ServedMarketSeller]
 """The seat the current call acts for: a bilateral seat or a market's buyer (``ServedSeat``),
 or a market's seller, which is served the market seller's tools instead."""
 
@@ -173,7 +173,7 @@ def _function(seat: SeatProvider, spec: SeatTool) -> Callable[..., Awaitable[Cal
 
     async def call(**arguments: Any) -> CallToolResult:
         served = seat()
-        if isinstance(served, MarketSellerSeat):  # its tools of the same name take a buyer
+        if isinstance(served, ServedMarketSeller):  # its tools of the same name take a buyer
             return await _market_call(served, spec.name, arguments)
         return await _respond(served, spec, spec.args.model_validate(arguments))
 
@@ -273,7 +273,7 @@ class SeatServer(MCPServer):
         """The tools, each described under the rules of the seat's room (a market's seller:
         the market seller's tools)."""
         seat = self._seat()
-        if isinstance(seat, MarketSellerSeat):
+        if isinstance(seat, ServedMarketSeller):
             return market_mcp_tools(seat.rules.rules)
         return _described(await super().list_tools(), await seat.tool_descriptions())
 
@@ -281,7 +281,7 @@ class SeatServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:
         seat = self._seat()
-        if isinstance(seat, MarketSellerSeat):
+        if isinstance(seat, ServedMarketSeller):
             return await _market_call(seat, name, arguments)
         if self._tool_manager.get_tool(name) is None:
             return _unknown_tool(name, [t.name for t in self._tool_manager.list_tools()])
@@ -321,7 +321,7 @@ def market_mcp_tools(rules: Rules) -> list[MCPTool]:
 
 
 async def _market_call(
-    seat: MarketSellerSeat, name: str, arguments: Mapping[str, Any] | None
+    seat: ServedMarketSeller, name: str, arguments: Mapping[str, Any] | None
 ) -> CallToolResult:
     with structlog.contextvars.bound_contextvars(**seat.log_context, tool=name[:64]):
         text, view = await seat.call(name, arguments or {})

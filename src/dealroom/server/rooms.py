@@ -32,7 +32,7 @@ from dealroom.server.journal import (
     reason_of,
 )
 from dealroom.server.market_room import SELLER, MarketRoomServed, check_market_request, open_market
-from dealroom.server.market_seats import MarketBuyerSeat, MarketSellerSeat
+from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import Room
 from dealroom.server.room_error import RoomError
@@ -301,14 +301,14 @@ class RoomRegistry:
             return None
         return grant
 
-    def seat(self, room_id: str, name: str) -> ServedSeat | MarketSellerSeat:
+    def seat(self, room_id: str, name: str) -> ServedSeat | ServedMarketSeller:
         """The seat object for a room and seat name (a role; in a market room ``seller`` or a
         buyer's name)."""
         market = self.markets.get(room_id)
         if market is not None:
             if name == SELLER:
-                return MarketSellerSeat(market)
-            return MarketBuyerSeat(market)
+                return ServedMarketSeller(market)
+            return ServedMarketBuyer(market)
         role: Role = "buyer" if name == "buyer" else "seller"
         return RoomSeat(self.rooms[room_id], role)
 

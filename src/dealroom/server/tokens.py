@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
-from dealroom.server.market_seats import MarketSellerSeat
+from dealroom.server.market_seats import ServedMarketSeller
 from dealroom.server.seat import ServedSeat
 
 SEAT_SCOPE = "seat"
@@ -86,11 +86,11 @@ class SeatTokens(TokenVerifier):
 
 
 def seat_of_request(
-    seat: Callable[[str, str], ServedSeat | MarketSellerSeat],
-) -> Callable[[], ServedSeat | MarketSellerSeat]:
+    seat: Callable[[str, str], ServedSeat | ServedMarketSeller],
+) -> Callable[[], ServedSeat | ServedMarketSeller]:
     """A SeatProvider reading the seat from the request's verified bearer token."""
 
-    def provider() -> ServedSeat | MarketSellerSeat:
+    def provider() -> ServedSeat | ServedMarketSeller:
         token = get_access_token()
         subject = None if token is None else token.subject
         if token is None or not subject:
