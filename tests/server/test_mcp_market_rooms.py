@@ -90,6 +90,14 @@ async def test_a_seller_client_of_a_three_buyer_room_sells_over_http(tmp_path: P
         assert record.seller == "mcp" and record.buyers == ("linear", "linear", "linear")
         assert record.outcome.buyer == outcome["buyer"]
         assert record.outcome.price == Decimal(str(outcome["price"]))
+        async with httpx2.AsyncClient(verify=tls()) as http:
+            shown = await http.get(
+                f"{server.url}/admin/rooms/{created['room']}",
+                headers={"Authorization": f"Bearer {ADMIN}"},
+            )
+        assert shown.status_code == 200
+        assert shown.json()["seats"] == {"seller": "mcp", **LINEAR} and shown.json()["stored"]
+        assert shown.json()["outcome"]["buyer"] == outcome["buyer"]
         await server.registry.tick()
         assert len(stored) == 1 and len(dict(server.registry.writer.store.iter_markets())) == 1  # type: ignore[union-attr]
 

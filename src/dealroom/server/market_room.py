@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import structlog
@@ -140,6 +141,22 @@ class MarketRoomServed:
             log=tuple(self.engine.referee.log),
             outcome=outcome,
         )
+
+    def view(self) -> dict[str, Any]:
+        """What the admin API shows of the room (``GET /admin/rooms/{room}``): its seats, the
+        market's id and state, and its full outcome once over (values included: admin only)."""
+        outcome = self.engine.referee.outcome
+        return {
+            "room": self.id,
+            "clock": "virtual",
+            "seats": self.names,
+            "market": self.market.id,
+            "open": self.is_open,
+            "events": len(self.engine.referee.log),
+            "outcome": None if outcome is None else outcome.model_dump(mode="json"),
+            "key": self.key,
+            "stored": self.stored,
+        }
 
     async def save(self) -> None:
         """Store the finished market once (nothing while it runs, or without a writer); a write
