@@ -19,6 +19,7 @@ from dealroom.protocol import OfferMade
 from dealroom.protocol.market_seat import MARKET_TOOLS
 from dealroom.server.market_room import MarketRoomServed
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI
+from dealroom.server.negotiation import RoomLimits
 from leaks import leaked
 
 pytestmark = pytest.mark.anyio
@@ -224,3 +225,17 @@ async def test_bad_seller_calls_get_one_line_with_a_stable_code(tmp_path: Path) 
             view = await ok(client, "get_state")  # the offer went to no buyer
             assert not any(e["by"] == "seller" for t in view["threads"] for e in t["events"])
             assert view["actions_left"] == before["actions_left"]
+
+
+async def test_a_market_seat_is_held_to_the_rooms_message_budget(tmp_path: Path) -> None:
+    limits = RoomLimits(message_chars_per_series=12)
+    async with http_server(tmp_path, limits=limits, resolve_seller=market_seller) as server:
+        created = await server.create_room(buyers=2, house_buyers={"b1": "linear", "b2": "zic"})
+        async with server.seat(created["tokens"]["seller"]) as client:
+            before = await ok(client, "get_state")
+            over = await refused(client, "send_message", buyer="b1", text="x" * 13)
+            assert over.startswith("too_many_message_chars: ")
+            assert await ok(client, "get_state") == before  # nothing was sent
+            await ok(client, "send_message", buyer="b2", text="x" * 12)
+            left = await refused(client, "make_offer", buyer="b1", price=900.0, message="hi")
+            assert left.startswith("too_many_message_chars: ") and "0 are left" in left

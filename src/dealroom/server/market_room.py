@@ -17,7 +17,9 @@ survive a restart of the server.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,16 @@ import structlog
 from dealroom.engine.market import MarketRoom, market_view
 from dealroom.engine.market_calls import MarketBuyerCalls, MarketSellerCalls
 from dealroom.engine.match import seat_rng
-from dealroom.protocol import Agent, AgentFactory, RoomRequest, seat_view
+from dealroom.protocol import (
+    Action,
+    Agent,
+    AgentFactory,
+    Role,
+    RoomRequest,
+    SessionErrorCode,
+    seat_text,
+    seat_view,
+)
 from dealroom.protocol.market import (
     MarketAgent,
     MarketAgentFactory,
@@ -38,7 +49,10 @@ from dealroom.protocol.market import (
 from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.market_scenarios import DEFAULT_MARKET_SPEC, market_at
 from dealroom.protocol.secret import Seed
+from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
+from dealroom.server.pacing import MessageBudget
 from dealroom.server.room_settings import House
+from dealroom.server.seat import SEAT_CALLS_IN_FLIGHT, CallRefused
 from dealroom.server.seat_names import REMOTE_NAME
 from dealroom.store.writer import ResultWriter
 
@@ -72,6 +86,8 @@ class MarketRoomServed:
         run: str,
         writer: ResultWriter | None,
         client_name: str = REMOTE_NAME,
+        limits: RoomLimits = DEFAULT_LIMITS,
+        timer: Callable[[], float] = time.monotonic,
     ) -> None:
         seats = (SELLER, *market.buyers)
         houses: dict[str, str] = {name: house.spec for name, house in buyers.items()}
@@ -116,6 +132,13 @@ class MarketRoomServed:
             self.buyer_calls = MarketBuyerCalls(self.engine, self.client_seat)
         self.lock = anyio.Lock()
         """Held by each call of the client seat (a client may make a few at once)."""
+        self.in_flight = 0
+        """The client seat's calls being served now."""
+        self.messages = MessageBudget(
+            limits.message_chars_per_minute, limits.message_chars_per_series, timer
+        )
+        """What message text the client seat may still send (``server.pacing``)."""
+        self._client_role: Role = "seller" if self.client_seat == SELLER else "buyer"
         self.stored = False
         log.info("market room opened", room=room_id, market=market.id, client=self.client_seat)
 
@@ -157,6 +180,32 @@ class MarketRoomServed:
             "key": self.key,
             "stored": self.stored,
         }
+
+    @asynccontextmanager
+    async def call(self, action: Action | None = None) -> AsyncGenerator[None]:
+        """Serve one call of the client seat, ``action`` the one it makes, if any: refused
+        (``CallRefused``, nothing changed) past ``SEAT_CALLS_IN_FLIGHT`` calls at once
+        (``too_many_calls``) or past the room's message budget (``too_many_message_chars``),
+        as a bilateral room's seat is; else under the room's lock, storing the market once the
+        call has ended it."""
+        if self.in_flight >= SEAT_CALLS_IN_FLIGHT:
+            message = (
+                f"This seat already has {SEAT_CALLS_IN_FLIGHT} calls in flight; wait for their "
+                "replies before calling again."
+            )
+            raise CallRefused(seat_text.error_payload(SessionErrorCode.TOO_MANY_CALLS, message))
+        if action is not None and (over := self.messages.charge(self._client_role, action)):
+            code = SessionErrorCode.TOO_MANY_MESSAGE_CHARS
+            raise CallRefused(seat_text.error_payload(code, over))
+        self.in_flight += 1
+        try:
+            async with self.lock:
+                try:
+                    yield
+                finally:
+                    await self.save()
+        finally:
+            self.in_flight -= 1
 
     async def save(self) -> None:
         """Store the finished market once (nothing while it runs, or without a writer); a write
@@ -211,6 +260,7 @@ def open_market(
     resolve_house: Callable[[str], AgentFactory],
     resolve_seller: Callable[[str], MarketAgentFactory] | None,
     writer: ResultWriter | None,
+    limits: RoomLimits = DEFAULT_LIMITS,
 ) -> MarketRoomServed:
     """The market room a request asks for (``buyers`` >= 2); raises ValueError, one line, for
     a bad request (``check_market_request``, a seat that is not in the market, not exactly one
@@ -257,6 +307,7 @@ def open_market(
         seed=secret,
         run=request.participant or room_id,
         writer=writer,
+        limits=limits,
     )
 
 

@@ -33,7 +33,7 @@ from dealroom.protocol import (
     model_seat,
     seat_text,
 )
-from dealroom.protocol.market import MarketRules
+from dealroom.protocol.market import Addressed, MarketRules
 from dealroom.protocol.market_seat import MARKET_TOOLS, market_tools, move_of
 from dealroom.protocol.market_text import buyer_market_text, market_briefing, market_state_text
 from dealroom.protocol.model_seat import Bound
@@ -69,27 +69,21 @@ class ServedMarketBuyer:
 
     async def act(self, action: Action) -> ActionResult:
         """One action in its thread; raises CallRefused if refused."""
-        async with self.room.lock:
+        async with self.room.call(action):
             try:
                 return self.calls.act(action)
             except RuleViolation as violation:
-                raise CallRefused(
-                    seat_text.error_payload(violation.code, violation.message)
-                ) from None
-            finally:
-                await self.room.save()
+                refusal = seat_text.error_payload(violation.code, violation.message)
+                raise CallRefused(refusal) from None
 
     async def wait(self, timeout_s: float) -> WaitResult:
         """Sleep until the seller moves in its thread, the timeout on the clock, or the end."""
-        async with self.room.lock:
-            try:
-                return self.calls.wait(timeout_s)
-            finally:
-                await self.room.save()
+        async with self.room.call():
+            return self.calls.wait(timeout_s)
 
     async def state(self) -> SeatState:
         """Its thread as it sees it; marks every event as seen."""
-        async with self.room.lock:
+        async with self.room.call():
             observation = self.calls.observe(deliver=True)
             surplus = (
                 Decimal("0.00") if observation.outcome is None else observation.outcome.surplus
@@ -163,14 +157,13 @@ class ServedMarketSeller:
             move = move_of(Bound(spec.name, dict(arguments)))
         except ArgumentError as error:
             return error.payload.text(), None
-        async with self.room.lock:
-            try:
+        try:
+            async with self.room.call(move.action if isinstance(move, Addressed) else None):
                 text, refused = self.calls.move(move)
-            finally:
-                await self.room.save()
-            if refused:
-                return text, None
-            return text, self.calls.observation().model_dump(mode="json")
+                view = None if refused else self.calls.observation().model_dump(mode="json")
+        except CallRefused as refusal:
+            return refusal.payload.text(), None
+        return text, view
 
     async def observation_json(self) -> str:
         """What the seller sees now (JSON): every thread, its own cost, no buyer's value."""

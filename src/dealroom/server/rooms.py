@@ -154,6 +154,7 @@ class RoomRegistry:
             resolve_house=self._resolve_house,
             resolve_seller=self._resolve_seller,
             writer=self.writer,
+            limits=self.limits,
         )
         token = new_token(self.token_prefix)
         self.tokens.grant(digest(token), room_id, market.client_seat)
