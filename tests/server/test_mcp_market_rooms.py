@@ -4,13 +4,16 @@ client in a buyer's seat reads only its own thread; bad requests and calls are o
 from __future__ import annotations
 
 import json
+import os
+import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 from mcp_support import ADMIN, HttpServer, http_server, ok, refused, secret_of, text_of, tls
 
@@ -20,6 +23,7 @@ from dealroom.protocol.market_seat import MARKET_TOOLS
 from dealroom.server.market_room import MarketRoomServed
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI
 from dealroom.server.negotiation import RoomLimits
+from dealroom.store.results import ResultsStore
 from leaks import leaked
 
 pytestmark = pytest.mark.anyio
@@ -239,3 +243,24 @@ async def test_a_market_seat_is_held_to_the_rooms_message_budget(tmp_path: Path)
             await ok(client, "send_message", buyer="b2", text="x" * 12)
             left = await refused(client, "make_offer", buyer="b1", price=900.0, message="hi")
             assert left.startswith("too_many_message_chars: ") and "0 are left" in left
+
+
+async def test_a_stdio_seller_sells_in_a_three_buyer_market_and_it_is_stored(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.db"
+    env = {k: os.environ[k] for k in ("HOME", "PATH", "PYTHONPATH") if k in os.environ}
+    command = ["serve", "--role", "seller", "--buyers", "3"]
+    options = ["--opponent", "linear", "--secret", SECRET, "--results", str(results)]
+    dealroom = str(Path(sys.executable).parent / "dealroom")
+    params = StdioServerParameters(command=dealroom, args=[*command, *options], env=env)
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            assert tools == sorted(MARKET_TOOLS)
+            end = await _sell(client)
+    assert end["outcome"]["status"] == "deal"
+    with ResultsStore(results) as store:
+        (key, record), *more = list(store.iter_markets())
+    assert not more and key.endswith("/1") and record.buyers == ("linear",) * 3
+    assert record.outcome.buyer == end["outcome"]["buyer"]
