@@ -31,7 +31,7 @@ from dealroom.server.mcp_http import build_http_app, uvicorn_config
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import Room
 from dealroom.server.room_settings import House, RoomSettings
-from dealroom.server.rooms import RoomRegistry
+from dealroom.server.rooms import RoomRegistry, SellerResolver
 from dealroom.server.seat import RoomSeat
 from dealroom.store.results import ResultsStore
 from dealroom.store.writer import ResultWriter
@@ -234,13 +234,17 @@ async def http_server(
     admin_token: str | None = ADMIN,
     limits: RoomLimits = DEFAULT_LIMITS,
     http_limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+    resolve_seller: SellerResolver | None = None,
 ) -> AsyncIterator[HttpServer]:
     """uvicorn on a free loopback port, in a task group, with a results store under tmp_path."""
     port = free_port()
     tmp_path.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240  (test set-up)
     with ResultsStore(tmp_path / "results.db") as store:
         registry = RoomRegistry(
-            writer=ResultWriter(store), resolve_house=house_resolver, limits=limits
+            writer=ResultWriter(store),
+            resolve_house=house_resolver,
+            limits=limits,
+            resolve_seller=resolve_seller,
         )
         app = build_http_app(
             registry, admin_token=admin_token, host="127.0.0.1", port=port, limits=http_limits

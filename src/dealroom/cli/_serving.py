@@ -71,6 +71,7 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
     """Serve HTTP rooms until interrupted: the whole server, or with ``worker`` (index, Unix
     socket) one worker of a cluster (its own tokens' prefix, journals and socket)."""
     from dealroom.agents import resolve
+    from dealroom.agents.market import market_seller
     from dealroom.server.cluster_owners import journal_directory, owning, token_prefix
     from dealroom.server.journal import Journals
     from dealroom.server.rooms import RoomRegistry
@@ -99,6 +100,7 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
             journals=journals,
             resolve_player=lambda spec: room_player(spec, args, players),
             token_prefix=prefix,
+            resolve_seller=market_seller,
         )
         with contextlib.ExitStack() as owned:
             # No two processes serve one store's rooms: both would restore and play them.

@@ -48,6 +48,28 @@ def add(commands: Commands) -> None:
     house.add_argument(
         "--house-seller", metavar="SPEC", help="a house agent takes the seller seat (as above)"
     )
+    market = create.add_argument_group("market rooms (one seller, N buyers: one client seat)")
+    market.add_argument(
+        "--buyers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="buyers in the room (default 1: a bilateral room; 2 to 16: a market room)",
+    )
+    market.add_argument(
+        "--house-buyers",
+        metavar="B=SPEC,...",
+        help="a market room's house buyers by name, e.g. b1=linear,b2=boulware (with "
+        "--house-seller, a market seller such as auctioneer: every seat but the client's)",
+    )
+    market.add_argument(
+        "--seller-actions", type=int, metavar="N", help="a market room's seller turn budget"
+    )
+    market.add_argument(
+        "--no-buyer-count",
+        action="store_true",
+        help="a market room's buyers are not told how many buyers there are",
+    )
     experiment = create.add_argument_group("experiments with people (the web seat page)")
     experiment.add_argument(
         "--participant", metavar="ID", help="store the room's negotiations under this id (its run)"
@@ -123,6 +145,10 @@ def run_create(args: argparse.Namespace) -> int:
             participant=args.participant,
             consent=args.consent,
             negotiations=args.negotiations,
+            buyers=args.buyers,
+            house_buyers=_house_buyers(args.house_buyers),
+            seller_actions=args.seller_actions,
+            buyers_know_count=not args.no_buyer_count,
         )
     except ValueError as exc:
         raise usage_error(str(exc).splitlines()[0]) from None
@@ -130,7 +156,7 @@ def run_create(args: argparse.Namespace) -> int:
     created = RoomCreated.model_validate(
         admin_json("POST", f"{base_url(args.server)}/admin/rooms", body)
     )
-    links = web_links(base_url(args.server), created)
+    links = web_links(base_url(args.server), created, seat_pages=request.buyers == 1)
     if args.json:
         body = {
             "room": created.room,
@@ -148,10 +174,25 @@ def run_create(args: argparse.Namespace) -> int:
     return 0
 
 
-def web_links(server: str, created: RoomCreated) -> dict[str, str]:
+def _house_buyers(given: str | None) -> dict[str, str] | None:
+    """``b1=linear,b2=boulware`` as a mapping; raises ValueError for a part without ``=``."""
+    if given is None:
+        return None
+    pairs = [part.strip().partition("=") for part in given.split(",") if part.strip()]
+    if any(not name or not sep or not spec for name, sep, spec in pairs):
+        raise ValueError(f"--house-buyers: give NAME=SPEC pairs, e.g. b1=linear (not {given!r})")
+    return {name: spec for name, _, spec in pairs}
+
+
+def web_links(server: str, created: RoomCreated, *, seat_pages: bool = True) -> dict[str, str]:
     """The room's web pages: the spectator's, and one per client seat (the token rides in the
-    link's fragment, which a browser never sends to the server)."""
-    links = {role: f"{server}/web/seat#token={token}" for role, token in created.tokens.items()}
+    link's fragment, which a browser never sends to the server) unless ``seat_pages`` is false
+    (a market room's seat plays over MCP only)."""
+    links = (
+        {role: f"{server}/web/seat#token={token}" for role, token in created.tokens.items()}
+        if seat_pages
+        else {}
+    )
     if created.spectator is not None:
         links["spectator"] = f"{server}/web/room#token={created.spectator}"
     return links

@@ -87,6 +87,21 @@ def add(commands: Commands) -> None:
         default="virtual",
         help="virtual (default): each action costs fixed simulated seconds; wall: real time",
     )
+    house.add_argument(
+        "--buyers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="2 to 16: one market (virtual clock) in place of a series; as seller, every buyer "
+        "is --opponent; as buyer, the client is b1, the seller --opponent (a market seller such "
+        "as auctioneer) and the other buyers --other-buyers (default: 1, a bilateral series)",
+    )
+    house.add_argument(
+        "--other-buyers",
+        default="linear",
+        metavar="SPEC",
+        help="a market's other house buyers, when the client is a buyer (default: linear)",
+    )
     http = parser.add_argument_group("http rooms")
     http.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
     http.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
@@ -209,6 +224,8 @@ def run(args: argparse.Namespace) -> int:
         return run_cluster(args)
     if args.transport == "http":
         return run_http(args)
+    if args.buyers != 1:
+        return _run_market(args)
     # One client per process: an unfinished negotiation simply ends with the process.
     limits = RoomLimits(idle_s=args.idle_limit, abandon_s=math.inf)
     role: Role = args.role
@@ -245,6 +262,52 @@ def run(args: argparse.Namespace) -> int:
             anyio.run(lambda: closing(seated, lambda: serve_stdio(room, role)))
         else:
             anyio.run(serve_stdio, room, role)
+    finally:
+        close_store(writer)
+    return 0
+
+
+def _run_market(args: argparse.Namespace) -> int:
+    """stdio house mode with ``--buyers N``: the client's seat in one market, every other seat
+    a house agent (``server.market_room``), stored in the results' ``markets`` table."""
+    from dealroom.agents.market import market_seller
+    from dealroom.protocol import RoomRequest
+    from dealroom.protocol.market import buyer_ids
+    from dealroom.server.market_room import open_market
+    from dealroom.server.mcp_stdio import serve_market_stdio
+
+    secret, _ = run_secret(args)
+    try:
+        names = buyer_ids(args.buyers)
+        houses: dict[str, str]
+        seller: str | None
+        if args.role == "seller":
+            houses = {name: str(args.opponent) for name in names}
+            seller = None
+        else:
+            houses = {name: str(args.other_buyers) for name in names[1:]}
+            seller = args.opponent
+        request = RoomRequest(
+            tier=args.tier,
+            deadline=args.deadline,
+            clock=args.clock,
+            buyers=args.buyers,
+            house_seller=seller,
+            house_buyers=houses,
+            secret=secret.hex(),
+        )
+        writer = open_writer(args.results)
+    except ValueError as exc:
+        raise usage_error(str(exc).splitlines()[0]) from None
+    try:
+        room_id = f"house-{secrets.token_hex(6)}"
+        try:
+            market = open_market(
+                room_id, request, resolve_house=agent, resolve_seller=market_seller, writer=writer
+            )
+        except ValueError as exc:
+            raise usage_error(str(exc).splitlines()[0]) from None
+        anyio.run(serve_market_stdio, market)
     finally:
         close_store(writer)
     return 0

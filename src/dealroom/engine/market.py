@@ -9,8 +9,9 @@ per-wake thinking, as in a bilateral negotiation; the seller is one seat, so its
 different buyers follow each other on its clock. A buyer whose thread has ended is never woken
 again. With one buyer this is the bilateral schedule, event for event.
 
-The seller may be driven from outside (``next_wake`` / ``decide``: a learner, a model seat);
-buyers are in-process agents.
+Any seat may be driven from outside: the seller (``next_wake`` / ``decide``: a learner, a model
+seat) and any buyer given no agent (``next_any_wake`` / ``decide_buyer``: a served room's client).
+A driven seat's wake stops the clock until it decides, as in a bilateral negotiation.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 from dealroom.engine.match import seat_rng
 from dealroom.engine.seats import CHECKED_DECISIONS, MIN_STEP, HouseSeat, action_costs
-from dealroom.protocol import Agent, AgentFactory, RuleViolation, seat_view
+from dealroom.protocol import Agent, AgentFactory, Decision, Observation, RuleViolation, seat_view
 from dealroom.protocol._base import round_ms
 from dealroom.protocol.market import (
     DEFAULT_MARKET_RULES,
@@ -105,6 +106,16 @@ class MarketWake:
     errors: tuple[RuleViolation, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class BuyerWake:
+    """A driven buyer to wake now: its name, what it observes (its own thread only) and its
+    actions refused since."""
+
+    buyer: str
+    observation: Observation
+    errors: tuple[RuleViolation, ...]
+
+
 class MarketRoom:
     """One market on the virtual clock.
 
@@ -122,7 +133,7 @@ class MarketRoom:
         rules: MarketRules = DEFAULT_MARKET_RULES,
         *,
         seller: MarketAgent | None = None,
-        buyers: Mapping[str, Agent],
+        buyers: Mapping[str, Agent | None],
     ) -> None:
         if set(buyers) != set(market.buyers):
             raise ValueError(f"one agent per buyer: {', '.join(market.buyers)}")
@@ -139,6 +150,8 @@ class MarketRoom:
         """Seats in the order that breaks ties (None: the seller)."""
         self._per_wake = rules.rules.thinking.per_wake
         self._awake = False
+        self._woken: str | None = None
+        """The driven buyer awake (it has not decided yet)."""
         self.now = 0.0
 
     def run(self) -> None:
@@ -148,8 +161,16 @@ class MarketRoom:
 
     def next_wake(self) -> MarketWake | None:
         """Run the clock to the driven seller's next wake; None once the market is over."""
-        if self._awake:
-            raise RuntimeError("the seller has not decided yet")
+        wake = self.next_any_wake()
+        if isinstance(wake, BuyerWake):
+            raise RuntimeError("a driven buyer woke: use next_any_wake() and decide_buyer()")
+        return wake
+
+    def next_any_wake(self) -> MarketWake | BuyerWake | None:
+        """Run the clock to the next wake of a driven seat (the seller's or a buyer's); None
+        once the market is over."""
+        if self._awake or self._woken is not None:
+            raise RuntimeError("a driven seat has not decided yet")
         referee = self.referee
         while referee.is_open:
             name, at = self._earliest()
@@ -174,6 +195,16 @@ class MarketRoom:
             raise ValueError(f"thinking time must be a number >= 0, not {thinking!r}")
         self.seller.decided(self.seller.ready_at, decision, cost)
 
+    def decide_buyer(self, buyer: str, decision: Decision, thinking: float | None = None) -> None:
+        """The woken driven buyer's decision (as ``decide``)."""
+        if self._woken != buyer:
+            raise RuntimeError(f"buyer {buyer!r} is not awake")
+        cost = self._per_wake if thinking is None else thinking
+        if not cost >= 0:
+            raise ValueError(f"thinking time must be a number >= 0, not {thinking!r}")
+        self._woken = None
+        self.buyers[buyer].queue(decision, cost)
+
     # -- the schedule ----------------------------------------------------------------------
 
     def _earliest(self) -> tuple[str | None, float]:
@@ -192,7 +223,7 @@ class MarketRoom:
                 best, best_at, best_action = name, at, action
         return best, best_at
 
-    def _run_buyer(self, name: str, at: float) -> None:
+    def _run_buyer(self, name: str, at: float) -> BuyerWake | None:
         seat = self.buyers[name]
         if seat.pending:
             action = seat.acted(at)
@@ -200,13 +231,19 @@ class MarketRoom:
                 self.referee.apply_buyer(name, action, at)
             except RuleViolation as violation:
                 seat.refused(violation, at)
-                return
+                return None
             self.seller.heard(at)
-            return
-        assert seat.agent is not None
+            return None
+        if seat.agent is None:
+            seat.wake(at)
+            self._woken = name
+            errors = tuple(seat.errors)
+            seat.errors.clear()
+            return BuyerWake(name, self.referee.observe_buyer(name, at), errors)
         seat.errors.clear()
         decision = seat.agent.act(self.referee.observe_buyer(name, at))
         seat.decided(at, decision, self._per_wake)
+        return None
 
     def _run_seller(self, at: float) -> MarketWake | None:
         seat = self.seller

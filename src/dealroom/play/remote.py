@@ -24,6 +24,7 @@ from dealroom.client.seat import SeatClient, SeatError
 from dealroom.play.players import Player, PlayerFailed, ScriptedPlayer, SeatContext
 from dealroom.play.runner import FAILED_MESSAGE, MatchResult
 from dealroom.protocol import (
+    ROLES,
     Role,
     RoomCreated,
     RoomRequest,
@@ -122,10 +123,13 @@ async def play_remote_match(
     extra: dict[str, Any] = {"players": {}, "errors": {}, "room": created.room, "server": server}
     with anyio.move_on_after(timeout_s) as scope:
         async with anyio.create_task_group() as group:
-            for role, token in created.tokens.items():
-                context = SeatContext(role=role, rules=request.rules, seed=secret)
+            for seat in ROLES:  # a bilateral room's seats
+                token = created.tokens.get(seat)
+                if token is None:
+                    continue
+                context = SeatContext(role=seat, rules=request.rules, seed=secret)
                 group.start_soon(
-                    _remote_player, mcp_url, token, players[role], context, extra, cleanup_s
+                    _remote_player, mcp_url, token, players[seat], context, extra, cleanup_s
                 )
     if scope.cancelled_caught:
         for role, token in created.tokens.items():

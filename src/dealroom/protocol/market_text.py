@@ -72,6 +72,23 @@ thread so far.
 """
 
 
+def buyer_market_text(buyers: int, *, know_count: bool) -> str:
+    """What a market's buyer is told of the market, after its bilateral briefing: how many
+    buyers there are when ``MarketRules.buyers_know_count`` says so, else only that there may be
+    others; never anything of their threads."""
+    others = (
+        f"This is a market: {buyers} buyers, you among them, bargain with the same seller for "
+        "this one item"
+        if know_count
+        else "Other buyers may be bargaining with the same seller for this one item"
+    )
+    return (
+        f"{others}, each in a thread of its own; you see only yours, and they never see it. "
+        "The first offer accepted in any thread sells the item and ends every other thread "
+        "without a deal."
+    )
+
+
 def market_news(observation: MarketObservation, seen: Mapping[str, int]) -> list[str]:
     """The buyers' events after the first ``seen[buyer]`` of each thread, one line each, in
     the order of the clock (ties in the buyers' order): ``[t s] bN: what happened``."""
@@ -165,6 +182,7 @@ def market_state_text(observation: MarketObservation) -> str:
 
 __all__ = [
     "WakeHead",
+    "buyer_market_text",
     "market_briefing",
     "market_news",
     "market_state_text",

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 from dealroom.protocol._base import Model, Money, Role
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.events import Event
+from dealroom.protocol.market import MAX_BUYERS
 from dealroom.protocol.observation import LiveOffer, Observation
 from dealroom.protocol.outcome import SeatOutcome
 from dealroom.protocol.rules import Rules
@@ -222,6 +223,18 @@ class RoomRequest(Model):
     study: StudySeats | None = None
     """A study's room (``dealroom.server.study`` opens them): its negotiations are stored as the
     study's run, with who sat where (``extra.study``)."""
+    buyers: int = Field(default=1, ge=1, le=MAX_BUYERS)
+    """Buyers in the room: 1, a bilateral room; 2 or more, a market room (one seller, buyers
+    ``b1`` .. ``bN``, one market on the virtual clock, ``dealroom.server.market_room``)."""
+    house_buyers: dict[str, str] | None = None
+    """A market room: the agent spec of each buyer seat a house agent plays, by name (``b1``:
+    ``linear``); with ``house_seller`` (a market seller such as ``auctioneer``) every seat but
+    one, which is the client's."""
+    seller_actions: int | None = Field(default=None, ge=1)
+    """A market room: the seller's turn budget (``MarketRules.seller_actions``)."""
+    buyers_know_count: bool = True
+    """A market room: each buyer's briefing states how many buyers there are
+    (``MarketRules.buyers_know_count``)."""
 
     @field_validator("secret")
     @classmethod
@@ -239,8 +252,9 @@ class RoomCreated(Model):
     """Admin response: the room id and one bearer token per open seat."""
 
     room: str
-    tokens: dict[Role, str]
-    """Bearer token per seat a client may take; give each to one client only."""
+    tokens: dict[str, str]
+    """Bearer token per seat a client may take (``buyer``, ``seller``; in a market room
+    ``seller`` or ``b1`` .. ``bN``); give each to one client only."""
     spectator: str | None = None
     """Read-only bearer token for the room's web page (``/web/room``): it shows the offers and
     messages, never a private value before the end."""

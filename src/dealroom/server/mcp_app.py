@@ -50,6 +50,8 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.arguments import WaitArgs, action_of
 from dealroom.protocol.compact_schema import compact_schema
+from dealroom.protocol.market_seat import MARKET_TOOLS, market_tools
+from dealroom.protocol.rules import Rules
 from dealroom.protocol.tools import (
     ArgumentError,
     ResultKind,
@@ -58,12 +60,14 @@ from dealroom.protocol.tools import (
     validate_arguments,
 )
 from dealroom.server.gone import while_connected
+from dealroom.server.market_seats import ServedMarketSeller
 from dealroom.server.seat import CallRefused, ServedSeat
 
 log = structlog.stdlib.get_logger(__name__)
 
-SeatProvider = Callable[[], ServedSeat]
-"""The seat the current call acts for."""
+SeatProvider = Callable[[], ServedSeat | ServedMarketSeller]
+"""The seat the current call acts for: a bilateral seat or a market's buyer (``ServedSeat``),
+or a market's seller, which is served the market seller's tools instead."""
 
 OBSERVATION_URI = "dealroom://seat/observation"
 TRANSCRIPT_URI = "dealroom://seat/transcript"
@@ -168,7 +172,10 @@ def _function(seat: SeatProvider, spec: SeatTool) -> Callable[..., Awaitable[Cal
     """The tool's function: its signature is the spec's argument model, field by field."""
 
     async def call(**arguments: Any) -> CallToolResult:
-        return await _respond(seat(), spec, spec.args.model_validate(arguments))
+        served = seat()
+        if isinstance(served, ServedMarketSeller):  # its tools of the same name take a buyer
+            return await _market_call(served, spec.name, arguments)
+        return await _respond(served, spec, spec.args.model_validate(arguments))
 
     parameters = [
         inspect.Parameter(
@@ -263,12 +270,19 @@ class SeatServer(MCPServer):
         self._seat = seat
 
     async def list_tools(self) -> list[MCPTool]:
-        """The tools, each described under the rules of the seat's room."""
-        return _described(await super().list_tools(), await self._seat().tool_descriptions())
+        """The tools, each described under the rules of the seat's room (a market's seller:
+        the market seller's tools)."""
+        seat = self._seat()
+        if isinstance(seat, ServedMarketSeller):
+            return market_mcp_tools(seat.rules.rules)
+        return _described(await super().list_tools(), await seat.tool_descriptions())
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:
+        seat = self._seat()
+        if isinstance(seat, ServedMarketSeller):
+            return await _market_call(seat, name, arguments)
         if self._tool_manager.get_tool(name) is None:
             return _unknown_tool(name, [t.name for t in self._tool_manager.list_tools()])
         return await super().call_tool(name, arguments, context)
@@ -285,6 +299,36 @@ class SeatServer(MCPServer):
             return await super().get_prompt(name, arguments, context)
         log.info("prompt refused", prompt=name[:64])
         raise MCPError(INVALID_PARAMS, problem)
+
+
+def market_mcp_tools(rules: Rules) -> list[MCPTool]:
+    """The market seller's tools as ``tools/list`` lists them, in name order: each one's
+    schema and summary from ``market_seat.market_tools`` (their one home)."""
+    listed: list[MCPTool] = []
+    for schema in market_tools(rules):
+        function = schema["function"]
+        spec = MARKET_TOOLS[function["name"]]
+        listed.append(
+            MCPTool(
+                name=spec.name,
+                title=spec.title,
+                description=function["description"],
+                input_schema=function["parameters"],
+                annotations=_annotations(spec),
+            )
+        )
+    return listed
+
+
+async def _market_call(
+    seat: ServedMarketSeller, name: str, arguments: Mapping[str, Any] | None
+) -> CallToolResult:
+    with structlog.contextvars.bound_contextvars(**seat.log_context, tool=name[:64]):
+        text, view = await seat.call(name, arguments or {})
+        if view is None:
+            log.info("tool refused", code=text.partition(":")[0])
+            return _error_result(text)
+        return _text_result(text, view)
 
 
 def _described(tools: list[MCPTool], descriptions: Mapping[str, str]) -> list[MCPTool]:

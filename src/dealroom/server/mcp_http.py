@@ -13,7 +13,8 @@ Connection, request and session limits: ``dealroom.server.http_limits``.
     POST /admin/rooms          RoomRequest JSON -> RoomCreated JSON (201)
     GET  /admin/rooms/{room}   the room's current negotiation, with its full outcome, and how
                                many have finished (admin only; finished ones are in the store);
-                               410 and why for a journaled room the start could not restore
+                               410 and why for a journaled room the start could not restore;
+                               a market room: its seats, market and outcome
     POST /admin/studies        StudyRequest JSON -> StudyCreated JSON (201), and a study's
                                view and CSV exports (``dealroom.server.web.study``)
     GET  /healthz              {"ok": true}
@@ -337,6 +338,9 @@ class _AdminApi:
     async def show(self, request: Request) -> Response:
         if (refused := self.refused(request)) is not None:
             return refused
+        market = self.registry.markets.get(request.path_params["room"])
+        if market is not None:
+            return JSONResponse(market.view())
         room = self.registry.rooms.get(request.path_params["room"])
         if room is None:
             why = self.registry.unrestored.get(request.path_params["room"])

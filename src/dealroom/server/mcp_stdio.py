@@ -13,6 +13,8 @@ import anyio
 import structlog
 
 from dealroom.protocol import Role
+from dealroom.server.market_room import SELLER, MarketRoomServed
+from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import Room
 from dealroom.server.seat import RoomSeat
@@ -37,3 +39,11 @@ async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> 
             group.start_soon(room.records.writer.retry_forever, reap_interval)
         await serve_stdio_wire(app)
         group.cancel_scope.cancel()
+
+
+async def serve_market_stdio(market: MarketRoomServed) -> None:
+    """Serve the client seat of ``market`` on stdin/stdout until the client closes the stream
+    (a seller's: the market seller's tools; a buyer's: the buyer's, one market, no series)."""
+    structlog.contextvars.bind_contextvars(room=market.id, seat=market.client_seat)
+    seat = ServedMarketSeller(market) if market.client_seat == SELLER else ServedMarketBuyer(market)
+    await serve_stdio_wire(build_app(lambda: seat, series=False))

@@ -23,6 +23,7 @@ from dealroom.protocol import (
     SessionErrorCode,
 )
 from dealroom.protocol.generator import DEFAULT_SPEC, scenario_at
+from dealroom.protocol.market import MarketAgentFactory
 from dealroom.server.journal import (
     STOPPED_SUFFIX,
     JournalFile,
@@ -30,11 +31,13 @@ from dealroom.server.journal import (
     RoomJournal,
     reason_of,
 )
+from dealroom.server.market_room import SELLER, MarketRoomServed, check_market_request, open_market
+from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import Room
 from dealroom.server.room_error import RoomError
 from dealroom.server.room_settings import Experiment, House, Occupant, RoomSettings, SeatPlayer
-from dealroom.server.seat import RoomSeat
+from dealroom.server.seat import RoomSeat, ServedSeat
 from dealroom.server.studies import Studies
 from dealroom.server.tokens import Grant, TokenTable, digest, new_token
 from dealroom.store.writer import ResultWriter
@@ -43,6 +46,10 @@ log = structlog.stdlib.get_logger(__name__)
 
 HouseResolver = Callable[[str], AgentFactory]
 """Turns an agent spec into a factory; raises ValueError for an unknown or bad spec."""
+
+SellerResolver = Callable[[str], MarketAgentFactory]
+"""Turns a market seller spec into its factory (``agents.market.market_seller``); raises
+ValueError for an unknown or bad spec."""
 
 PlayerResolver = Callable[[str], SeatPlayer | None]
 """The in-process player for a spec that is no house agent (an LLM), or None for one that is;
@@ -63,6 +70,7 @@ class RoomRegistry:
         journals: Journals | None = None,
         resolve_player: PlayerResolver | None = None,
         token_prefix: str = "",
+        resolve_seller: SellerResolver | None = None,
     ) -> None:
         self.writer = writer
         self.token_prefix = token_prefix
@@ -73,11 +81,14 @@ class RoomRegistry:
         self.retain_s = retain_s
         self._resolve_house = resolve_house
         self._resolve_player = resolve_player
+        self._resolve_seller = resolve_seller
         self._timer = timer
         self._group: TaskGroup | None = None
         self._playing: dict[str, anyio.CancelScope] = {}
         """The rooms whose in-process players run (``reap`` runs them), by id."""
         self.rooms: dict[str, Room] = {}
+        self.markets: dict[str, MarketRoomServed] = {}
+        """The market rooms (``buyers`` >= 2), by id: not journaled, so never restored."""
         self.unrestored: dict[str, str] = {}
         """Rooms whose journal ``restore`` found but could not restore, by id: why not."""
         self.tokens = TokenTable()
@@ -103,8 +114,11 @@ class RoomRegistry:
         room_id = "room-" + secrets.token_hex(8)
         if request.secret is None:  # drawn once, here, so that a restored room draws the same
             request = request.model_copy(update={"secret": request.run_secret().hex()})
+        check_market_request(request)
+        if request.buyers > 1:
+            return self._create_market(room_id, request)
         room = self._build(room_id, request)
-        tokens: dict[Role, str] = {
+        tokens: dict[str, str] = {
             role: new_token(self.token_prefix)
             for role in room.seats.client_roles  # an in-process player's seat gets no token
         }
@@ -131,6 +145,22 @@ class RoomRegistry:
         self._play(room)
         log.info("room created", room=room_id, clock=request.clock, seats=list(tokens))
         return RoomCreated(room=room_id, tokens=tokens, spectator=spectator)
+
+    def _create_market(self, room_id: str, request: RoomRequest) -> RoomCreated:
+        """Open a market room: one token, for its one client seat; no spectator page yet."""
+        market = open_market(
+            room_id,
+            request,
+            resolve_house=self._resolve_house,
+            resolve_seller=self._resolve_seller,
+            writer=self.writer,
+            limits=self.limits,
+        )
+        token = new_token(self.token_prefix)
+        self.tokens.grant(digest(token), room_id, market.client_seat)
+        self.markets[room_id] = market
+        log.info("room created", room=room_id, buyers=request.buyers, seats=[market.client_seat])
+        return RoomCreated(room=room_id, tokens={market.client_seat: token})
 
     def restore(self) -> int:
         """At start, before serving: rebuild every journaled room, open negotiations included,
@@ -251,7 +281,7 @@ class RoomRegistry:
         study_hook = None if request.study is None else self.studies
         return Room(room_id, settings, writer=self.writer, timer=self._timer, study_hook=study_hook)
 
-    def seat_for_token(self, token: str) -> tuple[str, Role] | None:
+    def seat_for_token(self, token: str) -> tuple[str, str] | None:
         """The (room, role) a token opens, compared in constant time; None if it opens none."""
         entry = self._entry(token)
         if entry is None or entry.role is None:
@@ -264,14 +294,23 @@ class RoomRegistry:
         entry = self._entry(token)
         if entry is None or entry.role is not None:
             return None
-        return self.rooms[entry.room]
+        return self.rooms.get(entry.room)
 
     def _entry(self, token: str) -> Grant | None:
         grant = self.tokens.lookup(token)
-        return grant if grant is not None and grant.room in self.rooms else None
+        if grant is None or (grant.room not in self.rooms and grant.room not in self.markets):
+            return None
+        return grant
 
-    def seat(self, room_id: str, role: Role) -> RoomSeat:
-        """The seat object for a room and role."""
+    def seat(self, room_id: str, name: str) -> ServedSeat | ServedMarketSeller:
+        """The seat object for a room and seat name (a role; in a market room ``seller`` or a
+        buyer's name)."""
+        market = self.markets.get(room_id)
+        if market is not None:
+            if name == SELLER:
+                return ServedMarketSeller(market)
+            return ServedMarketBuyer(market)
+        role: Role = "buyer" if name == "buyer" else "seller"
         return RoomSeat(self.rooms[room_id], role)
 
     async def reap(self, interval: float = 1.0) -> None:
@@ -310,6 +349,17 @@ class RoomRegistry:
         """One pass of the reaper."""
         await self.studies.tick()
         now = self._timer()
+        for room_id, market in list(self.markets.items()):
+            try:
+                await market.tick()
+            except Exception:  # one bad room must not stop the reaper for the others
+                log.exception("reaper failed", room=room_id)
+                continue
+            if market.is_open or not market.stored:
+                continue
+            ended = self._ended_at.setdefault(room_id, now)
+            if now - ended >= self.retain_s:
+                self._forget(room_id)
         for room_id, room in list(self.rooms.items()):
             try:
                 await room.current.tick()
@@ -337,5 +387,6 @@ class RoomRegistry:
         room = self.rooms.pop(room_id, None)
         if room is not None:
             room.journal.remove()
+        self.markets.pop(room_id, None)
         self._ended_at.pop(room_id, None)
         self.tokens.revoke(room_id)

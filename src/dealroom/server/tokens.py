@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
-from dealroom.protocol import ROLES, Role
-from dealroom.server.seat import RoomSeat
+from dealroom.server.market_seats import ServedMarketSeller
+from dealroom.server.seat import ServedSeat
 
 SEAT_SCOPE = "seat"
 
@@ -41,8 +41,9 @@ class Grant:
 
     digest: bytes
     room: str
-    role: Role | None
-    """The seat the token opens; None for the room's read-only spectator token."""
+    role: str | None
+    """The seat the token opens (a role; in a market room ``seller`` or a buyer's name); None
+    for the room's read-only spectator token."""
 
 
 class TokenTable:
@@ -51,7 +52,7 @@ class TokenTable:
     def __init__(self) -> None:
         self._grants: dict[bytes, Grant] = {}
 
-    def grant(self, token_digest: bytes, room: str, role: Role | None) -> None:
+    def grant(self, token_digest: bytes, room: str, role: str | None) -> None:
         """Let the token of ``token_digest`` open ``room``'s ``role`` seat (None: its page)."""
         self._grants[token_digest] = Grant(token_digest, room, role)
 
@@ -72,7 +73,7 @@ class TokenTable:
 class SeatTokens(TokenVerifier):
     """Accepts exactly the seat tokens of open rooms: client_id = room, subject = role."""
 
-    def __init__(self, seat_for_token: Callable[[str], tuple[str, Role] | None]) -> None:
+    def __init__(self, seat_for_token: Callable[[str], tuple[str, str] | None]) -> None:
         self._seat_for_token = seat_for_token
 
     async def verify_token(self, token: str) -> AccessToken | None:
@@ -84,16 +85,17 @@ class SeatTokens(TokenVerifier):
         return AccessToken(token=token, client_id=room, subject=role, scopes=[SEAT_SCOPE])
 
 
-def seat_of_request(seat: Callable[[str, Role], RoomSeat]) -> Callable[[], RoomSeat]:
+def seat_of_request(
+    seat: Callable[[str, str], ServedSeat | ServedMarketSeller],
+) -> Callable[[], ServedSeat | ServedMarketSeller]:
     """A SeatProvider reading the seat from the request's verified bearer token."""
 
-    def provider() -> RoomSeat:
+    def provider() -> ServedSeat | ServedMarketSeller:
         token = get_access_token()
         subject = None if token is None else token.subject
-        role: Role | None = next((r for r in ROLES if r == subject), None)
-        if token is None or role is None:
+        if token is None or not subject:
             # The transport rejects requests without a valid token before any tool runs.
             raise PermissionError("no seat token on this request")
-        return seat(token.client_id, role)
+        return seat(token.client_id, subject)
 
     return provider

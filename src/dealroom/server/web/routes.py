@@ -195,7 +195,10 @@ class WebApi:
         token = bearer(request)
         found = None if token is None else self.registry.seat_for_token(token)
         if found is not None:
-            return Person(self.registry.seat(*found), None)
+            seat = self.registry.seat(*found)
+            if not isinstance(seat, RoomSeat):
+                return error(404, "a market room has no seat page yet: its seat plays over MCP")
+            return Person(seat, None)
         ticket = None if token is None else self.registry.studies.lookup(token)
         if ticket is None or ticket.who is None:
             return error(401, "missing or wrong seat token")

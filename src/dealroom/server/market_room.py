@@ -1,0 +1,320 @@
+"""A served market: one seller and N buyers (``dealroom.protocol.market``), one seat a client's.
+
+An HTTP room opened with ``buyers`` >= 2 is a ``MarketRoomServed``: one market on the virtual
+clock (``dealroom.engine.market.MarketRoom``), the seller's seat and every buyer's (``b1`` ..
+``bN``) each a house agent or the one client's (it gets the room's one seat token). The client's
+calls drive its seat with the bilateral remote seat's turn semantics
+(``dealroom.engine.market_calls``): every other seat is in place, so each call settles at once
+and the clock never waits on wall time. A seller client is served the market seller's tools
+and texts (``dealroom.protocol.market_seat``, ``market_text``); a buyer client today's buyer
+tools and results, from its own thread only (``dealroom.server.market_seats``).
+
+The finished market is stored once, in the results store's ``markets`` table, under the key
+``ROOM/1`` and the room's run (its participant, else the room id); a write that fails is
+retried by the reaper's ``tick`` until it succeeds. A market room is not journaled: it does not
+survive a restart of the server.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import structlog
+
+from dealroom.engine.market import MarketRoom, market_view
+from dealroom.engine.market_calls import MarketBuyerCalls, MarketSellerCalls
+from dealroom.engine.match import seat_rng
+from dealroom.protocol import (
+    Action,
+    Agent,
+    AgentFactory,
+    Role,
+    RoomRequest,
+    SessionErrorCode,
+    seat_text,
+    seat_view,
+)
+from dealroom.protocol.market import (
+    MarketAgent,
+    MarketAgentFactory,
+    MarketRules,
+    MarketScenario,
+    buyer_ids,
+)
+from dealroom.protocol.market_referee import MarketRecord
+from dealroom.protocol.market_scenarios import DEFAULT_MARKET_SPEC, market_at
+from dealroom.protocol.secret import Seed
+from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
+from dealroom.server.pacing import MessageBudget
+from dealroom.server.room_settings import House
+from dealroom.server.seat import SEAT_CALLS_IN_FLIGHT, CallRefused
+from dealroom.server.seat_names import REMOTE_NAME
+from dealroom.store.writer import ResultWriter
+
+log = structlog.stdlib.get_logger(__name__)
+
+SELLER = "seller"
+"""The seller's seat name in a market room (the buyers': ``b1`` .. ``bN``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SellerHouse:
+    """A house agent in a market room's seller seat: its spec (recorded) and factory (a
+    buyer's house agent is a bilateral ``House``)."""
+
+    spec: str
+    factory: MarketAgentFactory
+
+
+class MarketRoomServed:
+    """One market served to one client seat; the other seats house agents."""
+
+    def __init__(
+        self,
+        room_id: str,
+        market: MarketScenario,
+        rules: MarketRules,
+        *,
+        seller: SellerHouse | None,
+        buyers: Mapping[str, House],
+        seed: Seed,
+        run: str,
+        writer: ResultWriter | None,
+        client_name: str = REMOTE_NAME,
+        limits: RoomLimits = DEFAULT_LIMITS,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
+        seats = (SELLER, *market.buyers)
+        houses: dict[str, str] = {name: house.spec for name, house in buyers.items()}
+        if seller is not None:
+            houses[SELLER] = seller.spec
+        unknown = sorted(set(houses) - set(seats))
+        if unknown:
+            raise ValueError(f"house_buyers: no seat {', '.join(unknown)} in this market")
+        clients = [seat for seat in seats if seat not in houses]
+        if len(clients) != 1:
+            raise ValueError(
+                f"house_buyers: a market room serves exactly one client seat; this one would "
+                f"have {len(clients)} ({', '.join(clients) or 'none'})"
+            )
+        self.id = room_id
+        self.market = market
+        self.rules = rules
+        self.run = run
+        self.seed = seed
+        self.writer = writer
+        self.client_seat: str = clients[0]
+        self.names: dict[str, str] = {seat: houses.get(seat, client_name) for seat in seats}
+        """Who sits in each seat, as recorded: a house agent's spec, or the client's name."""
+        seller_agent: MarketAgent | None = None
+        if seller is not None:
+            view = market_view(market, rules)
+            seller_agent = seller.factory(view, seat_rng(seed, market.id, "seller"))
+        agents: dict[str, Agent | None] = {}
+        for name in market.buyers:
+            house, thread = buyers.get(name), market.thread(name)
+            agents[name] = (
+                None
+                if house is None
+                else house.factory(seat_view(thread, "buyer"), seat_rng(seed, thread.id, "buyer"))
+            )
+        self.engine = MarketRoom(market, rules, seller=seller_agent, buyers=agents)
+        self.seller_calls: MarketSellerCalls | None = None
+        self.buyer_calls: MarketBuyerCalls | None = None
+        if self.client_seat == SELLER:
+            self.seller_calls = MarketSellerCalls(self.engine)
+        else:
+            self.buyer_calls = MarketBuyerCalls(self.engine, self.client_seat)
+        self.lock = anyio.Lock()
+        """Held by each call of the client seat (a client may make a few at once)."""
+        self.in_flight = 0
+        """The client seat's calls being served now."""
+        self.messages = MessageBudget(
+            limits.message_chars_per_minute, limits.message_chars_per_series, timer
+        )
+        """What message text the client seat may still send (``server.pacing``)."""
+        self._client_role: Role = "seller" if self.client_seat == SELLER else "buyer"
+        self.stored = False
+        log.info("market room opened", room=room_id, market=market.id, client=self.client_seat)
+
+    @property
+    def key(self) -> str:
+        """The results-store key of the room's market."""
+        return f"{self.id}/1"
+
+    @property
+    def is_open(self) -> bool:
+        """True until the market ends."""
+        return self.engine.referee.is_open
+
+    def record(self) -> MarketRecord:
+        """The finished market's record (raises RuntimeError while it runs)."""
+        outcome = self.engine.referee.outcome
+        if outcome is None:
+            raise RuntimeError("the market is not over")
+        return MarketRecord(
+            scenario=self.market,
+            seller=self.names[SELLER],
+            buyers=tuple(self.names[b] for b in self.market.buyers),
+            log=tuple(self.engine.referee.log),
+            outcome=outcome,
+        )
+
+    def view(self) -> dict[str, Any]:
+        """What the admin API shows of the room (``GET /admin/rooms/{room}``): its seats, the
+        market's id and state, and its full outcome once over (values included: admin only)."""
+        outcome = self.engine.referee.outcome
+        return {
+            "room": self.id,
+            "clock": "virtual",
+            "seats": self.names,
+            "market": self.market.id,
+            "open": self.is_open,
+            "events": len(self.engine.referee.log),
+            "outcome": None if outcome is None else outcome.model_dump(mode="json"),
+            "key": self.key,
+            "stored": self.stored,
+        }
+
+    @asynccontextmanager
+    async def call(self, action: Action | None = None) -> AsyncGenerator[None]:
+        """Serve one call of the client seat, ``action`` the one it makes, if any: refused
+        (``CallRefused``, nothing changed) past ``SEAT_CALLS_IN_FLIGHT`` calls at once
+        (``too_many_calls``) or past the room's message budget (``too_many_message_chars``),
+        as a bilateral room's seat is; else under the room's lock, storing the market once the
+        call has ended it."""
+        if self.in_flight >= SEAT_CALLS_IN_FLIGHT:
+            message = (
+                f"This seat already has {SEAT_CALLS_IN_FLIGHT} calls in flight; wait for their "
+                "replies before calling again."
+            )
+            raise CallRefused(seat_text.error_payload(SessionErrorCode.TOO_MANY_CALLS, message))
+        if action is not None and (over := self.messages.charge(self._client_role, action)):
+            code = SessionErrorCode.TOO_MANY_MESSAGE_CHARS
+            raise CallRefused(seat_text.error_payload(code, over))
+        self.in_flight += 1
+        try:
+            async with self.lock:
+                try:
+                    yield
+                finally:
+                    await self.save()
+        finally:
+            self.in_flight -= 1
+
+    async def save(self) -> None:
+        """Store the finished market once (nothing while it runs, or without a writer); a write
+        that fails is logged and tried again by the next call or ``tick``."""
+        if self.stored or self.is_open or self.writer is None:
+            return
+        store, record = self.writer.store, self.record()
+        try:
+            await anyio.to_thread.run_sync(lambda: store.add_market(self.key, record, run=self.run))
+        except Exception:  # the store's failure must not fail the call that ended the market
+            log.exception("market not stored yet", room=self.id)
+            return
+        self.stored = True
+        outcome = record.outcome
+        log.info("market ended", room=self.id, reason=outcome.end_reason, status=outcome.status)
+
+    async def tick(self) -> None:
+        """The reaper's pass: store a finished market whose write failed."""
+        async with self.lock:
+            await self.save()
+
+
+def check_market_request(request: RoomRequest) -> None:
+    """Raise ValueError, one line naming the field to change, for a request that no market room
+    (``buyers`` >= 2) or no bilateral room (``buyers`` = 1) serves; nothing is opened."""
+    market_only = {
+        "house_buyers": request.house_buyers is not None,
+        "seller_actions": request.seller_actions is not None,
+        "buyers_know_count": not request.buyers_know_count,
+    }
+    if request.buyers == 1:
+        for field, given in market_only.items():
+            if given:
+                raise ValueError(f"{field}: only a market room (buyers >= 2) takes it")
+        return
+    bilateral_only = {
+        "house_buyer": (request.house_buyer is not None, "name each buyer's in house_buyers"),
+        "clock": (request.clock != "virtual", "a market room runs on the virtual clock"),
+        "negotiations": (request.negotiations not in (None, 1), "a market room plays one"),
+        "consent": (request.consent is not None, "a market room asks no consent"),
+        "study": (request.study is not None, "a study opens bilateral rooms"),
+    }
+    for field, (given, why) in bilateral_only.items():
+        if given:
+            raise ValueError(f"{field}: not in a market room ({why})")
+
+
+def open_market(
+    room_id: str,
+    request: RoomRequest,
+    *,
+    resolve_house: Callable[[str], AgentFactory],
+    resolve_seller: Callable[[str], MarketAgentFactory] | None,
+    writer: ResultWriter | None,
+    limits: RoomLimits = DEFAULT_LIMITS,
+) -> MarketRoomServed:
+    """The market room a request asks for (``buyers`` >= 2); raises ValueError, one line, for
+    a bad request (``check_market_request``, a seat that is not in the market, not exactly one
+    client seat, a bad agent spec)."""
+    check_market_request(request)
+    names = buyer_ids(request.buyers)
+    houses = request.house_buyers or {}
+    unknown = sorted(set(houses) - set(names))
+    if unknown:
+        raise ValueError(
+            f"house_buyers: no buyer {', '.join(unknown)} in a market of {len(names)} "
+            f"({', '.join(names)})"
+        )
+    buyers: dict[str, House] = {}
+    for name, spec in houses.items():
+        try:
+            buyers[name] = House(spec, resolve_house(spec))
+        except ValueError as exc:
+            raise ValueError(f"house_buyers.{name}: {exc}") from None
+    seller: SellerHouse | None = None
+    if request.house_seller is not None:
+        if resolve_seller is None:
+            raise ValueError("house_seller: this server has no market sellers")
+        try:
+            seller = SellerHouse(request.house_seller, resolve_seller(request.house_seller))
+        except ValueError as exc:
+            raise ValueError(f"house_seller: {exc}") from None
+    secret = request.run_secret()
+    spec = DEFAULT_MARKET_SPEC
+    if request.deadline is not None:
+        spec = spec.model_copy(update={"deadline": request.deadline})
+    market = market_at(secret, request.index, request.tier, request.buyers, spec)
+    rules = MarketRules(
+        rules=request.rules,
+        seller_actions=request.seller_actions,
+        buyers_know_count=request.buyers_know_count,
+    )
+    return MarketRoomServed(
+        room_id,
+        market,
+        rules,
+        seller=seller,
+        buyers=buyers,
+        seed=secret,
+        run=request.participant or room_id,
+        writer=writer,
+        limits=limits,
+    )
+
+
+__all__ = [
+    "SELLER",
+    "MarketRoomServed",
+    "SellerHouse",
+    "check_market_request",
+    "open_market",
+]

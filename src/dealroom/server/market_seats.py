@@ -1,0 +1,185 @@
+"""The client seat of a served market (``dealroom.server.market_room``): a buyer's or the seller's.
+
+- ``ServedMarketBuyer`` is a ``ServedSeat``: a buyer's client gets today's buyer tools, results
+  and refusals, built from its own thread only (``MarketBuyerCalls``), and the bilateral
+  briefing of its thread followed by what it is told of the market
+  (``market_text.buyer_market_text``: the number of buyers when
+  ``MarketRules.buyers_know_count`` says so). Nothing it can read holds another buyer's value or
+  thread.
+- ``ServedMarketSeller`` serves the market seller's tools (``dealroom.protocol.market_seat``: the
+  bilateral tools, each action naming a buyer) and texts (``market_text``), the one home of
+  both; the MCP surface lists and calls them in place of the bilateral ones
+  (``dealroom.server.mcp_app``).
+
+Every call holds the room's lock and stores the market once it has ended.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from dealroom.engine.market import market_view
+from dealroom.protocol import (
+    Action,
+    ActionResult,
+    Role,
+    RuleViolation,
+    SeatState,
+    SessionErrorCode,
+    WaitResult,
+    model_seat,
+    seat_text,
+)
+from dealroom.protocol.market import Addressed, MarketRules
+from dealroom.protocol.market_seat import MARKET_TOOLS, market_tools, move_of
+from dealroom.protocol.market_text import buyer_market_text, market_briefing, market_state_text
+from dealroom.protocol.model_seat import Bound
+from dealroom.protocol.tools import ArgumentError
+from dealroom.server import texts
+from dealroom.server.market_room import MarketRoomServed
+from dealroom.server.seat import CallRefused, descriptions
+
+
+class ServedMarketBuyer:
+    """A market room's buyer seat played by its client (a ``ServedSeat``)."""
+
+    def __init__(self, room: MarketRoomServed) -> None:
+        calls = room.buyer_calls
+        if calls is None:
+            raise ValueError(f"no buyer of room {room.id} is a client's")
+        self.room = room
+        self.calls = calls
+        self.name = calls.buyer
+
+    @property
+    def log_context(self) -> Mapping[str, str]:
+        """Room and seat."""
+        return {"room": self.room.id, "seat": self.name}
+
+    async def viewer(self) -> tuple[Role, str]:
+        """A buyer, and the market's currency."""
+        return "buyer", self.room.market.base.currency
+
+    async def tool_descriptions(self) -> Mapping[str, str]:
+        """The bilateral tools' descriptions under the threads' rules."""
+        return descriptions(self.room.rules.rules)
+
+    async def act(self, action: Action) -> ActionResult:
+        """One action in its thread; raises CallRefused if refused."""
+        async with self.room.call(action):
+            try:
+                return self.calls.act(action)
+            except RuleViolation as violation:
+                refusal = seat_text.error_payload(violation.code, violation.message)
+                raise CallRefused(refusal) from None
+
+    async def wait(self, timeout_s: float) -> WaitResult:
+        """Sleep until the seller moves in its thread, the timeout on the clock, or the end."""
+        async with self.room.call():
+            return self.calls.wait(timeout_s)
+
+    async def state(self) -> SeatState:
+        """Its thread as it sees it; marks every event as seen."""
+        async with self.room.call():
+            observation = self.calls.observe(deliver=True)
+            surplus = (
+                Decimal("0.00") if observation.outcome is None else observation.outcome.surplus
+            )
+            return SeatState(
+                observation=observation,
+                negotiation=1,
+                results=(),
+                finished=0 if self.room.is_open else 1,
+                total_surplus=surplus,
+                can_start_next=False,
+                clock="virtual",
+                hint=self.calls.hint(),
+            )
+
+    async def new_negotiation(self) -> SeatState:
+        """A market room plays one market: refused (``series_over``)."""
+        message = "A market room plays one market; the server opens a new room for the next."
+        raise CallRefused(seat_text.error_payload(SessionErrorCode.SERIES_OVER, message))
+
+    async def observation_json(self) -> str:
+        """Its thread's observation (JSON; events not marked as seen)."""
+        return self.calls.observe(deliver=False).model_dump_json(indent=2)
+
+    async def transcript(self) -> str:
+        """Its thread so far, one line per event."""
+        return texts.transcript(self.calls.observe(deliver=False))
+
+    async def briefing(self) -> str:
+        """The bilateral briefing of its thread, then what it is told of the market."""
+        rules = self.room.rules
+        thread = texts.briefing(self.calls.observe(deliver=False), rules.rules, clock="virtual")
+        market = buyer_market_text(len(self.room.market.buyers), know_count=rules.buyers_know_count)
+        return f"{thread}\n\n{market}"
+
+    async def model_tools(self) -> str:
+        """The bilateral buyer's tools as the one model seat offers them."""
+        return json.dumps(model_seat.tools(self.room.rules.rules))
+
+
+class ServedMarketSeller:
+    """A market room's seller seat played by its client: the market seller's tools."""
+
+    def __init__(self, room: MarketRoomServed) -> None:
+        calls = room.seller_calls
+        if calls is None:
+            raise ValueError(f"the seller of room {room.id} is a house agent")
+        self.room = room
+        self.calls = calls
+
+    @property
+    def log_context(self) -> Mapping[str, str]:
+        """Room and seat."""
+        return {"room": self.room.id, "seat": "seller"}
+
+    @property
+    def rules(self) -> MarketRules:
+        """The room's market rules (the seller's tools are described under them)."""
+        return self.room.rules
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any]
+    ) -> tuple[str, dict[str, Any] | None]:
+        """One call of a market seller's tool: the text it reads and its view as JSON, or the
+        refusal's one line and None (``unknown_tool``, ``invalid_arguments``,
+        ``unknown_buyer``, any referee code)."""
+        spec = MARKET_TOOLS.get(name)
+        if spec is None:
+            return seat_text.unknown_tool(name, MARKET_TOOLS).text(), None
+        try:
+            move = move_of(Bound(spec.name, dict(arguments)))
+        except ArgumentError as error:
+            return error.payload.text(), None
+        try:
+            async with self.room.call(move.action if isinstance(move, Addressed) else None):
+                text, refused = self.calls.move(move)
+                view = None if refused else self.calls.observation().model_dump(mode="json")
+        except CallRefused as refusal:
+            return refusal.payload.text(), None
+        return text, view
+
+    async def observation_json(self) -> str:
+        """What the seller sees now (JSON): every thread, its own cost, no buyer's value."""
+        return self.calls.observation().model_dump_json(indent=2)
+
+    async def transcript(self) -> str:
+        """Every thread so far, as ``get_state`` shows it (nothing marked as seen)."""
+        return market_state_text(self.calls.observation())
+
+    async def briefing(self) -> str:
+        """The market seller's briefing."""
+        return market_briefing(market_view(self.room.market, self.room.rules))
+
+    async def model_tools(self) -> str:
+        """The market seller's tools as the one model seat offers them (JSON)."""
+        return json.dumps(market_tools(self.room.rules.rules))
+
+
+__all__ = ["ServedMarketBuyer", "ServedMarketSeller"]

@@ -1,0 +1,266 @@
+"""Market rooms over HTTP: a client in the seller's seat of a 3-buyer room sells the item; a
+client in a buyer's seat reads only its own thread; bad requests and calls are one line each."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+from mcp_support import ADMIN, HttpServer, http_server, ok, refused, secret_of, text_of, tls
+
+from dealroom.agents.market import market_seller
+from dealroom.protocol import OfferMade
+from dealroom.protocol.market_seat import MARKET_TOOLS
+from dealroom.server.market_room import MarketRoomServed
+from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI
+from dealroom.server.negotiation import RoomLimits
+from dealroom.store.results import ResultsStore
+from leaks import leaked
+
+pytestmark = pytest.mark.anyio
+
+SECRET = secret_of(38).hex()
+LINEAR = {"b1": "linear", "b2": "linear", "b3": "linear"}
+
+
+def _market(server: HttpServer, room: str) -> MarketRoomServed:
+    return server.registry.markets[room]
+
+
+async def _sell(client: Client) -> dict[str, Any]:
+    """A simple seller: asks every open buyer a falling price, accepts the best bid that
+    clears its cost by 5%; the market's view once it has ended."""
+    view = await ok(client, "get_state")
+    cost = Decimal(str(view["private_value"]))
+    price = cost * 2
+    for _ in range(80):
+        if view["outcome"] is not None:
+            return view
+        bids = [
+            (Decimal(str(offer["price"])), thread["buyer"], offer["offer_id"])
+            for thread in view["threads"]
+            for offer in thread["live_offers"]
+            if offer["by"] == "buyer"
+        ]
+        if bids and max(bids)[0] >= cost * Decimal("1.05"):
+            _, buyer, offer_id = max(bids)
+            view = await ok(client, "accept", buyer=buyer, offer_id=offer_id)
+            continue
+        for thread in view["threads"]:
+            if thread["open"] and view["outcome"] is None:
+                rounded = float(round(price, 2))
+                view = await ok(client, "make_offer", buyer=thread["buyer"], price=rounded)
+        if view["outcome"] is None:
+            view = await ok(client, "wait_for_opponent", timeout_s=5)
+        price = max(cost * Decimal("1.05"), price * Decimal("0.9"))
+    raise AssertionError("the market did not end")
+
+
+async def _create(server: HttpServer, **request: Any) -> httpx2.Response:
+    async with httpx2.AsyncClient(verify=tls()) as http:
+        return await http.post(
+            f"{server.url}/admin/rooms", json=request, headers={"Authorization": f"Bearer {ADMIN}"}
+        )
+
+
+async def test_a_seller_client_of_a_three_buyer_room_sells_over_http(tmp_path: Path) -> None:
+    async with http_server(tmp_path, resolve_seller=market_seller) as server:
+        created = await server.create_room(buyers=3, house_buyers=LINEAR, secret=SECRET)
+        assert list(created["tokens"]) == ["seller"] and created["spectator"] is None
+        async with server.seat(created["tokens"]["seller"]) as client:
+            tools = (await client.list_tools()).tools
+            assert [t.name for t in tools] == sorted(MARKET_TOOLS)
+            offer = next(t for t in tools if t.name == "make_offer")
+            assert offer.input_schema["required"][0] == "buyer"
+            briefing = await client.get_prompt("briefing")
+            assert "market with 3 buyers: b1, b2, b3" in briefing.messages[0].content.text  # type: ignore[union-attr]
+            end = await _sell(client)
+            after = await refused(client, "make_offer", buyer="b1", price=100.0)
+            assert after.startswith("negotiation_closed: ")
+        market = _market(server, created["room"])
+        outcome = end["outcome"]
+        assert outcome["status"] == "deal" and outcome["buyer"] in ("b1", "b2", "b3")
+        assert Decimal(str(outcome["price"])) > market.market.seller_cost
+        stored = dict(server.registry.writer.store.iter_markets())  # type: ignore[union-attr]
+        record = stored[f"{created['room']}/1"]
+        assert record.seller == "mcp" and record.buyers == ("linear", "linear", "linear")
+        assert record.outcome.buyer == outcome["buyer"]
+        assert record.outcome.price == Decimal(str(outcome["price"]))
+        async with httpx2.AsyncClient(verify=tls()) as http:
+            shown = await http.get(
+                f"{server.url}/admin/rooms/{created['room']}",
+                headers={"Authorization": f"Bearer {ADMIN}"},
+            )
+        assert shown.status_code == 200
+        assert shown.json()["seats"] == {"seller": "mcp", **LINEAR} and shown.json()["stored"]
+        assert shown.json()["outcome"]["buyer"] == outcome["buyer"]
+        await server.registry.tick()
+        assert len(stored) == 1 and len(dict(server.registry.writer.store.iter_markets())) == 1  # type: ignore[union-attr]
+
+
+async def _buyer_plays(client: Client, replies: list[str]) -> dict[str, Any]:
+    """A buyer that offers low, concedes, and accepts a seller's offer under its value; every
+    reply it reads goes to ``replies``."""
+
+    async def call(tool: str, **arguments: Any) -> CallToolResult:
+        result = await client.call_tool(tool, arguments)
+        replies.append(text_of(result) + json.dumps(result.structured_content, default=str))
+        return result
+
+    state = (await call("get_state")).structured_content
+    assert state is not None
+    value = Decimal(str(state["observation"]["private_value"]))
+    price = value * Decimal("0.5")
+    update: dict[str, Any] = state["observation"]
+    for _ in range(60):
+        if update["outcome"] is not None:
+            return update
+        theirs = [o for o in update["live_offers"] if o["by"] == "seller"]
+        if theirs and Decimal(str(theirs[0]["price"])) <= value:
+            accepted = await call("accept", offer_id=theirs[0]["offer_id"])
+            if not accepted.is_error:
+                assert accepted.structured_content is not None
+                return accepted.structured_content
+        result = await call("make_offer", price=float(round(price, 2)))
+        if result.is_error:  # the thread ended under it
+            update = (await call("get_state")).structured_content["observation"]  # type: ignore[index]
+            continue
+        assert result.structured_content is not None
+        update = result.structured_content
+        if update["outcome"] is None:
+            waited = (await call("wait_for_opponent", timeout_s=5)).structured_content
+            assert waited is not None
+            update = waited
+        price = min(value * Decimal("0.95"), price * Decimal("1.08"))
+    raise AssertionError("the thread did not end")
+
+
+@pytest.mark.parametrize("know_count", [True, False])
+async def test_a_buyer_client_never_reads_another_buyers_value_or_thread(
+    tmp_path: Path, know_count: bool
+) -> None:
+    async with http_server(tmp_path, resolve_seller=market_seller) as server:
+        created = await server.create_room(
+            buyers=3,
+            house_seller="auctioneer",
+            house_buyers={"b1": "linear", "b3": "boulware"},
+            buyers_know_count=know_count,
+            secret=SECRET,
+        )
+        assert list(created["tokens"]) == ["b2"]
+        replies: list[str] = []
+        async with server.seat(created["tokens"]["b2"]) as client:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            assert "new_negotiation" in tools and "make_offer" in tools
+            briefing = await client.get_prompt("briefing")
+            replies.append(briefing.messages[0].content.text)  # type: ignore[union-attr]
+            await _buyer_plays(client, replies)
+            for uri in (OBSERVATION_URI, TRANSCRIPT_URI):
+                contents = (await client.read_resource(uri)).contents
+                replies.append("".join(getattr(c, "text", "") for c in contents))
+            replies.append(await refused(client, "make_offer", price=1.0, buyer="b1"))
+            replies.append(await refused(client, "new_negotiation"))
+        market = _market(server, created["room"]).market
+        assert not _market(server, created["room"]).is_open
+        counted = "This is a market: 3 buyers, you among them"
+        assert (counted in replies[0]) is know_count
+        assert ("Other buyers may be bargaining" in replies[0]) is not know_count
+        everything = "\n".join(replies)
+        record = _market(server, created["room"]).record()
+        public = {e.price for e in record.thread_events("b2") if isinstance(e, OfferMade)}
+        own = market.value("b2")
+        assert leaked(everything, own, set(), fields=()) is not None  # the search finds a value
+        for other in ("b1", "b3"):
+            assert leaked(everything, market.value(other), public) is None, other
+            assert f"{market.id}.{other}" not in everything
+            assert f'"{other}"' not in everything and f" {other}:" not in everything
+        mine = {e.model_dump_json() for e in record.thread_events("b2")}
+        others = {
+            e.model_dump_json()
+            for b in ("b1", "b3")
+            for e in record.thread_events(b)
+            if e.model_dump_json() not in mine
+        }
+        assert others and not any(event in everything for event in others)
+
+
+async def test_bad_market_requests_get_one_line_and_open_nothing(tmp_path: Path) -> None:
+    async with http_server(tmp_path, resolve_seller=market_seller) as server:
+        bad: list[tuple[dict[str, Any], str]] = [
+            ({"buyers": 0}, "buyers: "),
+            ({"buyers": 17}, "buyers: "),
+            ({"buyers": 3, "house_buyers": {"b9": "linear"}}, "house_buyers: no buyer b9"),
+            ({"buyers": 3, "house_buyers": {"b1": "linear"}}, "house_buyers: a market room"),
+            ({"buyers": 2, "house_seller": "auctioneer", "house_buyers": LINEAR}, "house_buyers:"),
+            ({"buyers": 3, "house_buyer": "linear"}, "house_buyer: not in a market room"),
+            ({"buyers": 3, "house_buyers": LINEAR, "clock": "wall"}, "clock: not in a market"),
+            ({"house_buyers": {"b1": "linear"}}, "house_buyers: only a market room"),
+            ({"buyers": 2, "house_buyers": {"b1": "nobody"}}, "house_buyers.b1: unknown agent"),
+            ({"buyers": 2, "house_seller": "nobody", "house_buyers": {"b1": "linear"}}, "house_se"),
+        ]
+        for request, start in bad:
+            response = await _create(server, **request)
+            assert response.status_code == 400, (request, response.text)
+            error = response.json()["error"]
+            assert error.startswith(start) and "\n" not in error, (request, error)
+        assert not server.registry.markets and not server.registry.rooms
+
+
+async def test_bad_seller_calls_get_one_line_with_a_stable_code(tmp_path: Path) -> None:
+    async with http_server(tmp_path, resolve_seller=market_seller) as server:
+        created = await server.create_room(buyers=3, house_buyers=LINEAR, secret=SECRET)
+        async with server.seat(created["tokens"]["seller"]) as client:
+            before = await ok(client, "get_state")
+            no_buyer = await refused(client, "make_offer", price=100.0)
+            assert no_buyer.startswith("invalid_arguments: ")
+            assert (await refused(client, "new_negotiation")).startswith("unknown_tool: ")
+            assert await ok(client, "get_state") == before  # nothing changed
+            unknown = await refused(client, "make_offer", buyer="b7", price=100.0)
+            assert unknown.startswith("unknown_buyer: ")
+            view = await ok(client, "get_state")  # the offer went to no buyer
+            assert not any(e["by"] == "seller" for t in view["threads"] for e in t["events"])
+            assert view["actions_left"] == before["actions_left"]
+
+
+async def test_a_market_seat_is_held_to_the_rooms_message_budget(tmp_path: Path) -> None:
+    limits = RoomLimits(message_chars_per_series=12)
+    async with http_server(tmp_path, limits=limits, resolve_seller=market_seller) as server:
+        created = await server.create_room(buyers=2, house_buyers={"b1": "linear", "b2": "zic"})
+        async with server.seat(created["tokens"]["seller"]) as client:
+            before = await ok(client, "get_state")
+            over = await refused(client, "send_message", buyer="b1", text="x" * 13)
+            assert over.startswith("too_many_message_chars: ")
+            assert await ok(client, "get_state") == before  # nothing was sent
+            await ok(client, "send_message", buyer="b2", text="x" * 12)
+            left = await refused(client, "make_offer", buyer="b1", price=900.0, message="hi")
+            assert left.startswith("too_many_message_chars: ") and "0 are left" in left
+
+
+async def test_a_stdio_seller_sells_in_a_three_buyer_market_and_it_is_stored(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.db"
+    env = {k: os.environ[k] for k in ("HOME", "PATH", "PYTHONPATH") if k in os.environ}
+    command = ["serve", "--role", "seller", "--buyers", "3"]
+    options = ["--opponent", "linear", "--secret", SECRET, "--results", str(results)]
+    dealroom = str(Path(sys.executable).parent / "dealroom")
+    params = StdioServerParameters(command=dealroom, args=[*command, *options], env=env)
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            assert tools == sorted(MARKET_TOOLS)
+            end = await _sell(client)
+    assert end["outcome"]["status"] == "deal"
+    with ResultsStore(results) as store:
+        (key, record), *more = list(store.iter_markets())
+    assert not more and key.endswith("/1") and record.buyers == ("linear",) * 3
+    assert record.outcome.buyer == end["outcome"]["buyer"]
