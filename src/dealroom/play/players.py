@@ -129,6 +129,13 @@ class ScriptedPlayer:
     makes the decision's actions in order (the first refused one drops the rest and wakes it at
     once), and sleeps until news or its requested wake-up, measured from the end of its thinking.
     Where the room runs in this process, ``play_match`` seats it as a house agent instead.
+
+    It reads its seat's whole view once (``get_state``) and keeps it up to date from its calls'
+    results, each of which holds what it had not been shown yet (events, clock, live offers,
+    outcome): the view it decides on is the one ``get_state`` would return, without asking for
+    the whole history again at every wake. Its calls are the SFT transcripts a model learns
+    from, and a model that has read every result needs no more (docs/design.md, "What a model
+    reads").
     """
 
     def __init__(self, factory: AgentFactory, name: str) -> None:
@@ -149,7 +156,7 @@ class ScriptedPlayer:
             wakes += 1
             decision = agent.act(observation)
             wake_at = observation.now + context.rules.thinking.per_wake
-            after = await _act_all(seat, observation.role, decision.actions)
+            after = await _act_all(seat, observation, decision.actions)
             if after.over:
                 break
             timeout: float | None
@@ -160,29 +167,49 @@ class ScriptedPlayer:
             else:
                 now = observation.now if after.now is None else after.now
                 timeout = max(0.0, round(wake_at + decision.wait - now, 3))
-            observation = await _sleep(seat, timeout)
+            observation = await _sleep(seat, after.observation, timeout)
         return {"wakes": wakes}
 
 
-async def _act_all(seat: ToolSeat, role: Role, actions: tuple[Action, ...]) -> _AfterActions:
+def seen(observation: Observation, result: ActionResult | WaitResult) -> Observation:
+    """``observation`` once ``result`` has been read: its new events appended, its clock, live
+    offers and outcome taken (what ``get_state`` would return at that point)."""
+    return observation.model_copy(
+        update={
+            "events": observation.events + result.events,
+            "live_offers": result.live_offers,
+            "now": result.now,
+            "time_left": result.time_left,
+            "outcome": result.outcome,
+        }
+    )
+
+
+async def _act_all(
+    seat: ToolSeat, observation: Observation, actions: tuple[Action, ...]
+) -> _AfterActions:
     """Make the actions in order, stopping at the first refused one or the end."""
+    role = observation.role
     now: float | None = None
     news = False
     for action in actions:
         try:
             result = await seat.act(action)
         except SeatError:
-            return _AfterActions(over=False, now=now, woken=True)
+            return _AfterActions(observation, over=False, now=now, woken=True)
+        observation = seen(observation, result)
         if result.outcome is not None:
-            return _AfterActions(over=True, now=result.now, woken=False)
+            return _AfterActions(observation, over=True, now=result.now, woken=False)
         now = result.now
         # News that arrives while the seat acts wakes it as soon as its actions are done.
         news = news or any(event.by not in (role, None) for event in result.events)
-    return _AfterActions(over=False, now=now, woken=news)
+    return _AfterActions(observation, over=False, now=now, woken=news)
 
 
 @dataclass(frozen=True, slots=True)
 class _AfterActions:
+    observation: Observation
+    """The seat's view after its actions' results."""
     over: bool
     now: float | None
     """The seat's clock after its last action (None if it made none)."""
@@ -194,16 +221,16 @@ LONG_SLEEP_S = 60.0
 """Longest single wait; a seat that asked to sleep until news simply waits again."""
 
 
-async def _sleep(seat: ToolSeat, clock_s: float | None) -> Observation:
-    """Wait for news or the timeout on the clock, then read the observation for the next wake."""
+async def _sleep(seat: ToolSeat, observation: Observation, clock_s: float | None) -> Observation:
+    """Wait for news or the timeout on the clock; the observation for the next wake."""
     remaining = math.inf if clock_s is None else clock_s
     while True:
         step = min(remaining, LONG_SLEEP_S)
         result = await seat.wait_for_opponent(step)
+        observation = seen(observation, result)
         if result.woke == "timeout":
             remaining -= step
             if remaining > 0:
                 continue  # a long sleep, in steps the server accepts
         if result.woke != "pending":  # pending: still asleep, the other side is deciding
-            break
-    return (await seat.get_state()).observation
+            return observation

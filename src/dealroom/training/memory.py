@@ -1,6 +1,7 @@
 """How much memory an SFT or GRPO run needs, estimated before the first step, and the batch.
 
-A whole negotiation is 15,000 to 25,000 tokens with the demo model's tokenizer. With
+A whole negotiation is 4,000 to 6,500 tokens with the demo model's tokenizer (it was 15,000
+to 25,000 while scripted transcripts re-read the whole history at every wake). With
 gradient checkpointing (on by default), PyTorch's ``sdpa`` attention (linear memory on a CPU
 too) and ``dealroom.training.lean`` (the loss projects only the trained positions; freed
 memory goes back to the system), what grows with the length is each layer's saved input and
