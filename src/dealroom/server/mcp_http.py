@@ -88,7 +88,7 @@ def listen_url(host: str, port: int) -> str:
 def build_http_mcp(registry: RoomRegistry, *, host: str, port: int) -> MCPServer:
     """The MCP server of an HTTP room server (tools act for the token's seat)."""
     return build_app(
-        seat_of_request(registry.seat),
+        seat_of_request(registry.served_seat),
         token_verifier=SeatTokens(registry.seat_for_token),
         auth=AuthSettings(
             issuer_url=AnyHttpUrl(

@@ -302,15 +302,18 @@ class RoomRegistry:
             return None
         return grant
 
-    def seat(self, room_id: str, name: str) -> ServedSeat | ServedMarketSeller:
-        """The seat object for a room and seat name (a role; in a market room ``seller`` or a
-        buyer's name)."""
+    def served_seat(self, room_id: str, name: str) -> ServedSeat | ServedMarketSeller:
+        """The seat a token serves: a bilateral room's (``seat``), or in a market room the
+        seller's or a buyer's (by name)."""
         market = self.markets.get(room_id)
         if market is not None:
             if name == SELLER:
                 return ServedMarketSeller(market)
             return ServedMarketBuyer(market)
-        role: Role = "buyer" if name == "buyer" else "seller"
+        return self.seat(room_id, "buyer" if name == "buyer" else "seller")
+
+    def seat(self, room_id: str, role: Role) -> RoomSeat:
+        """One seat of a bilateral room."""
         return RoomSeat(self.rooms[room_id], role)
 
     async def reap(self, interval: float = 1.0) -> None:

@@ -195,7 +195,7 @@ class WebApi:
         token = bearer(request)
         found = None if token is None else self.registry.seat_for_token(token)
         if found is not None:
-            seat = self.registry.seat(*found)
+            seat = self.registry.served_seat(*found)
             if not isinstance(seat, RoomSeat):
                 return error(404, "a market room has no seat page yet: its seat plays over MCP")
             return Person(seat, None)
