@@ -233,7 +233,7 @@ def test_a_person_plays_a_seat_in_the_terminal(
     out = capsys.readouterr().out
     assert status == 0
     assert "You are the buyer in a one-item negotiation." in out
-    assert 'you offered $5,000.00 (o2): "Let us talk."' in out
+    assert 'You offered $5,000.00, saying "Let us talk."' in out
     assert "unknown command 'bogus'" in out
     assert "refused: There is no offer 'o999'." in out
     assert "The negotiation is over: a deal at" in out

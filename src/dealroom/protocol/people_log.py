@@ -105,17 +105,17 @@ def event_line(event: Event, currency: str, role: Role) -> str | None:
     whose = "your" if event.by != role else f"the {other(role)}'s"
     match event:
         case OfferMade():
-            return f"{who} offered {money(event.price, currency)}{_said(event.message)}."
+            return f"{who} offered {money(event.price, currency)}{_said(event.message)}"
         case OfferWithdrawn():
             return None
         case OfferAccepted():
             return f"{who} accepted {whose} offer of {money(event.price, currency)}."
         case OfferRejected():
-            return f"{who} turned down {whose} offer{_said(event.message)}."
+            return f"{who} turned down {whose} offer{_said(event.message)}"
         case MessageSent():
             return f"{who} said: {quoted(event.text)}"
         case WalkedAway():
-            return f"{who} walked away{_said(event.message)}."
+            return f"{who} walked away{_said(event.message)}"
         case NegotiationEnded():
             price = "" if event.price is None else f" at {money(event.price, currency)}"
             return f"The negotiation ended: {ending(event.reason)}{price}."
@@ -124,7 +124,8 @@ def event_line(event: Event, currency: str, role: Role) -> str | None:
 
 
 def _said(message: str | None) -> str:
-    return f", saying {quoted(message)}" if message else ""
+    """The end of a sentence: what was said with the move (quoted), or a full stop."""
+    return f", saying {quoted(message)}" if message else "."
 
 
 def person_lines(events: Sequence[Event], currency: str, role: Role) -> list[str]:
