@@ -1,18 +1,9 @@
 """An LLM in a market's seller seat, on the virtual clock (``match --buyers N --seller llm:M``).
 
-The seller of a ``MarketRoom`` is driven from outside (``next_wake`` / ``decide``) one tool call
-at a time, with the bilateral remote seat's turn semantics (``dealroom.engine.calls``):
-
-- an action (``make_offer``, ``accept``, ``reject``, ``send_message``, ``walk_away``, each
-  addressed to a buyer) is decided alone and returns once it has taken effect (the seller wakes
-  at that moment): ``ok`` and what the seller had not seen yet; a refusal (the referee's, e.g.
-  ``unknown_buyer``) reads ``code: sentence. hint.`` and is counted by the referee; if the market
-  ended first, it says so. Thinking costs ``per_wake`` on the first action after each wait (the
-  market room's clock adds its least step, ``MIN_STEP``, to the others);
-- ``wait_for_opponent`` sleeps until any buyer moves (``woke: news``), ``timeout_s`` passes on
-  the clock (``woke: timeout``) or the market ends (``woke: ended``); a seller with news it has
-  not been shown does not sleep;
-- ``get_state`` shows every thread and costs no clock time.
+The seller of a ``MarketRoom`` is driven from outside one tool call at a time, with the
+market seller's turn semantics (``dealroom.engine.market_calls``: an action returns once it has
+taken effect, a wait sleeps until a buyer moves, its timeout or the end, ``get_state`` costs no
+clock time).
 
 The conversation is the one model seat's (``dealroom.protocol.model_seat``) with the market
 seller's tools (``dealroom.protocol.market_seat``) and texts (``dealroom.protocol.market_text``),
@@ -26,7 +17,7 @@ and the error is kept beside the record.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, assert_never
+from typing import Any
 
 from dealroom.agents._llm_chat import Conversation, Sampling
 from dealroom.agents._llm_loop import TurnLoop
@@ -34,54 +25,33 @@ from dealroom.agents._llm_model import LLMError, Meter
 from dealroom.agents._llm_tools import ToolStats
 from dealroom.agents.llm import LLMPlayer, usage_fields
 from dealroom.engine.market import MarketRoom, buyer_agents, market_record, market_view
-from dealroom.protocol import AgentFactory, ErrorCode, RuleViolation, WalkAway, model_seat
+from dealroom.engine.market_calls import MarketSellerCalls
+from dealroom.protocol import AgentFactory, model_seat
 from dealroom.protocol.market import (
     DEFAULT_MARKET_RULES,
-    Addressed,
-    MarketDecision,
-    MarketObservation,
     MarketRules,
     MarketScenario,
     MarketView,
 )
 from dealroom.protocol.market_referee import MarketRecord
-from dealroom.protocol.market_seat import GetState, Wait, bind_market, market_tools, move_of
-from dealroom.protocol.market_text import (
-    WakeHead,
-    market_briefing,
-    market_state_text,
-    market_update_text,
-    wake_head,
-)
-from dealroom.protocol.seat_text import error_payload
+from dealroom.protocol.market_seat import bind_market, market_tools
+from dealroom.protocol.market_text import market_briefing
 from dealroom.protocol.secret import Seed
-from dealroom.protocol.tools import ArgumentError
 
 
 class MarketSellerSeat:
-    """The driven seller of a ``MarketRoom``, played one tool call at a time: ``call`` makes
-    one call and returns the text the model reads (see the module's docstring)."""
+    """The driven seller of a ``MarketRoom`` for a model's raw calls, counted: ``call`` checks
+    one call against its tool's signature, makes it (``MarketSellerCalls``) and returns the text
+    the model reads (see the module's docstring)."""
 
     def __init__(self, room: MarketRoom, stats: ToolStats) -> None:
-        self.room = room
+        self.calls = MarketSellerCalls(room)
         self.stats = stats
-        self.per_wake = room.rules.rules.thinking.per_wake
-        self.seen: dict[str, int] = dict.fromkeys(room.referee.market.buyers, 0)
-        """Events of each thread the seller has been shown."""
-        self.fresh = True
-        """The next action is the first after a wait (it costs the per-wake thinking)."""
-        self.wake = room.next_wake()
 
     @property
     def over(self) -> bool:
         """True once the market has ended."""
-        return self.wake is None
-
-    def observation(self) -> MarketObservation:
-        """What the seller sees now (the market's end once it is over)."""
-        if self.wake is not None:
-            return self.wake.observation
-        return self.room.referee.observe_seller(self.room.now)
+        return self.calls.over
 
     async def call(self, name: str, raw: str) -> str:
         """One call with the model's raw arguments, counted: the text the model reads."""
@@ -90,108 +60,11 @@ class MarketSellerSeat:
         bound = bind_market(name, model_seat.parse_arguments(raw))
         if isinstance(bound, str):
             return stats.invalid_call(bound)
-        try:
-            move = move_of(bound)
-        except ArgumentError as refused:
-            return self._refused(refused.payload.text())
-        match move:
-            case Addressed():
-                return self._act(move)
-            case Wait():
-                return self._wait(move.timeout_s)
-            case GetState():
-                text = market_state_text(self.observation())
-                self._shown()
-                return text
-            case _:
-                assert_never(move)
-
-    def sit_out(self) -> None:
-        """Stay silent until the market ends (woken by buyers' moves, deciding nothing)."""
-        while self.wake is not None:
-            self.room.decide(MarketDecision())
-            self.wake = self.room.next_wake()
-
-    def leave(self) -> None:
-        """Walk away from the whole market (the seat's model failed), then sit out."""
-        if self.wake is not None:
-            self.room.decide(MarketDecision((Addressed(None, WalkAway()),)))
-            self.wake = self.room.next_wake()
-        self.sit_out()
-
-    # -- the calls -------------------------------------------------------------------------
-
-    def _act(self, item: Addressed) -> str:
-        room = self.room
-        if self.wake is None:
-            return self._refused(_error(ErrorCode.NEGOTIATION_CLOSED, "The market has ended."))
-        start = len(room.referee.log)
-        room.decide(MarketDecision((item,), wait=0.0), self.per_wake if self.fresh else 0.0)
-        self.fresh = False
-        self.wake = room.next_wake()
-        errors = room.seller.errors if self.wake is None else self.wake.errors
-        if errors:
-            return self._refused(_violation_text(errors[-1]))
-        took_effect = any(
-            entry.event.by == "seller" and item.buyer in (None, entry.buyer)
-            for entry in room.referee.log[start:]
-        )
-        return self._update("ok" if took_effect else self._too_late())
-
-    def _wait(self, timeout_s: float) -> str:
-        head: WakeHead
-        if self.wake is None:
-            head = "ended"
-        elif self._news():
-            head = "news"  # a seller with news it has not been shown does not sleep
-        else:
-            self.room.decide(MarketDecision(wait=timeout_s), 0.0)
-            self.fresh = True
-            self.wake = self.room.next_wake()
-            head = "ended" if self.wake is None else ("news" if self._news() else "timeout")
-        return self._update(wake_head(head))
-
-    # -- helpers ---------------------------------------------------------------------------
-
-    def _too_late(self) -> str:
-        outcome = self.room.referee.outcome
-        if outcome is not None and outcome.end_reason == "deadline":
-            return _error(
-                ErrorCode.DEADLINE_PASSED,
-                "The deadline came before your action could take effect.",
-            )
-        return _error(
-            ErrorCode.NEGOTIATION_CLOSED,
-            "The market ended before your action could take effect.",
-        )
-
-    def _news(self) -> bool:
-        return any(
-            event.by != "seller"
-            for thread in self.observation().threads
-            for event in thread.events[self.seen[thread.buyer] :]
-        )
-
-    def _update(self, head: str) -> str:
-        text = market_update_text(head, self.observation(), self.seen)
-        self._shown()
-        return text
-
-    def _shown(self) -> None:
-        for thread in self.observation().threads:
-            self.seen[thread.buyer] = len(thread.events)
-
-    def _refused(self, text: str) -> str:
-        self.stats.refused += 1
-        return self.stats.error(text)
-
-
-def _error(code: str, message: str) -> str:
-    return error_payload(code, message).text()
-
-
-def _violation_text(violation: RuleViolation) -> str:
-    return _error(violation.code, violation.message)
+        reply = self.calls.call(bound)
+        if reply.refused:
+            stats.refused += 1
+            return stats.error(reply.text)
+        return reply.text
 
 
 class MarketGame:
@@ -226,11 +99,11 @@ class MarketGame:
             self._failed(str(exc))
         except Exception as exc:  # the SDK's own errors (e.g. ModelBehaviorError), as LLMPlayer
             self._failed(f"{type(exc).__name__}: {exc}")
-        seat.sit_out()
+        seat.calls.sit_out()
 
     def _failed(self, message: str) -> None:
         self.error = message
-        self.seat.leave()
+        self.seat.calls.leave()
 
     def extra(self) -> dict[str, Any]:
         """What is kept beside the record for the seller: usage, counts, cost, the error if
