@@ -34,7 +34,13 @@ from typing import Any, Protocol
 from dealroom.protocol import Outcome, Role
 from dealroom.training._chat import json_object
 from dealroom.training.models import TrainingSetupError, jsonl_values, lib
-from dealroom.training.rewards import RewardSpec, deal_made, ir_violated, surplus_share
+from dealroom.training.rewards import (
+    RewardSpec,
+    RewardTerms,
+    deal_made,
+    ir_violated,
+    surplus_share,
+)
 from dealroom.training.trl import BargainToolEnv
 
 METRICS_FILE = "metrics.jsonl"
@@ -117,6 +123,12 @@ class OutcomeTally:
         self._deals.append(deal_made(outcome))
         self._shares.append(surplus_share(outcome, role))
         self._violations.append(ir_violated(outcome, role))
+
+    def add_terms(self, terms: RewardTerms) -> None:
+        """Count one scored game by its reward terms (a market's seller: a sale is a deal)."""
+        self._deals.append(terms.deal)
+        self._shares.append(terms.share)
+        self._violations.append(terms.ir_violation)
 
     def drain(self) -> dict[str, float]:
         """``deal_rate``, ``share`` and ``ir_violation_rate`` (deals below the seat's own value,
