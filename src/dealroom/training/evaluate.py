@@ -16,9 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dealroom.engine.market import market_record
 from dealroom.engine.match import record_from
+from dealroom.protocol.market_referee import MarketRecord
+from dealroom.protocol.market_seat import market_tools
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.tools import function_schemas
+from dealroom.training.market_trl import MarketSellerEnv
 from dealroom.training.trl import BargainToolEnv
 
 ChatMessage = dict[str, Any]
@@ -47,7 +51,8 @@ class Rollout:
 
     messages: list[ChatMessage]
     tools: list[dict[str, Any]]
-    record: NegotiationRecord
+    record: NegotiationRecord | MarketRecord | None
+    """The game's record (None until the caller scores the rollout)."""
     reward: float
     calls: int = 0
     tool_errors: int = 0
@@ -68,53 +73,81 @@ def rollout(
     row's prompt text as the user message, every tool call of a reply is run in order, and the
     loop ends on a reply without tool calls, after ``max_iterations`` tool-calling turns, or
     once the negotiation is over. The environment then plays it out and scores it."""
-    prompt = row.get("prompt") or [{"role": "user", "content": ""}]
-    messages: list[ChatMessage] = [
-        {**prompt[-1], "content": prompt[-1]["content"] + env.reset(**row)}
-    ]
+    opened = env.reset(**row)
     seat = env.seat
     assert seat is not None
     tools = function_schemas(env.rules)
+    played = tool_loop(
+        env, complete, row, opened, tools, lambda: not seat.referee.is_open, max_iterations
+    )
+    played.reward = env.get_reward()
+    played.record = record_from(seat.referee, names)
+    return played
+
+
+def market_rollout(
+    env: MarketSellerEnv,
+    complete: Complete,
+    row: Mapping[str, Any],
+    *,
+    seller: str = "model",
+    max_iterations: int | None = None,
+) -> Rollout:
+    """``rollout`` for the market seller (``MarketSellerEnv``): TRL's loop, the tools TRL reads
+    from the environment's methods (``market_tools``), the seller's reward and the market's
+    record (``seller`` names the seat's player)."""
+    opened = env.reset(**row)
+    seat = env.seat
+    assert seat is not None
+    tools = market_tools(env.rules)
+    played = tool_loop(env, complete, row, opened, tools, lambda: seat.over, max_iterations)
+    played.reward = env.get_reward()
+    played.record = market_record(seat.room, (seller, env.pool))
+    return played
+
+
+def tool_loop(
+    env: object,
+    complete: Complete,
+    row: Mapping[str, Any],
+    opened: str,
+    tools: list[dict[str, Any]],
+    over: Callable[[], bool],
+    max_iterations: int | None = None,
+) -> Rollout:
+    """TRL's tool loop on any tool environment ``env`` already reset (``opened``: what its
+    ``reset`` returned): the rollout without its reward and record, which the caller scores."""
+    prompt = row.get("prompt") or [{"role": "user", "content": ""}]
+    messages: list[ChatMessage] = [{**prompt[-1], "content": prompt[-1]["content"] + opened}]
     table = {
         schema["function"]["name"]: getattr(env, schema["function"]["name"]) for schema in tools
     }
     limit = MAX_ITERATIONS if max_iterations is None else max_iterations
-    calls = errors = input_tokens = output_tokens = iterations = 0
-    hit = False
+    played = Rollout(messages=messages, tools=tools, record=None, reward=0.0)
+    iterations = 0
     while True:
         reply = complete(messages, tools)
-        calls += 1
-        input_tokens += reply.input_tokens
-        output_tokens += reply.output_tokens
-        messages.append(_assistant(reply, calls))
+        played.calls += 1
+        played.input_tokens += reply.input_tokens
+        played.output_tokens += reply.output_tokens
+        messages.append(_assistant(reply, played.calls))
         if not reply.tool_calls:
             break
         if iterations >= limit:
-            hit = True
+            played.iterations_hit = True
             break
         iterations += 1
         for call, (name, arguments) in zip(
             messages[-1]["tool_calls"], reply.tool_calls, strict=True
         ):
             text, failed = _run(table, name, arguments)
-            errors += failed
+            played.tool_errors += failed
             messages.append(
                 {"role": "tool", "tool_call_id": call["id"], "name": name, "content": text}
             )
-        if not seat.referee.is_open:
+        if over():
             break
-    reward = env.get_reward()
-    return Rollout(
-        messages=messages,
-        tools=tools,
-        record=record_from(seat.referee, names),
-        reward=reward,
-        calls=calls,
-        tool_errors=errors,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        iterations_hit=hit,
-    )
+    return played
 
 
 def _run(
