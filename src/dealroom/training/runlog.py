@@ -29,10 +29,11 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from dealroom.protocol import Outcome, Role
 from dealroom.training._chat import json_object
+from dealroom.training.market_trl import MarketSellerEnv
 from dealroom.training.models import TrainingSetupError, jsonl_values, lib
 from dealroom.training.rewards import (
     RewardSpec,
@@ -42,6 +43,9 @@ from dealroom.training.rewards import (
     surplus_share,
 )
 from dealroom.training.trl import BargainToolEnv
+
+Env = TypeVar("Env", BargainToolEnv, MarketSellerEnv)
+"""A tool environment TRL trains in."""
 
 METRICS_FILE = "metrics.jsonl"
 """The per-step log in a run's output directory."""
@@ -148,24 +152,24 @@ class OutcomeTally:
         return summary
 
 
-def observed_env(tally: OutcomeTally) -> type[BargainToolEnv]:
-    """``BargainToolEnv`` counting each scored outcome in ``tally``.
+def observed_env(tally: OutcomeTally, base: type[Env] = BargainToolEnv) -> type[Env]:
+    """The tool environment ``base`` (``BargainToolEnv``, ``MarketSellerEnv``) counting each
+    scored game's reward terms in ``tally``.
 
     Named like its base: TRL names the reward column after the environment's class
     (``rewards/BargainToolEnv/mean``), and only public functions become tools, so the
     override of ``get_reward`` changes nothing the model sees.
     """
 
-    class Observed(BargainToolEnv):
-        def get_reward(self) -> float:
-            reward = super().get_reward()
-            seat = self.seat
-            if seat is not None and seat.referee.outcome is not None:
-                tally.add(seat.referee.outcome, seat.role)
-            return reward
+    def get_reward(self: BargainToolEnv | MarketSellerEnv) -> float:
+        reward = base.get_reward(self)  # pyright: ignore[reportArgumentType]
+        terms = self.terms
+        if terms is not None:
+            tally.add_terms(terms)
+        return reward
 
-    Observed.__name__ = Observed.__qualname__ = BargainToolEnv.__name__
-    return Observed
+    names = {"__qualname__": base.__qualname__, "__module__": base.__module__}
+    return cast(type[Env], type(base.__name__, (base,), {**names, "get_reward": get_reward}))
 
 
 def metrics_callback(path: Path, tally: OutcomeTally | None = None) -> Any:

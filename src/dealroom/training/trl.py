@@ -72,7 +72,7 @@ from dealroom.protocol.tools import (
 )
 from dealroom.training._chat import json_object
 from dealroom.training._seat import OpponentFactory, opponent_factory
-from dealroom.training.rewards import RewardSpec
+from dealroom.training.rewards import RewardSpec, RewardTerms, reward_terms
 
 TOOLS: tuple[SeatTool, ...] = seat_tools(series=False)
 """The environment's tools: every seat tool but the series one, in the spec's order."""
@@ -173,6 +173,15 @@ class BargainToolEnv(ToolMethods[str]):
         return self._reward(outcome, seat.role, seat.referee.scenario.list_price)
 
     # -- internals ----------------------------------------------------------------------
+
+    @property
+    def terms(self) -> RewardTerms | None:
+        """The reward terms of the negotiation once it is over, else None."""
+        seat = self._seat
+        outcome = None if seat is None else seat.referee.outcome
+        if seat is None or outcome is None:
+            return None
+        return reward_terms(outcome, seat.role, seat.referee.scenario.list_price)
 
     @property
     def seat(self) -> LocalSeat | None:
