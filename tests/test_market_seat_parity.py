@@ -75,7 +75,6 @@ def trained(
 
     env = MarketSellerEnv(pool="+".join(pool), buyers=len(pool), seed=SEED)
     played = market_rollout(env, complete, {"index": index, "tier": "mid"}, seller="llm:m")
-    assert isinstance(played.record, MarketRecord)
     return requests, played.record, played.reward
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from dealroom.agents.market import market_seller
-from dealroom.play.registry import resolve
 from dealroom.protocol import Rules, Tier
 from dealroom.protocol.market import MarketRules, pool_members
 from dealroom.protocol.market_scenarios import market_at
 from dealroom.training.market_sft import market_sft_example
+from dealroom.training.market_trl import pool_factories
 
 REFERENCE_SELLER = "auctioneer"
 """The scripted seller whose conversations stand in for the learner's when lengths are
@@ -23,7 +23,7 @@ def market_reference(
 ) -> list[dict[str, Any]]:
     """The reference seller's conversations on the first ``count`` markets of the dataset."""
     members = pool_members(pool, buyers)
-    factories = [resolve(spec) for spec in members]
+    factories = pool_factories(pool, buyers)
     seller = market_seller(REFERENCE_SELLER)
     return [
         market_sft_example(

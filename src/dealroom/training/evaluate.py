@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from dealroom.engine.market import market_record
 from dealroom.engine.match import record_from
@@ -45,14 +45,17 @@ class Completion:
     output_tokens: int = 0
 
 
+Rec = TypeVar("Rec", NegotiationRecord, MarketRecord)
+"""A game's record: a negotiation's, or a market's."""
+
+
 @dataclass(slots=True)
-class Rollout:
-    """One negotiation as the model played it."""
+class Rollout(Generic[Rec]):
+    """One negotiation (or market) as the model played it."""
 
     messages: list[ChatMessage]
     tools: list[dict[str, Any]]
-    record: NegotiationRecord | MarketRecord | None
-    """The game's record (None until the caller scores the rollout)."""
+    record: Rec
     reward: float
     calls: int = 0
     tool_errors: int = 0
@@ -68,7 +71,7 @@ def rollout(
     *,
     names: tuple[str, str],
     max_iterations: int | None = None,
-) -> Rollout:
+) -> Rollout[NegotiationRecord]:
     """Play one negotiation as TRL's GRPO tool loop does: ``reset(**row)`` is appended to the
     row's prompt text as the user message, every tool call of a reply is run in order, and the
     loop ends on a reply without tool calls, after ``max_iterations`` tool-calling turns, or
@@ -77,12 +80,14 @@ def rollout(
     seat = env.seat
     assert seat is not None
     tools = function_schemas(env.rules)
-    played = tool_loop(
-        env, complete, row, opened, tools, lambda: not seat.referee.is_open, max_iterations
+
+    def score() -> tuple[NegotiationRecord, float]:
+        reward = env.get_reward()
+        return record_from(seat.referee, names), reward
+
+    return tool_loop(
+        env, complete, row, opened, tools, lambda: not seat.referee.is_open, score, max_iterations
     )
-    played.reward = env.get_reward()
-    played.record = record_from(seat.referee, names)
-    return played
 
 
 def market_rollout(
@@ -92,7 +97,7 @@ def market_rollout(
     *,
     seller: str = "model",
     max_iterations: int | None = None,
-) -> Rollout:
+) -> Rollout[MarketRecord]:
     """``rollout`` for the market seller (``MarketSellerEnv``): TRL's loop, the tools TRL reads
     from the environment's methods (``market_tools``), the seller's reward and the market's
     record (``seller`` names the seat's player)."""
@@ -100,10 +105,12 @@ def market_rollout(
     seat = env.seat
     assert seat is not None
     tools = market_tools(env.rules)
-    played = tool_loop(env, complete, row, opened, tools, lambda: seat.over, max_iterations)
-    played.reward = env.get_reward()
-    played.record = market_record(seat.room, (seller, env.pool))
-    return played
+
+    def score() -> tuple[MarketRecord, float]:
+        reward = env.get_reward()
+        return market_record(seat.room, (seller, env.pool)), reward
+
+    return tool_loop(env, complete, row, opened, tools, lambda: seat.over, score, max_iterations)
 
 
 def tool_loop(
@@ -113,41 +120,54 @@ def tool_loop(
     opened: str,
     tools: list[dict[str, Any]],
     over: Callable[[], bool],
+    score: Callable[[], tuple[Rec, float]],
     max_iterations: int | None = None,
-) -> Rollout:
+) -> Rollout[Rec]:
     """TRL's tool loop on any tool environment ``env`` already reset (``opened``: what its
-    ``reset`` returned): the rollout without its reward and record, which the caller scores."""
+    ``reset`` returned), until a reply without tool calls, the iteration limit or ``over``;
+    then ``score`` plays the game out and gives its record and reward."""
     prompt = row.get("prompt") or [{"role": "user", "content": ""}]
     messages: list[ChatMessage] = [{**prompt[-1], "content": prompt[-1]["content"] + opened}]
     table = {
         schema["function"]["name"]: getattr(env, schema["function"]["name"]) for schema in tools
     }
     limit = MAX_ITERATIONS if max_iterations is None else max_iterations
-    played = Rollout(messages=messages, tools=tools, record=None, reward=0.0)
-    iterations = 0
+    calls = errors = input_tokens = output_tokens = iterations = 0
+    hit = False
     while True:
         reply = complete(messages, tools)
-        played.calls += 1
-        played.input_tokens += reply.input_tokens
-        played.output_tokens += reply.output_tokens
-        messages.append(_assistant(reply, played.calls))
+        calls += 1
+        input_tokens += reply.input_tokens
+        output_tokens += reply.output_tokens
+        messages.append(_assistant(reply, calls))
         if not reply.tool_calls:
             break
         if iterations >= limit:
-            played.iterations_hit = True
+            hit = True
             break
         iterations += 1
         for call, (name, arguments) in zip(
             messages[-1]["tool_calls"], reply.tool_calls, strict=True
         ):
             text, failed = _run(table, name, arguments)
-            played.tool_errors += failed
+            errors += failed
             messages.append(
                 {"role": "tool", "tool_call_id": call["id"], "name": name, "content": text}
             )
         if over():
             break
-    return played
+    record, reward = score()
+    return Rollout(
+        messages=messages,
+        tools=tools,
+        record=record,
+        reward=reward,
+        calls=calls,
+        tool_errors=errors,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        iterations_hit=hit,
+    )
 
 
 def _run(
