@@ -6,7 +6,10 @@ model first learns the seller's first call from an auctioneer's rows (four SFT s
 first turn of four markets, opening at 0.75 of the list price), so that its rollouts make offers
 at prices that differ, some that parse and some that do not, and GRPO's group has a spread; then
 one GRPO step in ``MarketSellerEnv`` (``dealroom train grpo --buyers 3``) must change the weights
-it saves (the run saves none when nothing was learned, and exits 3).
+it saves (the run saves none when nothing was learned, and exits 3). Its cost is the market
+prompt (1,524 tokens: briefing and tools) per SFT row and rollout: 675 s on the 2-core
+development machine at load 4 to 7 with torch on one thread (7 December), over the minute
+wanted for CI; fewer generations or SFT steps lose the group's spread.
 """
 
 from __future__ import annotations
