@@ -1,18 +1,9 @@
 """An LLM in a market's seller seat, on the virtual clock (``match --buyers N --seller llm:M``).
 
-The seller of a ``MarketRoom`` is driven from outside (``next_wake`` / ``decide``) one tool call
-at a time, with the bilateral remote seat's turn semantics (``dealroom.engine.calls``):
-
-- an action (``make_offer``, ``accept``, ``reject``, ``send_message``, ``walk_away``, each
-  addressed to a buyer) is decided alone and returns once it has taken effect (the seller wakes
-  at that moment): ``ok`` and what the seller had not seen yet; a refusal (the referee's, e.g.
-  ``unknown_buyer``) reads ``code: sentence. hint.`` and is counted by the referee; if the market
-  ended first, it says so. Thinking costs ``per_wake`` on the first action after each wait (the
-  market room's clock adds its least step, ``MIN_STEP``, to the others);
-- ``wait_for_opponent`` sleeps until any buyer moves (``woke: news``), ``timeout_s`` passes on
-  the clock (``woke: timeout``) or the market ends (``woke: ended``); a seller with news it has
-  not been shown does not sleep;
-- ``get_state`` shows every thread and costs no clock time.
+The seller of a ``MarketRoom`` is driven from outside one tool call at a time, with the
+market seller's turn semantics (``dealroom.engine.market_calls``: an action returns once it has
+taken effect, a wait sleeps until a buyer moves, its timeout or the end, ``get_state`` costs no
+clock time).
 
 The conversation is the one model seat's (``dealroom.protocol.model_seat``) with the market
 seller's tools (``dealroom.protocol.market_seat``) and texts (``dealroom.protocol.market_text``),
@@ -43,21 +34,24 @@ from dealroom.protocol.market import (
     MarketView,
 )
 from dealroom.protocol.market_referee import MarketRecord
-from dealroom.protocol.market_seat import bind_market, market_tools, move_of
-from dealroom.protocol.market_text import (
-    market_briefing,
-)
+from dealroom.protocol.market_seat import bind_market, market_tools
+from dealroom.protocol.market_text import market_briefing
 from dealroom.protocol.secret import Seed
-from dealroom.protocol.tools import ArgumentError
 
 
-class MarketSellerSeat(MarketSellerCalls):
-    """The driven seller of a ``MarketRoom``, played one tool call at a time: ``call`` makes
-    one call and returns the text the model reads (``MarketSellerCalls``, counted)."""
+class MarketSellerSeat:
+    """The driven seller of a ``MarketRoom`` for a model's raw calls, counted: ``call`` checks
+    one call against its tool's signature, makes it (``MarketSellerCalls``) and returns the text
+    the model reads (see the module's docstring)."""
 
     def __init__(self, room: MarketRoom, stats: ToolStats) -> None:
-        super().__init__(room)
+        self.calls = MarketSellerCalls(room)
         self.stats = stats
+
+    @property
+    def over(self) -> bool:
+        """True once the market has ended."""
+        return self.calls.over
 
     async def call(self, name: str, raw: str) -> str:
         """One call with the model's raw arguments, counted: the text the model reads."""
@@ -66,16 +60,11 @@ class MarketSellerSeat(MarketSellerCalls):
         bound = bind_market(name, model_seat.parse_arguments(raw))
         if isinstance(bound, str):
             return stats.invalid_call(bound)
-        try:
-            move = move_of(bound)
-        except ArgumentError as refused:
-            return self._refused(refused.payload.text())
-        text, refused = self.move(move)
-        return self._refused(text) if refused else text
-
-    def _refused(self, text: str) -> str:
-        self.stats.refused += 1
-        return self.stats.error(text)
+        reply = self.calls.call(bound)
+        if reply.refused:
+            stats.refused += 1
+            return stats.error(reply.text)
+        return reply.text
 
 
 class MarketGame:
@@ -110,11 +99,11 @@ class MarketGame:
             self._failed(str(exc))
         except Exception as exc:  # the SDK's own errors (e.g. ModelBehaviorError), as LLMPlayer
             self._failed(f"{type(exc).__name__}: {exc}")
-        seat.sit_out()
+        seat.calls.sit_out()
 
     def _failed(self, message: str) -> None:
         self.error = message
-        self.seat.leave()
+        self.seat.calls.leave()
 
     def extra(self) -> dict[str, Any]:
         """What is kept beside the record for the seller: usage, counts, cost, the error if

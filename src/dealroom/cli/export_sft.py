@@ -46,6 +46,12 @@ def add(commands: Commands) -> None:
     parser.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     add_filters(parser)
     parser.add_argument(
+        "--markets",
+        action="store_true",
+        help="export the sellers of the store's markets (dealroom markets), each market played "
+        "again through the seller's model seat",
+    )
+    parser.add_argument(
         "--json-arguments",
         action="store_true",
         help="tool-call arguments as JSON strings (default: objects)",
@@ -172,7 +178,12 @@ def run(args: argparse.Namespace) -> int:
     """Read the store, filter, write one transcript per line (none: a usage error)."""
     skipped = Counter[str]()
     form: ArgumentsForm = "string" if args.json_arguments else "object"
-    examples = stored_examples(args.db, args, arguments=form, skipped=skipped)
+    if args.markets:
+        from dealroom.cli._export_markets import market_examples
+
+        examples = market_examples(args.db, args, arguments=form, skipped=skipped)
+    else:
+        examples = stored_examples(args.db, args, arguments=form, skipped=skipped)
     first = next(examples, None)
     if first is None:
         raise no_match(args.db, skipped)

@@ -23,6 +23,7 @@ from dealroom.cli.match import market_size
 from dealroom.play.market_tournament import MarketPlan, MarketPlanError, run_markets
 from dealroom.play.registry import AgentSpecError, split_specs
 from dealroom.play.tournament import ConfigMismatchError, RunExistsError, stored_seed
+from dealroom.protocol.market import pool_members
 from dealroom.protocol.scenario import TIERS
 from dealroom.protocol.secret import Secret, Seed
 from dealroom.store.results import ResultsStore, StoreError
@@ -77,12 +78,10 @@ def add(commands: Commands) -> None:
 def _pools(text: str, buyers: int) -> tuple[tuple[str, ...], ...]:
     pools: list[tuple[str, ...]] = []
     for spec in split_specs(text):
-        members = tuple(part.strip() for part in spec.split("+"))
-        if len(members) == 1:
-            members *= buyers
-        if len(members) != buyers or not all(members):
-            raise usage_error(f"--pools: {spec!r} names {len(members)} buyers, not {buyers}")
-        pools.append(members)
+        try:
+            pools.append(pool_members(spec, buyers))
+        except ValueError as exc:
+            raise usage_error(f"--pools: {exc}") from None
     if not pools:
         raise usage_error("--pools: no pool given")
     return tuple(pools)

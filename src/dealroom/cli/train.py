@@ -30,7 +30,8 @@ from typing import Any
 from dealroom.cli._common import Commands, positive_int, usage_error
 from dealroom.cli._train_flags import common_flags, common_settings, thinking_flag
 from dealroom.cli.export_sft import add_filters, no_match, stored_examples
-from dealroom.protocol import ROLES, TIERS
+from dealroom.cli.match import market_size
+from dealroom.protocol import DEFAULT_RULES, ROLES, TIERS
 
 
 def add(commands: Commands) -> None:
@@ -70,7 +71,15 @@ def add(commands: Commands) -> None:
     grpo.add_argument(
         "--opponent",
         default="boulware",
-        help="scripted spec, llm:MODEL, or the name of a --models entry (default: boulware)",
+        help="scripted spec, llm:MODEL, or the name of a --models entry (default: boulware); "
+        "with --buyers, the buyers' pool: one scripted spec for all, or one per buyer joined "
+        "by '+' (boulware+linear+conceder)",
+    )
+    grpo.add_argument(
+        "--buyers",
+        type=market_size,
+        help="train the seller of a market of N buyers (MarketSellerEnv) instead of a "
+        "bilateral seat",
     )
     grpo.add_argument(
         "--models",
@@ -81,7 +90,9 @@ def add(commands: Commands) -> None:
     grpo.add_argument("--base-url", help="OpenAI-compatible endpoint of an llm: opponent")
     grpo.add_argument("--api-key", help="its key (default: $OPENAI_API_KEY)")
     grpo.add_argument("--opponent-log", type=Path, help="JSONL file of the opponent's calls")
-    grpo.add_argument("--role", choices=ROLES, default="buyer", help="the learner's seat")
+    grpo.add_argument(
+        "--role", choices=ROLES, help="the learner's seat (default: buyer; seller with --buyers)"
+    )
     grpo.add_argument("--tier", choices=TIERS, default="mid", help="price tier (default: mid)")
     grpo.add_argument(
         "--scenario-seed", type=int, default=0, help="seed of the scenarios (default: 0)"
@@ -316,22 +327,29 @@ def _sft(args: argparse.Namespace) -> int:
 
 def _grpo(args: argparse.Namespace) -> int:
     reward = _reward(args.reward)
+    if args.buyers is not None and args.role == "buyer":
+        raise usage_error("--buyers trains a market's seller: drop --role buyer")
+    role = args.role or ("buyer" if args.buyers is None else "seller")
 
     def run() -> int:
         from dealroom.training.opponents import training_opponent
-        from dealroom.training.trainers import GRPOSettings, read_rows, run_grpo
+        from dealroom.training.trainers import GRPOSettings, run_grpo
 
-        opponent = training_opponent(
-            args.opponent,
-            base_url=args.base_url,
-            api_key=args.api_key,
-            roster=_roster(args.models),
-            log=args.opponent_log,
-        )
+        if args.buyers is None:
+            opponent = training_opponent(
+                args.opponent,
+                base_url=args.base_url,
+                api_key=args.api_key,
+                roster=_roster(args.models),
+                log=args.opponent_log,
+            )
+        else:
+            opponent = args.opponent
         settings = GRPOSettings(
             **common_settings(args),
             opponent=opponent,
-            role=args.role,
+            role=role,
+            buyers=args.buyers,
             tier=args.tier,
             scenario_seed=args.scenario_seed,
             scenarios=args.scenarios,
@@ -344,12 +362,37 @@ def _grpo(args: argparse.Namespace) -> int:
             use_vllm=args.use_vllm,
             vllm_mode=args.vllm_mode,
             vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-            reference=read_rows(args.lengths_from) if args.lengths_from else (),
+            reference=_reference(args),
         )
         resumed_at = _resumed_at(args)
         return _report("grpo", _quiet_stdout(lambda: run_grpo(settings)), resumed_at)
 
     return _guard(run)
+
+
+def _reference(args: argparse.Namespace) -> Any:
+    """Rows to derive GRPO's lengths from: ``--lengths-from``, a market's reference seller's
+    conversations, or none (the trainer plays bilateral ones)."""
+    from dealroom.training.trainers import read_rows
+
+    if args.lengths_from:
+        return read_rows(args.lengths_from)
+    if args.buyers is None:
+        return ()
+    from dealroom.cli._train_market import market_reference
+    from dealroom.play.registry import AgentSpecError
+
+    try:
+        return market_reference(
+            pool=args.opponent,
+            buyers=args.buyers,
+            tier=args.tier,
+            seed=args.scenario_seed,
+            rules=DEFAULT_RULES,
+            count=min(8, args.scenarios),
+        )
+    except (ValueError, AgentSpecError) as exc:
+        raise usage_error(f"--opponent: {exc}") from None
 
 
 def _roster(path: Path | None) -> dict[str, dict[str, Any]] | None:

@@ -20,6 +20,7 @@ Every other seat must be in place (an agent): the clock never waits for anyone e
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, assert_never
 
 from dealroom.engine.market import BuyerWake, MarketRoom
@@ -37,14 +38,25 @@ from dealroom.protocol import (
     seat_text,
 )
 from dealroom.protocol.market import Addressed, MarketDecision, MarketObservation
-from dealroom.protocol.market_seat import GetState, Move, Wait
+from dealroom.protocol.market_seat import GetState, Move, Wait, move_of
 from dealroom.protocol.market_text import (
     WakeHead,
     market_state_text,
     market_update_text,
     wake_head,
 )
+from dealroom.protocol.model_seat import Bound
 from dealroom.protocol.seat_text import error_payload
+from dealroom.protocol.tools import ArgumentError
+
+
+@dataclass(frozen=True, slots=True)
+class MarketReply:
+    """What one call returned: the text the model reads, and whether it was refused (by its
+    arguments' check or by the referee)."""
+
+    text: str
+    refused: bool = False
 
 
 class MarketSellerCalls:
@@ -70,6 +82,16 @@ class MarketSellerCalls:
         if self.wake is not None:
             return self.wake.observation
         return self.room.referee.observe_seller(self.room.now)
+
+    def call(self, bound: Bound) -> MarketReply:
+        """One call that fits its tool's signature (``market_seat.bind_market``): what the
+        model reads back."""
+        try:
+            move = move_of(bound)
+        except ArgumentError as refused:
+            return MarketReply(refused.payload.text(), refused=True)
+        text, refused = self.move(move)
+        return MarketReply(text, refused)
 
     def move(self, move: Move) -> tuple[str, bool]:
         """One call: the text the seller reads, and True if it was refused (nothing changed,

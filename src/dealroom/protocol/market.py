@@ -48,6 +48,18 @@ def pool_name(specs: Sequence[str]) -> str:
     return specs[0] if len(set(specs)) == 1 else "+".join(specs)
 
 
+def pool_members(pool: str, buyers: int) -> tuple[str, ...]:
+    """The agent spec of each of ``buyers`` buyers from a pool's word (``pool_name``'s
+    inverse): one spec that every buyer plays, or one spec per buyer joined by '+'. Raises
+    ValueError, in one sentence, for a pool of another size."""
+    members = tuple(part.strip() for part in pool.split("+"))
+    if len(members) == 1:
+        members *= buyers
+    if len(members) != buyers or not all(members):
+        raise ValueError(f"pool {pool!r} names {len(members)} buyers, not {buyers}")
+    return members
+
+
 class MarketRules(Model):
     """The bilateral rules for every thread, and what the market adds."""
 

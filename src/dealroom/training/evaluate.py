@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from dealroom.engine.market import market_record
 from dealroom.engine.match import record_from
+from dealroom.protocol.market_referee import MarketRecord
+from dealroom.protocol.market_seat import market_tools
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.protocol.tools import function_schemas
+from dealroom.training.market_trl import MarketSellerEnv
 from dealroom.training.trl import BargainToolEnv
 
 ChatMessage = dict[str, Any]
@@ -41,13 +45,17 @@ class Completion:
     output_tokens: int = 0
 
 
+Rec = TypeVar("Rec", NegotiationRecord, MarketRecord)
+"""A game's record: a negotiation's, or a market's."""
+
+
 @dataclass(slots=True)
-class Rollout:
-    """One negotiation as the model played it."""
+class Rollout(Generic[Rec]):
+    """One negotiation (or market) as the model played it."""
 
     messages: list[ChatMessage]
     tools: list[dict[str, Any]]
-    record: NegotiationRecord
+    record: Rec
     reward: float
     calls: int = 0
     tool_errors: int = 0
@@ -63,18 +71,63 @@ def rollout(
     *,
     names: tuple[str, str],
     max_iterations: int | None = None,
-) -> Rollout:
+) -> Rollout[NegotiationRecord]:
     """Play one negotiation as TRL's GRPO tool loop does: ``reset(**row)`` is appended to the
     row's prompt text as the user message, every tool call of a reply is run in order, and the
     loop ends on a reply without tool calls, after ``max_iterations`` tool-calling turns, or
     once the negotiation is over. The environment then plays it out and scores it."""
-    prompt = row.get("prompt") or [{"role": "user", "content": ""}]
-    messages: list[ChatMessage] = [
-        {**prompt[-1], "content": prompt[-1]["content"] + env.reset(**row)}
-    ]
+    opened = env.reset(**row)
     seat = env.seat
     assert seat is not None
     tools = function_schemas(env.rules)
+
+    def score() -> tuple[NegotiationRecord, float]:
+        reward = env.get_reward()
+        return record_from(seat.referee, names), reward
+
+    return tool_loop(
+        env, complete, row, opened, tools, lambda: not seat.referee.is_open, score, max_iterations
+    )
+
+
+def market_rollout(
+    env: MarketSellerEnv,
+    complete: Complete,
+    row: Mapping[str, Any],
+    *,
+    seller: str = "model",
+    max_iterations: int | None = None,
+) -> Rollout[MarketRecord]:
+    """``rollout`` for the market seller (``MarketSellerEnv``): TRL's loop, the tools TRL reads
+    from the environment's methods (``market_tools``), the seller's reward and the market's
+    record (``seller`` names the seat's player)."""
+    opened = env.reset(**row)
+    seat = env.seat
+    assert seat is not None
+    tools = market_tools(env.rules)
+
+    def score() -> tuple[MarketRecord, float]:
+        reward = env.get_reward()
+        return market_record(seat.room, (seller, env.pool)), reward
+
+    return tool_loop(env, complete, row, opened, tools, lambda: seat.over, score, max_iterations)
+
+
+def tool_loop(
+    env: object,
+    complete: Complete,
+    row: Mapping[str, Any],
+    opened: str,
+    tools: list[dict[str, Any]],
+    over: Callable[[], bool],
+    score: Callable[[], tuple[Rec, float]],
+    max_iterations: int | None = None,
+) -> Rollout[Rec]:
+    """TRL's tool loop on any tool environment ``env`` already reset (``opened``: what its
+    ``reset`` returned), until a reply without tool calls, the iteration limit or ``over``;
+    then ``score`` plays the game out and gives its record and reward."""
+    prompt = row.get("prompt") or [{"role": "user", "content": ""}]
+    messages: list[ChatMessage] = [{**prompt[-1], "content": prompt[-1]["content"] + opened}]
     table = {
         schema["function"]["name"]: getattr(env, schema["function"]["name"]) for schema in tools
     }
@@ -101,13 +154,13 @@ def rollout(
             messages.append(
                 {"role": "tool", "tool_call_id": call["id"], "name": name, "content": text}
             )
-        if not seat.referee.is_open:
+        if over():
             break
-    reward = env.get_reward()
+    record, reward = score()
     return Rollout(
         messages=messages,
         tools=tools,
-        record=record_from(seat.referee, names),
+        record=record,
         reward=reward,
         calls=calls,
         tool_errors=errors,

@@ -43,6 +43,7 @@ from typing import Self
 from pydantic import Field, model_validator
 
 from dealroom.protocol import Model, Outcome, Role
+from dealroom.protocol.market_referee import MarketOutcome
 
 
 def surplus_share(outcome: Outcome, role: Role) -> float:
@@ -102,6 +103,20 @@ def reward_terms(outcome: Outcome, role: Role, list_price: Decimal | float) -> R
     )
 
 
+def market_terms(outcome: MarketOutcome, list_price: Decimal | float) -> RewardTerms:
+    """Every term for a market's seller (docs/design.md, section 13): its share is the market's
+    ``seller_share``, its surplus over the most any buyer would have paid; a deal is a sale; a
+    sale was possible when some buyer values the item above the cost."""
+    sold = outcome.status == "deal"
+    return RewardTerms(
+        share=0.0 if outcome.seller_share is None else outcome.seller_share,
+        utility=float(outcome.seller_surplus) / float(list_price),
+        deal=1.0 if sold else 0.0,
+        no_deal=1.0 if not sold and outcome.gains > 0 else 0.0,
+        ir_violation=1.0 if outcome.seller_ir_violation else 0.0,
+    )
+
+
 class RewardSpec(Model):
     """Weights of the reward terms, the clip of the surplus terms and the no-deal value:
     ``share * clip(share) + utility * clip(utility) + deal * deal + no_deal * no_deal +
@@ -144,7 +159,14 @@ class RewardSpec(Model):
 
     def __call__(self, outcome: Outcome, role: Role, list_price: Decimal | float) -> float:
         """The reward of one outcome for one seat."""
-        terms = reward_terms(outcome, role, list_price)
+        return self.weigh(reward_terms(outcome, role, list_price))
+
+    def market(self, outcome: MarketOutcome, list_price: Decimal | float) -> float:
+        """The reward of a market for its seller."""
+        return self.weigh(market_terms(outcome, list_price))
+
+    def weigh(self, terms: RewardTerms) -> float:
+        """The reward of one seat's terms: clipped surplus terms, weighted, summed."""
         return (
             self.share * self.clipped(terms.share)
             + self.utility * self.clipped(terms.utility)

@@ -29,13 +29,23 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from dealroom.protocol import Outcome, Role
 from dealroom.training._chat import json_object
+from dealroom.training.market_trl import MarketSellerEnv
 from dealroom.training.models import TrainingSetupError, jsonl_values, lib
-from dealroom.training.rewards import RewardSpec, deal_made, ir_violated, surplus_share
+from dealroom.training.rewards import (
+    RewardSpec,
+    RewardTerms,
+    deal_made,
+    ir_violated,
+    surplus_share,
+)
 from dealroom.training.trl import BargainToolEnv
+
+Env = TypeVar("Env", BargainToolEnv, MarketSellerEnv)
+"""A tool environment TRL trains in."""
 
 METRICS_FILE = "metrics.jsonl"
 """The per-step log in a run's output directory."""
@@ -118,6 +128,12 @@ class OutcomeTally:
         self._shares.append(surplus_share(outcome, role))
         self._violations.append(ir_violated(outcome, role))
 
+    def add_terms(self, terms: RewardTerms) -> None:
+        """Count one scored game by its reward terms (a market's seller: a sale is a deal)."""
+        self._deals.append(terms.deal)
+        self._shares.append(terms.share)
+        self._violations.append(terms.ir_violation)
+
     def drain(self) -> dict[str, float]:
         """``deal_rate``, ``share`` and ``ir_violation_rate`` (deals below the seat's own value,
         the reward hacking a deal bonus invites) of what was counted, then forget it ({} if
@@ -136,24 +152,24 @@ class OutcomeTally:
         return summary
 
 
-def observed_env(tally: OutcomeTally) -> type[BargainToolEnv]:
-    """``BargainToolEnv`` counting each scored outcome in ``tally``.
+def observed_env(tally: OutcomeTally, base: type[Env] = BargainToolEnv) -> type[Env]:
+    """The tool environment ``base`` (``BargainToolEnv``, ``MarketSellerEnv``) counting each
+    scored game's reward terms in ``tally``.
 
     Named like its base: TRL names the reward column after the environment's class
     (``rewards/BargainToolEnv/mean``), and only public functions become tools, so the
     override of ``get_reward`` changes nothing the model sees.
     """
 
-    class Observed(BargainToolEnv):
-        def get_reward(self) -> float:
-            reward = super().get_reward()
-            seat = self.seat
-            if seat is not None and seat.referee.outcome is not None:
-                tally.add(seat.referee.outcome, seat.role)
-            return reward
+    def get_reward(self: BargainToolEnv | MarketSellerEnv) -> float:
+        reward = base.get_reward(self)  # pyright: ignore[reportArgumentType]
+        terms = self.terms
+        if terms is not None:
+            tally.add_terms(terms)
+        return reward
 
-    Observed.__name__ = Observed.__qualname__ = BargainToolEnv.__name__
-    return Observed
+    names = {"__qualname__": base.__qualname__, "__module__": base.__module__}
+    return cast(type[Env], type(base.__name__, (base,), {**names, "get_reward": get_reward}))
 
 
 def metrics_callback(path: Path, tally: OutcomeTally | None = None) -> Any:

@@ -69,10 +69,16 @@ class SFTSettings(Common):
 
 @dataclass(frozen=True, slots=True)
 class GRPOSettings(Common):
-    """GRPO in ``BargainToolEnv`` against one opponent."""
+    """GRPO in ``BargainToolEnv`` against one opponent, or with ``buyers`` set, in
+    ``MarketSellerEnv``: the seller of a market against a pool of scripted buyers."""
 
     opponent: str | OpponentFactory = "boulware"
+    """The other seat; in a market, the buyers' pool (one spec for all, or one per buyer
+    joined by '+')."""
     role: Role = "buyer"
+    """The learner's seat; a market trains its seller."""
+    buyers: int | None = None
+    """Buyers per market: the learner sells in a market of that many; None: bilateral."""
     tier: Tier = "mid"
     scenario_seed: int = 0
     scenarios: int = 512

@@ -1,7 +1,8 @@
 """The paper's training stages on TRL: SFT on exported negotiations, then GRPO in the environment.
 
 ``run_sft`` fine-tunes on rows of the SFT export (``dealroom export-sft``); ``run_grpo`` runs
-``GRPOTrainer(environment_factory=BargainToolEnv)`` against any opponent. Both check the whole
+``GRPOTrainer(environment_factory=BargainToolEnv)`` against any opponent, or with ``buyers``
+set ``MarketSellerEnv``, a market's seller against a pool of scripted buyers. Both check the whole
 configuration before the first step, and a bad one is a ``TrainingSetupError`` with one line:
 
 - TRL older than 1.8 (where ``get_reward`` was offered to the model as a tool instead of
@@ -40,6 +41,7 @@ from dealroom.engine.match import play
 from dealroom.play.registry import resolve
 from dealroom.protocol import AgentFactory
 from dealroom.protocol.generator import scenario_at
+from dealroom.protocol.market import MarketRules
 from dealroom.protocol.model_seat import ArgumentsForm, unthought, with_arguments
 from dealroom.training import memory
 from dealroom.training.lean import lean_sft_trainer, release_freed_memory
@@ -51,6 +53,7 @@ from dealroom.training.lengths import (
     measure,
     with_margin,
 )
+from dealroom.training.market_trl import MarketSellerEnv, pool_factories
 from dealroom.training.models import (
     TrainingSetupError,
     chat_template_kwargs,
@@ -320,6 +323,7 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
         if importlib.util.find_spec("vllm") is None:
             raise TrainingSetupError("--use-vllm needs vLLM (pip install vllm) and a GPU")
     thinking = settings.enable_thinking
+    factory = _environment(settings, tally)
     tokenizer = load_tokenizer(settings.model, settings.chat_template, thinking)
     reference = list(settings.reference) or reference_rows(settings)
     if settings.max_tool_calling_iterations is not None:
@@ -343,15 +347,6 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
         vllm_gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
         chat_template_kwargs=chat_template_kwargs(thinking) or None,
         model_init_kwargs={"attn_implementation": "sdpa"},
-    )
-    factory = functools.partial(
-        BargainToolEnv if tally is None else observed_env(tally),
-        opponent=settings.opponent,
-        role=settings.role,
-        tier=settings.tier,
-        seed=settings.scenario_seed,
-        reward=settings.reward,
-        rules=settings.rules,
     )
     release_freed_memory()
     try:
@@ -380,6 +375,40 @@ def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tup
         memory_estimate=memory.gib(need),
     )
     return trainer, lengths
+
+
+def _environment(settings: GRPOSettings, tally: OutcomeTally | None) -> Any:
+    """The trainer's ``environment_factory``: ``BargainToolEnv``, or ``MarketSellerEnv`` for a
+    market's seller (its pool checked here, in one line)."""
+    if settings.buyers is None:
+        return functools.partial(
+            BargainToolEnv if tally is None else observed_env(tally),
+            opponent=settings.opponent,
+            role=settings.role,
+            tier=settings.tier,
+            seed=settings.scenario_seed,
+            reward=settings.reward,
+            rules=settings.rules,
+        )
+    if settings.role != "seller":
+        raise TrainingSetupError("a market trains its seller: the role must be seller")
+    if not isinstance(settings.opponent, str):
+        raise TrainingSetupError("a market's buyers are scripted specs, not a model")
+    if not settings.reference:
+        raise TrainingSetupError(
+            "a market seller's GRPO needs reference conversations to derive lengths from "
+            "(dealroom train grpo --buyers N plays them with a scripted seller; --lengths-from)"
+        )
+    pool_factories(settings.opponent, settings.buyers)  # AgentSpecError in one line
+    return functools.partial(
+        MarketSellerEnv if tally is None else observed_env(tally, MarketSellerEnv),
+        pool=settings.opponent,
+        buyers=settings.buyers,
+        tier=settings.tier,
+        seed=settings.scenario_seed,
+        reward=settings.reward,
+        rules=MarketRules(rules=settings.rules),
+    )
 
 
 def finish(

@@ -37,7 +37,7 @@ import functools
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from dealroom.engine.calls import LocalSeat
 from dealroom.engine.match import seat_rng
@@ -72,7 +72,7 @@ from dealroom.protocol.tools import (
 )
 from dealroom.training._chat import json_object
 from dealroom.training._seat import OpponentFactory, opponent_factory
-from dealroom.training.rewards import RewardSpec
+from dealroom.training.rewards import RewardSpec, RewardTerms, reward_terms
 
 TOOLS: tuple[SeatTool, ...] = seat_tools(series=False)
 """The environment's tools: every seat tool but the series one, in the spec's order."""
@@ -175,6 +175,15 @@ class BargainToolEnv(ToolMethods[str]):
     # -- internals ----------------------------------------------------------------------
 
     @property
+    def terms(self) -> RewardTerms | None:
+        """The reward terms of the negotiation once it is over, else None."""
+        seat = self._seat
+        outcome = None if seat is None else seat.referee.outcome
+        if seat is None or outcome is None:
+            return None
+        return reward_terms(outcome, seat.role, seat.referee.scenario.list_price)
+
+    @property
     def seat(self) -> LocalSeat | None:
         """The negotiation since the last ``reset`` (its referee holds the events), None before
         the first; a property, so TRL does not offer it as a tool."""
@@ -226,28 +235,41 @@ def call_tool(seat: LocalSeat, name: ToolName, arguments: Mapping[str, Any]) -> 
     return ToolReply(result_text(result, seat.role, currency), result)
 
 
-def _documented(fn: Callable[..., str], rules: Rules) -> Callable[..., str]:
-    """A copy of a tool method whose docstring is rendered from ``rules``."""
+def documented(fn: Callable[..., str], doc: str) -> Callable[..., str]:
+    """A copy of a tool method with the docstring ``doc`` (TRL reads the tool's schema from its
+    signature and docstring)."""
     copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__)
     copy.__kwdefaults__ = fn.__kwdefaults__
     copy.__annotations__ = dict(fn.__annotations__)
     copy.__qualname__ = fn.__qualname__
-    copy.__doc__ = docstring(TOOLS_BY_NAME[fn.__name__], rules)
+    copy.__doc__ = doc
     return copy
 
 
 def _install(cls: type[BargainToolEnv], rules: Rules) -> None:
     for tool in TOOLS:
-        setattr(cls, tool.name, _documented(getattr(ToolMethods, tool.name), rules))
+        method = getattr(ToolMethods, tool.name)
+        setattr(cls, tool.name, documented(method, docstring(TOOLS_BY_NAME[tool.name], rules)))
+
+
+E = TypeVar("E")
 
 
 @functools.cache
-def _with_rules(base: type[BargainToolEnv], rules_json: str) -> type[BargainToolEnv]:
+def ruled(base: type[E], rules_json: str, install: Callable[[type[E], Rules], None]) -> type[E]:
+    """The subclass of a tool environment ``base`` whose tools ``install`` documented under
+    the rules ``rules_json`` (one class per rules, kept)."""
     rules = Rules.model_validate_json(rules_json)
-    cls = type(base.__name__, (base,), {"rules": rules, "__module__": base.__module__})
+    cls = cast(
+        type[E], type(base.__name__, (base,), {"rules": rules, "__module__": base.__module__})
+    )
     cls.__qualname__ = base.__qualname__
-    _install(cls, rules)
+    install(cls, rules)
     return cls
+
+
+def _with_rules(base: type[BargainToolEnv], rules_json: str) -> type[BargainToolEnv]:
+    return ruled(base, rules_json, _install)
 
 
 _install(BargainToolEnv, DEFAULT_RULES)
@@ -263,6 +285,8 @@ __all__ = [
     "BargainToolEnv",
     "ToolReply",
     "call_tool",
+    "documented",
+    "ruled",
     "separator",
     "with_rules",
 ]

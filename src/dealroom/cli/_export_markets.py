@@ -1,0 +1,97 @@
+"""``dealroom export-sft FILE.db --markets``: a market tournament's sellers as chat transcripts.
+
+Each stored market's scripted seller plays that market again through the seller's model seat
+(``dealroom.training.market_sft``), under the run's recorded seed and rules, against the same
+buyers seeded the same way: one row per market, what a model in ``MarketSellerEnv`` reads and
+would have written. Played through the seat, a market can end otherwise than the stored one
+(each action after the first of a wake costs the clock's least step more); ``--deals-only`` and
+``--min-share`` filter on the row's own outcome, which its metadata holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from dealroom.agents.market import market_seller
+from dealroom.cli._common import usage_error
+from dealroom.play.registry import AgentSpecError, resolve
+from dealroom.protocol.market import DEFAULT_MARKET_RULES, MarketRules
+from dealroom.protocol.model_seat import ArgumentsForm
+from dealroom.protocol.secret import seed_from_json
+from dealroom.store.results import ResultsStore, StoreError
+from dealroom.training.market_sft import market_sft_example
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+def _keep(example: dict[str, Any], args: argparse.Namespace) -> bool:
+    meta = example["metadata"]
+    if args.deals_only and meta["status"] != "deal":
+        return False
+    share = meta["seller_share"]
+    return args.min_share is None or (share is not None and share >= args.min_share)
+
+
+def market_examples(
+    db: Path,
+    args: argparse.Namespace,
+    *,
+    arguments: ArgumentsForm = "object",
+    skipped: Counter[str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The sellers' transcripts of the markets in ``db`` that the filters keep, in key order;
+    a market whose seller or buyers are not scripted specs is logged and counted in
+    ``skipped``."""
+    if args.role == "buyer":
+        raise usage_error("--markets exports the sellers' transcripts: drop --role buyer")
+    if not db.is_file():
+        raise usage_error(f"{db}: no such file")
+    try:
+        store = ResultsStore(db, create=False)
+    except StoreError as exc:
+        raise usage_error(str(exc)) from None
+    counts = Counter[str]() if skipped is None else skipped
+
+    def examples() -> Iterator[dict[str, Any]]:
+        configs: dict[str, dict[str, Any]] = {}
+        with store:
+            for key, record in store.iter_markets(args.run):
+                run = key.split("/", 1)[0]
+                if run not in configs:
+                    configs[run] = store.run_config(run) or {}
+                config = configs[run]
+                seller = record.seller
+                if args.agent is not None and args.agent not in (seller, seller.partition(":")[0]):
+                    continue
+                rules = (
+                    MarketRules.model_validate(config["rules"])
+                    if "rules" in config
+                    else DEFAULT_MARKET_RULES
+                )
+                try:
+                    factory = market_seller(seller)
+                    buyers = [resolve(spec) for spec in record.buyers]
+                except AgentSpecError as exc:
+                    log.warning("sft_skipped", key=key, reason=str(exc))
+                    counts["unknown agent"] += 1
+                    continue
+                example = market_sft_example(
+                    record.scenario,
+                    factory,
+                    buyers,
+                    names=(seller, record.buyers),
+                    seed=seed_from_json(config),
+                    rules=rules,
+                    arguments=arguments,
+                )
+                example["metadata"] |= {"key": key, "run": run}
+                if _keep(example, args):
+                    yield example
+
+    return examples()

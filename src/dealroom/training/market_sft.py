@@ -1,0 +1,127 @@
+"""Chat transcripts of a scripted market seller, for supervised fine-tuning and for GRPO's lengths.
+
+A scripted market seller (any ``MarketAgent``: ``auctioneer``, ``sequential``, a bilateral spec
+per thread) plays a market through the seller's model seat, one tool call at a time
+(``dealroom.engine.market_calls.MarketSellerCalls``, what ``MarketSellerEnv``'s tools do): on
+each wake it decides from its view; each of its actions becomes the tool call that makes it (the
+buyer named), and its wait a ``wait_for_opponent`` (its timeout, at most ``MAX_WAIT_S``, which
+then wakes it to decide again). Each call and the text it returned are written down, so a row is
+what a model in ``MarketSellerEnv`` reads and would have written to play that market:
+
+- the first message is ``user``: the market briefing, exactly as ``MarketSellerEnv.reset`` and
+  the ``llm:`` market seller give it;
+- then one ``assistant`` message per tool call and one ``tool`` message with its result;
+- ``tools`` is ``market_tools(rules)``, what TRL builds from the environment's methods.
+
+Played through the seat, a market is not the market its seller plays in place (``play_market``):
+each action after the first of a wake costs the clock's least step (1 ms) more, as for every
+model seat, so the row comes with its own record (the metadata holds its outcome).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dealroom.engine.market import MarketRoom, buyer_agents, market_record, market_view
+from dealroom.engine.market_calls import MarketSellerCalls
+from dealroom.engine.match import seat_rng
+from dealroom.protocol import AgentFactory, model_seat
+from dealroom.protocol.arguments import MAX_WAIT_S, arguments_of
+from dealroom.protocol.market import (
+    DEFAULT_MARKET_RULES,
+    MarketAgentFactory,
+    MarketRules,
+    MarketScenario,
+    pool_name,
+)
+from dealroom.protocol.market_referee import MarketRecord
+from dealroom.protocol.market_seat import market_tools
+from dealroom.protocol.market_text import market_briefing
+from dealroom.protocol.model_seat import ArgumentsForm, Bound, call_messages, with_arguments
+from dealroom.protocol.secret import Seed
+from dealroom.protocol.tools import ToolName
+
+MAX_CALLS = 2_000
+"""Calls after which a seller that never lets the clock run is stopped (it then sits out)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MarketCall:
+    """One call of the seller's seat: the tool, its arguments and the text it returned."""
+
+    name: ToolName
+    arguments: dict[str, Any]
+    text: str
+
+
+def seller_calls(
+    market: MarketScenario,
+    seller: MarketAgentFactory,
+    buyers: Sequence[AgentFactory],
+    *,
+    names: tuple[str, Sequence[str]] | None = None,
+    seed: Seed = 0,
+    rules: MarketRules = DEFAULT_MARKET_RULES,
+) -> tuple[list[MarketCall], MarketRecord]:
+    """Play ``market`` with the scripted ``seller`` through the seller's model seat against
+    ``buyers`` (each seeded as in ``play_market``): its calls, and the market's record."""
+    room = MarketRoom(market, rules, buyers=buyer_agents(market, buyers, seed))
+    seat = MarketSellerCalls(room)
+    agent = seller(market_view(market, rules), seat_rng(seed, market.id, "seller"))
+    calls: list[MarketCall] = []
+
+    def call(name: ToolName, arguments: dict[str, Any]) -> None:
+        calls.append(MarketCall(name, arguments, seat.call(Bound(name, arguments)).text))
+
+    while not seat.over and len(calls) < MAX_CALLS:
+        decision = agent.act(seat.observation())
+        for item in decision.actions:
+            buyer = {} if item.buyer is None else {"buyer": item.buyer}
+            call(item.action.type, {**buyer, **arguments_of(item.action)})
+            if seat.over:
+                break
+        if not seat.over:
+            wait = MAX_WAIT_S if decision.wait is None else min(decision.wait, MAX_WAIT_S)
+            call("wait_for_opponent", {"timeout_s": wait})
+    seat.sit_out()
+    return calls, market_record(room, names)
+
+
+def market_sft_example(
+    market: MarketScenario,
+    seller: MarketAgentFactory,
+    buyers: Sequence[AgentFactory],
+    *,
+    names: tuple[str, Sequence[str]],
+    seed: Seed = 0,
+    rules: MarketRules = DEFAULT_MARKET_RULES,
+    arguments: ArgumentsForm = "object",
+) -> dict[str, Any]:
+    """The scripted seller's conversation of one market as ``{"messages", "tools",
+    "metadata"}`` (``names``: the seller's spec and each buyer's)."""
+    calls, record = seller_calls(market, seller, buyers, names=names, seed=seed, rules=rules)
+    messages = model_seat.opening(market_briefing(market_view(market, rules)))
+    for n, made in enumerate(calls, start=1):
+        asked, answered = call_messages(f"call_{n}", made.name, dict(made.arguments), made.text)
+        messages += [with_arguments(asked, arguments), answered]
+    outcome = record.outcome
+    return {
+        "messages": messages,
+        "tools": market_tools(rules.rules),
+        "metadata": {
+            "role": "seller",
+            "agent": record.seller,
+            "opponent": pool_name(record.buyers),
+            "buyers": len(market.buyers),
+            "scenario_id": market.id,
+            "tier": market.base.tier,
+            "status": outcome.status,
+            "end_reason": outcome.end_reason,
+            "seller_share": outcome.seller_share,
+        },
+    }
+
+
+__all__ = ["MAX_CALLS", "MarketCall", "market_sft_example", "seller_calls"]
