@@ -8,8 +8,9 @@ at prices that differ, some that parse and some that do not, and GRPO's group ha
 one GRPO step in ``MarketSellerEnv`` (``dealroom train grpo --buyers 3``) must change the weights
 it saves (the run saves none when nothing was learned, and exits 3). Its cost is the market
 prompt (1,524 tokens: briefing and tools) per SFT row and rollout: 675 s on the 2-core
-development machine at load 4 to 7 with torch on one thread (7 December), over the minute
-wanted for CI; fewer generations or SFT steps lose the group's spread.
+development machine at load 4 to 7 with torch on one thread; with completions cut at 256
+tokens, 429 s at load 1 to 2 (7 December). Fewer generations or SFT steps lose the group's
+spread; CI runs this file beside the bilateral pipeline (``-n 2 --dist loadfile``).
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "train", "grpo", "--buyers", str(BUYERS), "--opponent", POOL, "--model", str(sft),
         "--output-dir", str(grpo), "--max-steps", "1", "--num-generations", "4",
         "--max-tool-calling-iterations", "1", "--scenarios", "2",
+        "--max-completion-length", "256",
     ])  # fmt: skip
     return {"sft": sft, "grpo": grpo, "summary": json.loads(line)}
 
