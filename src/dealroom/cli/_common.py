@@ -12,6 +12,7 @@ from dealroom.agents import AgentSpecError, resolve
 from dealroom.protocol import TIERS, AgentFactory, Scenario, Tier
 from dealroom.protocol.generator import ScenarioFileError, loads_jsonl, scenario_at
 from dealroom.protocol.secret import SECRET_ENV, Secret, SecretError
+from dealroom.store.results import ResultsStore, StoreError
 
 if TYPE_CHECKING:
     from dealroom.play.tournament import ConfigMismatchError, RunExistsError
@@ -53,6 +54,16 @@ def resume_error(exc: RunExistsError | ConfigMismatchError, out: Path, unit: str
                 f"cannot resume run {exc.run!r} in {out}: it was recorded with a different "
                 f"configuration ({'; '.join(exc.differences)})"
             )
+
+
+def open_existing_store(path: Path) -> ResultsStore:
+    """An existing results store, or a usage error (never creates a file)."""
+    if not path.is_file():
+        raise usage_error(f"{path}: no such results store (no such file)")
+    try:
+        return ResultsStore(path, create=False)
+    except StoreError as exc:
+        raise usage_error(str(exc)) from None
 
 
 def found_in(exc: BaseException, kinds: tuple[type[E], ...]) -> E | None:

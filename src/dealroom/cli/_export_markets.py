@@ -19,12 +19,11 @@ from typing import Any
 import structlog
 
 from dealroom.agents.market import market_seller
-from dealroom.cli._common import usage_error
+from dealroom.cli._common import open_existing_store, usage_error
 from dealroom.play.registry import AgentSpecError, resolve
 from dealroom.protocol.market import DEFAULT_MARKET_RULES, MarketRules
 from dealroom.protocol.model_seat import ArgumentsForm
 from dealroom.protocol.secret import seed_from_json
-from dealroom.store.results import ResultsStore, StoreError
 from dealroom.training.market_sft import market_sft_example
 
 log = structlog.stdlib.get_logger(__name__)
@@ -50,12 +49,7 @@ def market_examples(
     ``skipped``."""
     if args.role == "buyer":
         raise usage_error("--markets exports the sellers' transcripts: drop --role buyer")
-    if not db.is_file():
-        raise usage_error(f"{db}: no such file")
-    try:
-        store = ResultsStore(db, create=False)
-    except StoreError as exc:
-        raise usage_error(str(exc)) from None
+    store = open_existing_store(db)
     counts = Counter[str]() if skipped is None else skipped
 
     def examples() -> Iterator[dict[str, Any]]:

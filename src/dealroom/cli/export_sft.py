@@ -14,11 +14,11 @@ from typing import Any
 
 import structlog
 
-from dealroom.cli._common import Commands, usage_error
+from dealroom.cli._common import Commands, open_existing_store, usage_error
 from dealroom.protocol import DEFAULT_RULES, ROLES, Role, Rules
 from dealroom.protocol.model_seat import ArgumentsForm
 from dealroom.protocol.secret import seed_from_json
-from dealroom.store.results import ResultsStore, StoredNegotiation, StoreError
+from dealroom.store.results import StoredNegotiation
 from dealroom.training.sft import (
     OPPOSITE_REMOTE,
     REMOTE_CLIENT,
@@ -129,13 +129,8 @@ def stored_examples(
     replay does not reproduce its record is logged and counted in ``skipped`` by reason (a seat
     opposite a server's client seat at info level: it is expected, and counted all the same).
     """
-    if not db.is_file():
-        raise usage_error(f"{db}: no such file")
+    store = open_existing_store(db)
     roles: tuple[Role, ...] = (args.role,) if args.role else ROLES
-    try:
-        store = ResultsStore(db, create=False)
-    except StoreError as exc:
-        raise usage_error(str(exc)) from None
 
     counts = Counter[str]() if skipped is None else skipped
 

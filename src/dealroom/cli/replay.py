@@ -9,8 +9,7 @@ from typing import Any
 
 from dealroom.agents import AgentSpecError, is_scripted, resolve
 from dealroom.analysis.transcript import format_record
-from dealroom.cli._common import Commands, agent, usage_error
-from dealroom.cli.report import open_existing_store
+from dealroom.cli._common import Commands, agent, open_existing_store, usage_error
 from dealroom.engine.fork import ForkError, fork
 from dealroom.engine.match import play
 from dealroom.protocol import DEFAULT_RULES, AgentFactory, Rules

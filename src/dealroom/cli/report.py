@@ -14,11 +14,11 @@ from dealroom.analysis.market_report import build_market_report, format_market_r
 from dealroom.analysis.oracle import OracleKey, OracleResult
 from dealroom.analysis.report import build_report, format_report
 from dealroom.analysis.report_html import render_html
-from dealroom.cli._common import Commands, positive_int, usage_error
+from dealroom.cli._common import Commands, open_existing_store, positive_int, usage_error
 from dealroom.play.oracle import DEFAULT_BUDGET
 from dealroom.protocol import Rules
 from dealroom.store import paid as paid_calls
-from dealroom.store.results import ResultsStore, StoreError
+from dealroom.store.results import ResultsStore
 
 
 def add(commands: Commands) -> None:
@@ -50,16 +50,6 @@ def add(commands: Commands) -> None:
         help="most negotiations simulated per oracle (default: %(default)s)",
     )
     parser.set_defaults(handler=run)
-
-
-def open_existing_store(path: Path) -> ResultsStore:
-    """An existing results store, or a usage error (never creates a file)."""
-    if not path.is_file():
-        raise usage_error(f"{path}: no such results store")
-    try:
-        return ResultsStore(path, create=False)
-    except StoreError as exc:
-        raise usage_error(str(exc)) from None
 
 
 def market_runs(store: ResultsStore) -> dict[str, int]:
