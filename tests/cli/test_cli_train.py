@@ -4,6 +4,7 @@ prints, the nothing-learned verdict and its exit status, flags checked before an
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,18 @@ def test_the_thinking_switch_and_vllms_share_reach_the_settings(
     capsys.readouterr()
     assert main([*argv, "--vllm-gpu-memory-utilization", "1.5"]) == 2
     assert "'1.5' is not a number between 0 and 1" in capsys.readouterr().err
+
+
+def test_use_vllm_without_vllm_is_one_line_before_anything(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """No vLLM fits beside the train extra (docs/training.md, "Which vLLM"): the refusal says
+    so, before the train extra is even needed, and writes nothing."""
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here")
+    out = tmp_path / "grpo"
+    argv = ["train", "grpo", "--model", "m", "--output-dir", str(out), "--use-vllm"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--use-vllm needs vLLM" in err and "Which vLLM" in err and "\n" not in err
+    assert not out.exists()

@@ -30,6 +30,7 @@ equal saves no checkpoint (``Result.learned`` is False).
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -312,16 +313,15 @@ def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]
 def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tuple[Any, Lengths]:
     """A checked ``GRPOTrainer`` in ``BargainToolEnv`` and the reference lengths; ``tally``
     counts the outcome of every scored rollout."""
+    if settings.use_vllm and importlib.util.find_spec("vllm") is None:
+        raise TrainingSetupError(
+            "--use-vllm needs vLLM importable here and a GPU: none installs beside the train "
+            "extra's pins (docs/training.md, 'Which vLLM': vllm==0.31.0 with transformers<5.18)"
+        )
     require_train_extra()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     Dataset = lib("datasets").Dataset
     trl = lib("trl")
-
-    if settings.use_vllm:
-        import importlib.util
-
-        if importlib.util.find_spec("vllm") is None:
-            raise TrainingSetupError("--use-vllm needs vLLM (pip install vllm) and a GPU")
     thinking = settings.enable_thinking
     factory = _environment(settings, tally)
     tokenizer = load_tokenizer(settings.model, settings.chat_template, thinking)
