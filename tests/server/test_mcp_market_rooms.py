@@ -18,8 +18,10 @@ from mcp.types import CallToolResult
 from mcp_support import ADMIN, HttpServer, http_server, ok, refused, secret_of, text_of, tls
 
 from dealroom.agents.market import market_seller
+from dealroom.engine.market import market_view
 from dealroom.protocol import OfferMade
-from dealroom.protocol.market_seat import MARKET_TOOLS
+from dealroom.protocol.market_seat import MARKET_TOOLS, market_tools
+from dealroom.protocol.market_text import market_briefing
 from dealroom.server.market_room import MarketRoomServed
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI
 from dealroom.server.negotiation import RoomLimits
@@ -264,3 +266,23 @@ async def test_a_stdio_seller_sells_in_a_three_buyer_market_and_it_is_stored(
         (key, record), *more = list(store.iter_markets())
     assert not more and key.endswith("/1") and record.buyers == ("linear",) * 3
     assert record.outcome.buyer == end["outcome"]["buyer"]
+
+
+async def test_the_seller_client_reads_the_model_seats_briefing_and_tools(tmp_path: Path) -> None:
+    """What an MCP client in the seller's seat reads is the market seller's one model seat (the
+    ``llm:`` seller and the TRL environment read the same: tests/test_market_seat_parity.py):
+    its briefing word for word, each tool's description and arguments."""
+    async with http_server(tmp_path, resolve_seller=market_seller) as server:
+        created = await server.create_room(buyers=3, house_buyers=LINEAR, secret=SECRET)
+        market = _market(server, created["room"])
+        async with server.seat(created["tokens"]["seller"]) as client:
+            briefing = await client.get_prompt("briefing")
+            tools = (await client.list_tools()).tools
+    read = briefing.messages[0].content.text  # type: ignore[union-attr]
+    assert read == market_briefing(market_view(market.market, market.engine.rules))
+    served = {t.name: (t.description, t.input_schema) for t in tools}
+    model = {
+        f["function"]["name"]: (f["function"]["description"], f["function"]["parameters"])
+        for f in market_tools(market.engine.rules.rules)
+    }
+    assert served == model
