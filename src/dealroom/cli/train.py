@@ -330,6 +330,13 @@ def _grpo(args: argparse.Namespace) -> int:
     if args.buyers is not None and args.role == "buyer":
         raise usage_error("--buyers trains a market's seller: drop --role buyer")
     role = args.role or ("buyer" if args.buyers is None else "seller")
+    if args.use_vllm:
+        from dealroom.training.models import TrainingSetupError, require_vllm
+
+        try:
+            require_vllm()  # before the train extra's check: the two never install together
+        except TrainingSetupError as exc:
+            raise usage_error(str(exc)) from None
 
     def run() -> int:
         from dealroom.training.opponents import training_opponent

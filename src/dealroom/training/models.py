@@ -67,6 +67,16 @@ def lib(name: str) -> Any:
     return importlib.import_module(name)
 
 
+def require_vllm() -> None:
+    """Raise TrainingSetupError unless vLLM is importable (``--use-vllm``): checked before the
+    train extra, since no vLLM installs beside its pins (docs/training.md, "Which vLLM")."""
+    if importlib.util.find_spec("vllm") is None:
+        raise TrainingSetupError(
+            "--use-vllm needs vLLM importable here and a GPU: none installs beside the train "
+            "extra's pins (docs/training.md, 'Which vLLM': vllm==0.31.0 with transformers<5.18)"
+        )
+
+
 def require_train_extra() -> None:
     """Raise TrainingSetupError unless torch, transformers and a TRL >= 1.8 are importable."""
     missing = [

@@ -30,7 +30,6 @@ equal saves no checkpoint (``Result.learned`` is False).
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -62,6 +61,7 @@ from dealroom.training.models import (
     lib,
     load_tokenizer,
     require_train_extra,
+    require_vllm,
 )
 from dealroom.training.runlog import (
     METRICS_FILE,
@@ -313,11 +313,8 @@ def build_sft(settings: SFTSettings, rows: Sequence[Row]) -> tuple[Any, Lengths]
 def build_grpo(settings: GRPOSettings, tally: OutcomeTally | None = None) -> tuple[Any, Lengths]:
     """A checked ``GRPOTrainer`` in ``BargainToolEnv`` and the reference lengths; ``tally``
     counts the outcome of every scored rollout."""
-    if settings.use_vllm and importlib.util.find_spec("vllm") is None:
-        raise TrainingSetupError(
-            "--use-vllm needs vLLM importable here and a GPU: none installs beside the train "
-            "extra's pins (docs/training.md, 'Which vLLM': vllm==0.31.0 with transformers<5.18)"
-        )
+    if settings.use_vllm:
+        require_vllm()
     require_train_extra()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     Dataset = lib("datasets").Dataset
