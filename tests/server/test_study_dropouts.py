@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import time
 from decimal import Decimal
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp_support import ADMIN, http_server, tls
@@ -120,6 +122,24 @@ async def test_a_reload_closes_and_opens_the_page_and_keeps_the_place(tmp_path: 
     assert study.current(a) is not None and study.state(a) == "playing"
 
 
+async def test_a_closing_tabs_hidden_after_its_close_does_not_reopen_the_page(
+    tmp_path: Path,
+) -> None:
+    """A closed tab sends ``hidden`` and ``close``, delivered in either order: a ``hidden``
+    after the ``close`` once made the page present again (matched, then dropped only after the
+    study's dropout time)."""
+    study, people = study_of(registry(tmp_path), pairs())
+    a, b = people["a"], people["b"]
+    study.agree(a)
+    study.page(a, "close")
+    study.page(a, "hidden")
+    study.agree(b)
+    assert study.current(b) is None and a.closed_at is not None
+    study.page(a, "visible")  # the tab was not closed after all
+    await study.tick()
+    assert study.current(b) is not None
+
+
 async def test_a_close_that_arrives_after_the_reloaded_pages_open_drops_nobody(
     tmp_path: Path,
 ) -> None:
@@ -128,10 +148,10 @@ async def test_a_close_that_arrives_after_the_reloaded_pages_open_drops_nobody(
     study.agree(a)
     study.page(a, "open")  # the reloaded page
     study.page(a, "close")  # the old page's beacon, late
-    study.heard(a)  # the new page's live view, at once: it may be the old one's last read
+    a.streaming()  # the new page's live view, at once: it may be the old one's last read
     assert a.closed_at is not None
     a.closed_at -= 4  # seconds later, its live view still reads
-    study.heard(a)
+    a.streaming()
     await study.tick()
     assert a.closed_at is None and study.state(a) == "waiting"
 
@@ -284,3 +304,47 @@ def test_the_docs_quote_what_a_pair_participant_reads() -> None:
     docs = " ".join((Path(__file__).parents[2] / "docs" / "web.md").read_text().split())
     for text in (presence_rule(request), waiting_rule(request)):
         assert text is not None and text in docs, text
+
+
+async def test_a_page_whose_live_view_went_without_a_close_is_not_matched(
+    tmp_path: Path,
+) -> None:
+    """A closed tab's ``close`` beacon is not always delivered: the server sees its live view's
+    connection go, and does not match it (it once did, for ``PRESENT_S``)."""
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(verify=tls()) as http:
+        body = {"id": "p", "participants": ["a", "b"], "matching": "pairs", "secret": SECRET}
+        admin = {"Authorization": f"Bearer {ADMIN}"}
+        created = (await http.post(f"{server.url}/admin/studies", json=body, headers=admin)).json()
+        a, b = ({"Authorization": f"Bearer {created['participants'][x]}"} for x in "ab")
+        url = server.url
+        async with (
+            httpx2.AsyncClient(verify=tls()) as tab,  # a's page, closed with its tab
+            tab.stream("GET", f"{url}/web/api/seat/events", headers=a) as live,
+        ):
+            async for line in live.aiter_lines():
+                if line.startswith("data: "):
+                    assert json.loads(line[6:])["waiting"]
+                    break
+        study = server.registry.studies.studies["p"]
+        who = study.participants["a"]
+        for _ in range(100):  # the server hears the connection go
+            if who.closed_at is not None:
+                break
+            await anyio.sleep(0.02)
+        assert who.closed_at is not None and who.streams == 0
+        second = (await http.get(f"{url}/web/api/seat", headers=b)).json()
+        assert second["kind"] == "lobby" and second["waiting"]  # not matched with a's gone page
+        assert (await http.get(f"{url}/web/api/seat", headers=a)).json()["kind"] == "seat"
+
+
+def test_a_live_view_that_ran_its_time_out_keeps_the_page_present() -> None:
+    who = Participant("a", 0)
+    who.stream_opened()
+    who.stream_opened()  # a reload's new page, before the old one's view went
+    who.stream_ended(False)
+    assert who.present(time.time())
+    who.stream_ended(True)  # the page reconnects: still there
+    assert who.present(time.time()) and who.streams == 0
+    who.stream_opened()
+    who.stream_ended(False)
+    assert not who.present(time.time())

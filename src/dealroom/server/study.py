@@ -64,8 +64,6 @@ from dealroom.server.study_phases import Phases, room_request, solo_role
 log = structlog.stdlib.get_logger(__name__)
 
 PAGE_EVENTS: tuple[PageEvent, ...] = get_args(PageEvent)
-REOPENED_S = 3.0
-"""Seconds after a ``close`` past which a live view read means the page is open again."""
 MAX_PAGE_EVENTS = 1000
 """Page events kept (and journaled) per participant: a page cannot make the server write more."""
 
@@ -192,22 +190,17 @@ class Study:
         self._enqueue(who)
         return True
 
-    def heard(self, who: Participant) -> None:
-        """Their page was heard from (its live view reads: the page's heartbeat). A live view
-        still read seconds after a ``close`` is a page that reopened (a reload whose ``close``
-        arrived after its ``open``): a closed page's view is read once at most, at once."""
-        who.heard = time.time()
-        if who.closed_at is not None and who.heard - who.closed_at > REOPENED_S:
-            who.closed_at = None
-
     def page(self, who: Participant, event: PageEvent) -> None:
         """One event of their page (opened, hidden, shown again, closed), journaled; a close
         makes them absent until their page opens again (``study_people``)."""
         when = round(time.time(), 3)
-        if event == "close":
-            who.closed_at = when
-        else:
-            who.heard, who.closed_at = when, None
+        match event:
+            case "close":
+                who.closed_at = when
+            case "hidden":  # a closing tab says so too, its beacons in any order
+                who.heard = when
+            case "open" | "visible":
+                who.heard, who.closed_at = when, None
         if len(who.page) >= MAX_PAGE_EVENTS:
             return
         where = who.seats[-1][0] if who.seats else None

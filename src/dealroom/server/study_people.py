@@ -1,13 +1,15 @@
 """A study's participants (``dealroom.server.study``): what the study knows of each, their
 presence included.
 
-A pair participant is *present* while their page is open and heard from: every request their
-token makes counts (page views, calls, page events, and the page's live view, which the page
-keeps connected and reads every second: its heartbeat), and a ``close`` page event ends it until
-the page opens again. Only present participants are matched. One whose page stays closed for
-``CLOSE_GRACE_S`` (a reload reopens it within that) or goes silent for the study's
-``dropout_s`` has *gone*: they have left the study (``Study.tick``). Presence is not journaled:
-a restored server hears everyone afresh from its start.
+A pair participant is *present* while their page is open and heard from. Every request their
+token makes counts as heard (page views, calls, page events, and each connection of the page's
+live view, which the page holds open and reconnects every 10 seconds: its heartbeat). A page
+can close without saying so (a ``close`` beacon is not always delivered): the server also sees
+its live view's connection go. Either ends presence until the page opens again; a live view
+that ran its time out and reconnects keeps it. Only present participants are matched. One whose
+page stays closed for ``CLOSE_GRACE_S`` (a reload reopens it within that) or goes silent for the
+study's ``dropout_s`` has *gone*: they have left the study (``Study.tick``). Presence is not
+journaled: a restored server hears everyone afresh from its start.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ log = structlog.stdlib.get_logger(__name__)
 
 PRESENT_S = 15.0
 """Seconds since a participant's page was last heard from within which they can be matched
-(their live view reads every second and reconnects every 10 seconds)."""
+(their live view reconnects every 10 seconds)."""
+REOPENED_S = 3.0
+"""Seconds after a ``close`` past which a live view still reading means the page is open again
+(a reload whose old page's ``close`` arrived after the new page's first requests)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +117,25 @@ class Participant:
     answers: dict[str, str] | None = None
     """Their answers to the study's questionnaire, once sent."""
     answered_at: float | None = None
+    streams: int = 0
+    """Their page's live views open now (not journaled)."""
+
+    def stream_opened(self) -> None:
+        self.streams += 1
+
+    def stream_ended(self, ran_out: bool) -> None:
+        """One of their live views ended: at its time (the page reconnects), or because its
+        connection went (``ran_out`` False): with no other open, their page closed, as a
+        ``close`` would say."""
+        self.streams -= 1
+        if not ran_out and not self.streams and self.closed_at is None:
+            self.closed_at = time.time()
+
+    def streaming(self) -> None:
+        """A live view of theirs reads (every second while open): seconds after a ``close``,
+        the page is open again."""
+        if self.closed_at is not None and time.time() - self.closed_at > REOPENED_S:
+            self.closed_at = None
 
     def present(self, now: float) -> bool:
         """Their page is open and was heard from lately: they can be matched."""

@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import httpx2
 import pytest
 import uvicorn
@@ -78,11 +79,19 @@ class ThreadServer:
 
 
 @contextmanager
-def server_thread(tmp_path: Path) -> Iterator[ThreadServer]:
-    """``dealroom serve --transport http`` on a free loopback port, in a thread."""
+def server_thread(tmp_path: Path, *, reap: bool = False) -> Iterator[ThreadServer]:
+    """``dealroom serve --transport http`` on a free loopback port, in a thread; with ``reap``,
+    its reaper too (wall clocks' deadlines, a study's dropouts and timeouts), as served."""
     port = free_port()
     box: dict[str, Any] = {}
     ready = threading.Event()
+
+    async def serve(server: uvicorn.Server, registry: RoomRegistry) -> None:
+        async with anyio.create_task_group() as group:
+            if reap:
+                group.start_soon(registry.reap)
+            await server.serve()
+            group.cancel_scope.cancel()
 
     def run() -> None:
         with ResultsStore(tmp_path / "results.db") as store:
@@ -92,7 +101,7 @@ def server_thread(tmp_path: Path) -> Iterator[ThreadServer]:
             box["server"] = uvicorn.Server(config)
             box["registry"] = registry
             ready.set()
-            box["server"].run()
+            anyio.run(serve, box["server"], registry)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()

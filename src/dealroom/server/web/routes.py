@@ -94,11 +94,13 @@ def _stream(
     read: Callable[[], Awaitable[str]],
     changed: Callable[[float], Awaitable[None]],
     *,
-    done: Callable[[], None] = lambda: None,
+    done: Callable[[bool], None] = lambda ran_out: None,
     limit_s: float = STREAM_S,
 ) -> StreamingResponse:
     """Server-sent events: the view now, then again each time it changes, for ``limit_s``;
-    ``done`` once the stream ends (closed by either side)."""
+    ``done`` once the stream ends, told whether it ran its time out (False: the client went
+    away, or its connection broke, first)."""
+    ran: list[bool] = []
 
     async def events() -> AsyncIterator[str]:
         last = ""
@@ -111,9 +113,12 @@ def _stream(
                 else:
                     yield ": idle\n\n"
                 await changed(STREAM_POLL_S)
+        ran.append(True)  # not reached when the client's going cancels the stream
 
     headers = {**NO_STORE, "X-Accel-Buffering": "no"}
-    return _Stream(events(), done, media_type="text/event-stream", headers=headers)
+    return _Stream(
+        events(), lambda: done(bool(ran)), media_type="text/event-stream", headers=headers
+    )
 
 
 class _Stream(StreamingResponse):
@@ -144,20 +149,26 @@ class WebApi:
         read: Callable[[], Awaitable[str]],
         changed: Callable[[float], Awaitable[None]],
         key: tuple[str, str],
+        watch: tuple[Callable[[], None], Callable[[bool], None]] | None = None,
     ) -> Response:
         """A live stream for one token (``key``: its room or study, and its holder), or 429
         once it holds ``STREAMS_PER_TOKEN``: each holds a connection, and a spectator token can
-        be shared with anyone."""
+        be shared with anyone. ``watch``: called when it opens, and when it is over (told
+        whether it ran its time out: see ``_stream``)."""
         room, holder = key
         if self._streams[key] >= STREAMS_PER_TOKEN:
             log.info("stream refused", room=room, holder=holder)
             return error(429, f"this token already has {STREAMS_PER_TOKEN} live streams")
         self._streams[key] += 1
+        if watch is not None:
+            watch[0]()
 
-        def done() -> None:
+        def done(ran_out: bool) -> None:
             self._streams[key] -= 1
             if not self._streams[key]:
                 del self._streams[key]
+            if watch is not None:
+                watch[1](ran_out)
 
         return _stream(read, changed, done=done)
 
@@ -236,9 +247,12 @@ class WebApi:
             ticket = first.ticket
             return first if ticket is None else _person(ticket)
 
+        ticket = first.ticket
+        who = None if ticket is None else ticket.who
+
         async def read() -> str:
-            if first.ticket is not None and first.ticket.who is not None:
-                first.ticket.study.heard(first.ticket.who)  # the page's heartbeat
+            if who is not None:
+                who.streaming()
             return await self._seat_json(now())
 
         async def changed(timeout_s: float) -> None:
@@ -248,7 +262,8 @@ class WebApi:
             else:
                 await seat.room.current.changed(timeout_s)
 
-        return self.streaming(read, changed, _holder(person))
+        watch = None if who is None else (who.stream_opened, who.stream_ended)
+        return self.streaming(read, changed, _holder(person), watch)
 
     async def consent(self, request: Request) -> Response:
         """POST /web/api/seat/consent: the person agreed to the experiment's consent line."""

@@ -93,8 +93,8 @@ DR.seat = (() => {
     const last = view.observation ? view.observation.outcome : null;
     const why = done ? done.message : "You have finished all your negotiations.";
     setText("final-message", why);
-    const ended = last ? "Your last negotiation: " +
-      outcomeText(last, currency, view.observation.events, view.role) +
+    const ended = last ? "Your last negotiation: " + (view.partner_left ||
+      outcomeText(last, currency, view.observation.events, view.role)) +
       "; your surplus " + money(last.surplus, currency) + "." : "";
     setText("final-outcome", ended);
     // Each cell carries its column's name: a phone shows each row as a card of labelled lines.
