@@ -10,6 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -17,6 +18,7 @@ from mcp_support import ADMIN, HttpServer, http_server, ok, secret_of, tls
 
 from dealroom.agents.market import market_seller
 from dealroom.analysis.market import market_measures
+from dealroom.cli import main as cli_main
 from dealroom.protocol import OfferMade
 from dealroom.server.web.market_views import MarketSpectatorView
 from leaks import leaked
@@ -174,3 +176,52 @@ async def test_only_a_market_rooms_spectator_token_opens_its_room_page(tmp_path:
         )
         assert posted.status_code == 401
         assert (await http.post(server.mcp, json={}, headers=auth(spectator))).status_code == 401
+
+
+async def test_room_create_prints_a_market_rooms_spectator_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEALROOM_ADMIN_TOKEN", ADMIN)
+    houses = ["--house-buyers", "b1=linear,b2=linear,b3=linear"]
+    async with http_server(tmp_path) as server:
+        argv = ["room", "create", "--server", server.url, "--buyers", "3", *houses]
+        assert await anyio.to_thread.run_sync(cli_main, argv) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert await anyio.to_thread.run_sync(cli_main, [*argv, "--json"]) == 0
+        created = json.loads(capsys.readouterr().out)
+        assert list(created["tokens"]) == ["seller"] and set(created["links"]) == {"spectator"}
+        link = created["links"]["spectator"]
+        assert link == f"{server.url}/web/room#token={created['spectator']}"
+        view, _ = await room_page(server, created["spectator"])
+        assert view.room == created["room"]
+    assert lines[0].startswith("room room-") and lines[1].startswith("seller ")
+    assert lines[2].startswith("spectator page http://127.0.0.1:") and "#token=" in lines[2]
+
+
+async def test_a_market_rooms_page_never_runs_ahead_of_its_client_seats_clock(
+    tmp_path: Path,
+) -> None:
+    """A buyer's client: the house seller and buyers act only up to the client's clock, so the
+    page's clock and every event it shows are at or before the client's ``now``."""
+    async with http_server(tmp_path, resolve_seller=market_seller) as server:
+        created = await server.create_room(
+            buyers=3,
+            house_seller="auctioneer",
+            house_buyers={"b1": "linear", "b3": "boulware"},
+            secret=SECRET,
+        )
+        async with server.seat(created["tokens"]["b2"]) as client:
+            steps = [("make_offer", {"price": 500.0}), ("wait_for_opponent", {"timeout_s": 20})]
+            checked = 0
+            for tool, arguments in steps * 3:
+                reply = await ok(client, tool, **arguments)
+                view, _ = await room_page(server, created["spectator"])
+                if view.result is not None:
+                    break
+                assert view.now == reply["now"]
+                assert all(e.t <= reply["now"] for t in view.threads for e in t.events)
+                mine = [json.loads(e.model_dump_json()) for e in view.threads[1].events]
+                state = await ok(client, "get_state")
+                assert mine == state["observation"]["events"]  # b2's column: what b2 sees
+                checked += 1
+        assert checked == 6
