@@ -42,6 +42,7 @@ from dealroom.protocol import (
 from dealroom.protocol.market import (
     MarketAgent,
     MarketAgentFactory,
+    MarketObservation,
     MarketRules,
     MarketScenario,
     buyer_ids,
@@ -164,6 +165,13 @@ class MarketRoomServed:
             log=tuple(self.engine.referee.log),
             outcome=outcome,
         )
+
+    def watched(self) -> MarketObservation:
+        """Every thread as it stands on the market's clock now: the seller's view, so its
+        cost but never a buyer's value (the room page, ``dealroom.server.web.market_views``,
+        leaves the cost out until the end). The house seats act only up to the client seat's
+        clock, so nothing here lies ahead of it."""
+        return self.engine.referee.observe_seller(self.engine.now)
 
     def view(self) -> dict[str, Any]:
         """What the admin API shows of the room (``GET /admin/rooms/{room}``): its seats, the

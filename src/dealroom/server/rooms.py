@@ -147,7 +147,8 @@ class RoomRegistry:
         return RoomCreated(room=room_id, tokens=tokens, spectator=spectator)
 
     def _create_market(self, room_id: str, request: RoomRequest) -> RoomCreated:
-        """Open a market room: one token, for its one client seat; no spectator page yet."""
+        """Open a market room: one token for its one client seat, and its spectator token (the
+        room page, ``dealroom.server.web.market_views``)."""
         market = open_market(
             room_id,
             request,
@@ -156,11 +157,12 @@ class RoomRegistry:
             writer=self.writer,
             limits=self.limits,
         )
-        token = new_token(self.token_prefix)
+        token, spectator = new_token(self.token_prefix), new_token(self.token_prefix)
         self.tokens.grant(digest(token), room_id, market.client_seat)
+        self.tokens.grant(digest(spectator), room_id, None)
         self.markets[room_id] = market
         log.info("room created", room=room_id, buyers=request.buyers, seats=[market.client_seat])
-        return RoomCreated(room=room_id, tokens={market.client_seat: token})
+        return RoomCreated(room=room_id, tokens={market.client_seat: token}, spectator=spectator)
 
     def restore(self) -> int:
         """At start, before serving: rebuild every journaled room, open negotiations included,
@@ -295,6 +297,14 @@ class RoomRegistry:
         if entry is None or entry.role is not None:
             return None
         return self.rooms.get(entry.room)
+
+    def market_for_spectator(self, token: str) -> MarketRoomServed | None:
+        """The market room a spectator token opens (read-only, compared in constant time), or
+        None; as ``room_for_spectator``, a seat token opens none."""
+        entry = self._entry(token)
+        if entry is None or entry.role is not None:
+            return None
+        return self.markets.get(entry.room)
 
     def _entry(self, token: str) -> Grant | None:
         grant = self.tokens.lookup(token)

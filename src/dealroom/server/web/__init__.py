@@ -2,7 +2,8 @@
 tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in the wheel
 (``static/``), no build step. Live updates are server-sent events.
 
-    GET  /web/room#token=SPECTATOR      the room page (offers chart, messages, clock, outcome)
+    GET  /web/room#token=SPECTATOR      the room page (offers chart, messages, clock, outcome;
+                                        a market room's: its threads side by side)
     GET  /web/seat#token=SEAT           the seat page (briefing, controls, live offers)
     GET  /web/tournament#token=ADMIN    the tournament page (progress, the report with plots)
     GET  /web/static/NAME               the pages' scripts and stylesheet

@@ -33,19 +33,20 @@ from dealroom.protocol.study_design import StepRefusal, StepRefused
 from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.gone import while_connected
+from dealroom.server.market_room import MarketRoomServed
 from dealroom.server.mcp_app import dispatch
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import CallRefused, RoomSeat
 from dealroom.server.studies import Ticket
 from dealroom.server.study import PAGE_EVENTS
+from dealroom.server.web.market_views import MarketSpectatorView, room_page_view
 from dealroom.server.web.views import (
     LobbyView,
     SeatPageView,
     SpectatorView,
     lobby_view,
     seat_page_view,
-    spectator_view,
 )
 
 log = structlog.stdlib.get_logger(__name__)
@@ -86,7 +87,7 @@ def bearer(request: Request) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
-def _json(view: SpectatorView | SeatPageView | LobbyView) -> str:
+def _json(view: SpectatorView | MarketSpectatorView | SeatPageView | LobbyView) -> str:
     return view.model_dump_json()
 
 
@@ -174,9 +175,13 @@ class WebApi:
 
     # -- the room page (spectators) ------------------------------------------------------------
 
-    def _spectated(self, request: Request) -> Room | Response:
+    def _spectated(self, request: Request) -> Room | MarketRoomServed | Response:
+        """The room a spectator token opens: a bilateral room, or a market room."""
         token = bearer(request)
-        room = None if token is None else self.registry.room_for_spectator(token)
+        room: Room | MarketRoomServed | None = None
+        if token is not None:
+            room = self.registry.room_for_spectator(token)
+            room = room if room is not None else self.registry.market_for_spectator(token)
         return error(401, "missing or wrong spectator token") if room is None else room
 
     async def room(self, request: Request) -> Response:
@@ -184,18 +189,20 @@ class WebApi:
         room = self._spectated(request)
         if isinstance(room, Response):
             return room
-        return Response(_json(spectator_view(room)), media_type="application/json")
+        return Response(_json(room_page_view(room)), media_type="application/json")
 
     async def room_events(self, request: Request) -> Response:
-        """GET /web/api/room/events: the spectator view, live."""
+        """GET /web/api/room/events: the spectator view, live (a market room's is read again
+        every ``STREAM_POLL_S``: it changes only when its client seat's call settles)."""
         room = self._spectated(request)
         if isinstance(room, Response):
             return room
 
         async def read() -> str:
-            return _json(spectator_view(room))
+            return _json(room_page_view(room))
 
-        return self.streaming(read, room.current.changed, (room.id, "spectator"))
+        changed = anyio.sleep if isinstance(room, MarketRoomServed) else room.current.changed
+        return self.streaming(read, changed, (room.id, "spectator"))
 
     # -- the seat page ---------------------------------------------------------------------------
 

@@ -31,10 +31,12 @@ DR.chart = (svg, { events, deadline, now, lines, currency }) => {
     svg.append(node("line", { x1: L, x2: W - R, y1: y(p), y2: y(p), class: "grid" }));
     svg.append(node("text", { x: L - 6, y: y(p) + 4, "text-anchor": "end" }, DR.money(p, currency)));
   }
-  for (let i = 0; i <= 4; i++) {
-    const t = (end * i) / 4;
+  // Four steps of time, two on a narrow chart (a market's column, a phone: four would touch).
+  const steps = W < 420 ? 2 : 4;
+  for (let i = 0; i <= steps; i++) {
+    const t = (end * i) / steps;
     // The last label ends at the axis's end (centred there, it would be clipped).
-    const anchor = i === 4 ? "end" : "middle";
+    const anchor = i === steps ? "end" : "middle";
     svg.append(node("text", { x: x(t), y: H - B + 16, "text-anchor": anchor }, DR.seconds(t)));
   }
   svg.append(node("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }));

@@ -1,10 +1,16 @@
-// The room page: a spectator's live view of a room's current negotiation.
+// The room page: a spectator's live view of a room's current negotiation (of a market room:
+// its threads side by side, drawn by market.js).
 "use strict";
 
 (() => {
   const { el, fill, text, money, seconds } = DR;
 
   function render(view) {
+    if (view.kind === "market") {
+      DR.market(view);
+      return;
+    }
+    DR.keepMain("negotiation");
     const s = view.scenario, cur = s.currency;
     text("item", s.item.name + " (negotiation " + view.negotiation + ")");
     text("list-price", "list price " + money(s.list_price, cur));
