@@ -113,7 +113,7 @@ def test_a_bad_design_is_refused_in_one_line() -> None:
         StudyDesign.model_validate({"treatments": [{"name": "A"}, {"name": "A"}]})
     with pytest.raises(ValidationError, match="practice needs a practice_house"):
         study(matching="pairs", house=None, design={"practice": 1})
-    with pytest.raises(ValidationError, match="a pair study has no house agent"):
+    with pytest.raises(ValidationError, match="house agent plays only those who waited"):
         study(matching="pairs", house=None, design={"treatments": [{"name": "A", "house": "x"}]})
     solo = study(house=None, design={"treatments": [{"name": "A", "house": "boulware"}]})
     assert solo.houses() == {"boulware"}

@@ -21,6 +21,7 @@ import anyio
 import httpx2
 import pytest
 from mcp_support import ADMIN, http_server, tls
+from pydantic import ValidationError
 from test_study import SECRET, registry
 
 from dealroom.cli import UsageError, build_parser
@@ -219,6 +220,51 @@ async def test_the_odd_participant_times_out_with_the_fee_and_the_code(tmp_path:
     again.restore()
     back = again.studies.studies["pairs"]
     assert back.state(back.participants["a"]) == "timed_out"
+
+
+async def test_after_the_wait_the_odd_participant_plays_the_house_agent_and_is_told_so(
+    tmp_path: Path,
+) -> None:
+    rooms = registry(tmp_path)
+    request = pairs(after_wait="house", house="conceder", negotiations=2)
+    study, people = study_of(rooms, request)
+    a, b = people["a"], people["b"]
+    study.agree(a)
+    lobby = lobby_view(study, a)
+    assert "you negotiate with a computer agent instead" in lobby.message
+    assert "part ends" not in lobby.message
+    assert a.waiting_since is not None
+    a.waiting_since -= 301
+    await study.tick()
+    seated = study.current(a)
+    assert seated is not None and study.state(a) == "playing"
+    room, role = seated
+    assert role == "buyer" and room.seats.name("seller") == "conceder"
+    assert room.current.is_open
+    await RoomSeat(room, role).act(MakeOffer(price=Decimal(1)))  # the house answers, in time
+    study.agree(b)  # a partner for a's next negotiation, meanwhile
+    assert study.current(b) is None and study.state(b) == "waiting"
+
+    again = registry(tmp_path)
+    again.restore()  # the house room is the study's, after a restart too
+    back = again.studies.studies["pairs"]
+    assert back.current(back.participants["a"]) is not None
+    assert back.participants["a"].seats == a.seats
+
+
+@pytest.mark.parametrize(
+    ("update", "words"),
+    [
+        ({"after_wait": "house"}, "after the wait needs a pair study with a waiting limit"),
+        ({"after_wait": "house", "house": "conceder", "max_wait_s": None}, "after the wait"),
+        ({"house": "conceder"}, "house agent plays only those who waited"),
+    ],
+)
+def test_a_house_after_the_wait_needs_pairs_a_limit_and_a_house(
+    update: dict[str, object], words: str
+) -> None:
+    with pytest.raises(ValidationError, match=words):
+        pairs(**update)
 
 
 async def test_everyone_who_consented_has_a_payment_line_and_states_survive_a_restart(

@@ -57,7 +57,12 @@ def add_study_flags(create: argparse.ArgumentParser) -> None:
         help="solo: each participant against --house; pairs: participants matched as they "
         "arrive (default: solo)",
     )
-    create.add_argument("--house", metavar="SPEC", help="solo: the agent in the other seat")
+    create.add_argument(
+        "--house",
+        metavar="SPEC",
+        help="solo: the agent in the other seat; pairs: the agent for whoever waited "
+        "(--after-wait house)",
+    )
     create.add_argument(
         "--role",
         choices=["buyer", "seller", "alternate"],
@@ -105,6 +110,13 @@ def add_study_flags(create: argparse.ArgumentParser) -> None:
         metavar="S",
         help="pairs: the longest a participant waits for a partner before their part ends "
         "with their payment and the completion code (default 600; none: no limit)",
+    )
+    create.add_argument(
+        "--after-wait",
+        choices=["end", "house"],
+        default="end",
+        help="pairs: after --max-wait-s, the participant's part ends (end, default) or they "
+        "negotiate with the --house agent (house)",
     )
     create.add_argument(
         "--dropout-s",
@@ -164,6 +176,7 @@ def study_request(args: argparse.Namespace) -> StudyRequest:
             completion_code=args.completion_code,
             completion_url=args.completion_url,
             max_wait_s=args.max_wait_s,
+            after_wait=args.after_wait,
             dropout_s=args.dropout_s,
             design=_design(args),
         )

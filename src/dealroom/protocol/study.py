@@ -36,6 +36,11 @@ Matching = Literal["solo", "pairs"]
 """``solo``: each participant in a room of their own against the house agent; ``pairs``: two
 participants per negotiation, matched as they arrive."""
 
+AfterWait = Literal["end", "house"]
+"""Pairs: what a participant who waited ``max_wait_s`` for a partner gets: their part ends
+(``timed_out``, paid by the study's rule with the completion code), or their next negotiation
+is with the study's house agent (and they may go on from there)."""
+
 ParticipantState = Literal[
     "invited", "consenting", "waiting", "playing", "done", "timed_out", "dropped", "quiz_failed"
 ]
@@ -136,7 +141,8 @@ class StudyRequest(Model):
     or instead of invited participants."""
     matching: Matching = "solo"
     house: str | None = None
-    """Solo: the agent spec in the other seat (a scripted agent or ``llm:MODEL``)."""
+    """Solo: the agent spec in the other seat (a scripted agent or ``llm:MODEL``). Pairs, with
+    ``after_wait`` ``house``: the agent that plays whoever waited past ``max_wait_s``."""
     role: Role | Literal["alternate"] = "buyer"
     """Solo: the participants' seat, or ``alternate`` (buyer, seller, buyer, ... by label order).
     Pairs alternate by themselves: of the two matched, who has been the buyer less often is."""
@@ -161,6 +167,8 @@ class StudyRequest(Model):
     """Pairs: the longest a participant waits for a partner before their part ends
     (``timed_out``: paid by the payoff rule for what they did, the show-up fee at least, with
     the completion code); None: no limit."""
+    after_wait: AfterWait = "end"
+    """Pairs: what a participant who waited ``max_wait_s`` gets (``AfterWait``)."""
     dropout_s: float = Field(default=60, ge=10, le=3600)
     """Pairs: seconds a participant's page may go silent (no request, its live view included)
     before they have left the study (``dropped``); a closed page counts after
@@ -218,10 +226,22 @@ class StudyRequest(Model):
         )
         if self.matching == "solo" and not housed:
             raise _field_error("house", "a solo study needs a house agent (or one per treatment)")
-        if self.matching == "pairs" and (
-            self.house is not None or any(t.house is not None for t in self.design.treatments)
+        if self.after_wait == "house" and (
+            self.matching != "pairs" or self.max_wait_s is None or not housed
         ):
-            raise _field_error("house", "a pair study has no house agent")
+            raise _field_error(
+                "after_wait",
+                "a house agent after the wait needs a pair study with a waiting limit and a "
+                "house agent (or one per treatment)",
+            )
+        if (
+            self.matching == "pairs"
+            and self.after_wait == "end"
+            and (self.house is not None or any(t.house is not None for t in self.design.treatments))
+        ):
+            raise _field_error(
+                "house", "a pair study's house agent plays only those who waited (after_wait house)"
+            )
         if self.matching == "pairs" and self.design.practice and self.design.practice_house is None:
             raise _field_error("design", "a pair study's practice needs a practice_house")
         if self.matching == "pairs" and self.role != "buyer":
@@ -353,6 +373,11 @@ def waiting_rule(request: StudyRequest) -> str | None:
     """A pair study's waiting limit, as a waiting participant reads it (None: no limit)."""
     if request.matching != "pairs" or request.max_wait_s is None:
         return None
+    if request.after_wait == "house":
+        return (
+            f"If nobody arrives within {duration(request.max_wait_s)}, you negotiate with a "
+            "computer agent instead, under the same rules."
+        )
     then: list[str] = []
     if request.payoff is not None:
         then.append(

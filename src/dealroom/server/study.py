@@ -352,23 +352,24 @@ class Study:
         self.phases.open_practice(who, solo_role(self.request, who))
 
     def _solo_room(self, who: Participant) -> None:
-        request = self.request
-        role = solo_role(request, who)
+        self._house_room(who, solo_role(self.request, who), self.request.negotiations, index=0)
+
+    def play_house(self, who: Participant) -> None:
+        """Pairs, ``after_wait`` ``house``: who waited past the limit plays the house agent
+        next, in the seat they have had less often (match k plays scenario k, as pairs do)."""
+        role: Role = "buyer" if 2 * who.buyer_times <= len(who.seats) else "seller"
+        self._opened(partial(self._house_room, who, role, 1, index=self._matches))
+
+    def _house_room(self, who: Participant, role: Role, negotiations: int, *, index: int) -> None:
         seats: dict[Role, str] = {role: who.label}
-        treatment = request.treatment(who.treatment)
+        treatment = self.request.treatment(who.treatment)
         house = treatment.house
-        assert house is not None, "a solo study has a house agent (checked on creation)"
-        created = self._create_room(
-            room_request(
-                request,
-                index=0,
-                negotiations=request.negotiations,
-                seats=seats,
-                treatment=treatment,
-                house=house,
-            )
-        )
-        self._seated(created, seats)
+        assert house is not None, "a study that seats a house agent has one (checked)"
+        request = room_request(
+            self.request, index=index, negotiations=negotiations, seats=seats,
+            treatment=treatment, house=house,
+        )  # fmt: skip
+        self._seated(self._create_room(request), seats)
 
     async def tick(self) -> None:
         """The reaper's pass (every second). Pairs: who has gone leaves the study (a

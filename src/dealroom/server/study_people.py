@@ -194,4 +194,8 @@ async def check_presence(study: Study, who: Participant, now: float) -> None:
         else:
             study.end(who, Ended("dropped", now))
     elif who.waiting_since is not None and now - who.waiting_since >= (limit or float("inf")):
-        study.end(who, Ended("timed_out", now))
+        match study.request.after_wait:
+            case "end":
+                study.end(who, Ended("timed_out", now))
+            case "house":
+                study.play_house(who)

@@ -230,7 +230,8 @@ async def test_study_tokens_open_only_their_own_routes_and_bad_requests_change_n
             ({**body, "house": "nosuch"}, 400, "nosuch"),
             ({**body, "participants": ["a", "a"]}, 400, "unique"),
             ({**body, "id": "bad id"}, 400, "id"),
-            ({**body, "matching": "pairs"}, 400, "house: a pair study has no house agent"),
+            ({**body, "matching": "pairs"}, 400, "house: a pair study's house agent plays only"),
+            ({**body, "after_wait": "house"}, 400, "after_wait: a house agent after the wait"),
         ]:
             response = await http.post(f"{url}/admin/studies", json=bad, headers=auth(ADMIN))
             assert response.status_code == status and words in response.json()["error"], bad
