@@ -201,7 +201,14 @@ async def test_bad_market_requests_get_one_line_and_open_nothing(tmp_path: Path)
             ({"buyers": 0}, "buyers: "),
             ({"buyers": 17}, "buyers: "),
             ({"buyers": 3, "house_buyers": {"b9": "linear"}}, "house_buyers: no buyer b9"),
-            ({"buyers": 3, "house_buyers": {"b1": "linear"}}, "house_buyers: a market room"),
+            (
+                {
+                    "buyers": 2,
+                    "house_seller": "auctioneer",
+                    "house_buyers": {"b1": "zic", "b2": "zic"},
+                },
+                "house_buyers: a market room serves at least one client seat",
+            ),
             ({"buyers": 2, "house_seller": "auctioneer", "house_buyers": LINEAR}, "house_buyers:"),
             ({"buyers": 3, "house_buyer": "linear"}, "house_buyer: not in a market room"),
             ({"buyers": 3, "house_buyers": LINEAR, "clock": "wall"}, "clock: not in a market"),

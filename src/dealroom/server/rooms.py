@@ -147,7 +147,7 @@ class RoomRegistry:
         return RoomCreated(room=room_id, tokens=tokens, spectator=spectator)
 
     def _create_market(self, room_id: str, request: RoomRequest) -> RoomCreated:
-        """Open a market room: one token, for its one client seat; no spectator page yet."""
+        """Open a market room: a token for each of its client seats; no spectator page yet."""
         market = open_market(
             room_id,
             request,
@@ -156,11 +156,12 @@ class RoomRegistry:
             writer=self.writer,
             limits=self.limits,
         )
-        token = new_token(self.token_prefix)
-        self.tokens.grant(digest(token), room_id, market.client_seat)
+        tokens = {seat: new_token(self.token_prefix) for seat in market.client_seats}
+        for seat, token in tokens.items():
+            self.tokens.grant(digest(token), room_id, seat)
         self.markets[room_id] = market
-        log.info("room created", room=room_id, buyers=request.buyers, seats=[market.client_seat])
-        return RoomCreated(room=room_id, tokens={market.client_seat: token})
+        log.info("room created", room=room_id, buyers=request.buyers, seats=list(tokens))
+        return RoomCreated(room=room_id, tokens=tokens)
 
     def restore(self) -> int:
         """At start, before serving: rebuild every journaled room, open negotiations included,
@@ -309,7 +310,7 @@ class RoomRegistry:
         if market is not None:
             if name == SELLER:
                 return ServedMarketSeller(market)
-            return ServedMarketBuyer(market)
+            return ServedMarketBuyer(market, name)
         return self.seat(room_id, "buyer" if name == "buyer" else "seller")
 
     def seat(self, room_id: str, role: Role) -> RoomSeat:
