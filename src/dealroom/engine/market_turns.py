@@ -46,8 +46,6 @@ class MarketTurns:
         """The driven seat the clock waits for; None once the market is over."""
         self.absent: set[str] = set()
         """Seats that sit out their wakes (``set_absent``)."""
-        self.version = 0
-        """Bumped whenever the clock moves or a seat decides: when to look again."""
         self.advance()
 
     @property
@@ -72,7 +70,6 @@ class MarketTurns:
         while self.turn is None:
             wake = room.next_any_wake()
             if wake is None:
-                self.version += 1
                 return
             seat = SELLER if isinstance(wake, MarketWake) else wake.buyer
             if seat in self.absent:
@@ -80,7 +77,6 @@ class MarketTurns:
                 continue
             self.wakes[seat] = wake
             self.turn = seat
-            self.version += 1
 
     def decide_seller(self, decision: MarketDecision, thinking: float | None = None) -> None:
         """The seller's decision at its turn, then the clock runs to the next turn."""
@@ -99,7 +95,6 @@ class MarketTurns:
         if seat in self.absent or self.closed(seat):
             return
         self.absent.add(seat)
-        self.version += 1
         if self.turn == seat:
             self.turn = None
             self._sit(seat)
@@ -110,7 +105,6 @@ class MarketTurns:
         if seat not in self.absent:
             return
         self.absent.discard(seat)
-        self.version += 1
         if self.closed(seat):
             return
         self.room.rouse(None if seat == SELLER else seat)
@@ -120,7 +114,6 @@ class MarketTurns:
         if self.turn != seat:
             raise RuntimeError(f"it is not the turn of {seat!r} (it is {self.turn!r}'s)")
         self.turn = None
-        self.version += 1
 
     def _sit(self, seat: str) -> None:
         if seat == SELLER:
