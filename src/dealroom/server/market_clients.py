@@ -26,8 +26,9 @@ each seat's calls are served one at a time, at most ``SEAT_CALLS_IN_FLIGHT`` que
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
 import anyio
 import structlog
@@ -39,6 +40,12 @@ from dealroom.server.pacing import MessageBudget
 from dealroom.server.seat import SEAT_CALLS_IN_FLIGHT, CallRefused
 
 log = structlog.stdlib.get_logger(__name__)
+
+_T = TypeVar("_T")
+
+
+async def _nothing() -> None:
+    pass
 
 
 class ClientSeat:
@@ -70,8 +77,11 @@ class MarketClients:
         room_id: str,
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
+        after_call: Callable[[], Awaitable[None]] = _nothing,
     ) -> None:
         self.turns = turns
+        self._after_call = after_call
+        """Run as each call ends (the room stores a market that has ended)."""
         self.room_id = room_id
         self.limits = limits
         self._timer = timer
@@ -84,7 +94,7 @@ class MarketClients:
         (``CallRefused``, nothing changed) past ``SEAT_CALLS_IN_FLIGHT`` calls at once
         (``too_many_calls``) or past the seat's message budget (``too_many_message_chars``),
         as a bilateral room's seat is; else after the seat's earlier calls, bringing it back
-        if it was counted absent."""
+        if it was counted absent, and running ``after_call`` as it ends."""
         seat = self.seats[name]
         if seat.in_flight >= SEAT_CALLS_IN_FLIGHT:
             message = (
@@ -111,14 +121,29 @@ class MarketClients:
                     seat.in_call -= 1
                     seat.active_at = self._timer()
                     self.changed()
+                    await self._after_call()
         finally:
             seat.in_flight -= 1
 
-    async def turn(self, name: str, *, limit: float | None = None) -> bool:
-        """Wait in a call of seat ``name`` until its turn or its end (True), or ``limit`` wall
-        seconds (False); the turn's holder is counted absent if it stalls this call."""
-        turns = self.turns
+    async def served(
+        self, name: str, begin: Callable[[], Callable[[], _T]], *, limit: float | None = None
+    ) -> _T | None:
+        """In a call of seat ``name``: at its turn, ``begin`` the call (it decides, and the
+        clock runs to the next turn), then the reply it returns at the seat's next turn; None
+        if ``limit`` wall seconds pass first (the seat stays as it is: asleep, for a wait)."""
         end = None if limit is None else self._timer() + limit
+        if not await self.turn(name, end=end):
+            return None
+        reply = begin()
+        self.changed()
+        if not await self.turn(name, end=end):
+            return None
+        return reply()
+
+    async def turn(self, name: str, *, end: float | None = None) -> bool:
+        """Wait in a call of seat ``name`` until its turn or its end (True), or the timer's
+        ``end`` (False); the turn's holder is counted absent if it stalls this call."""
+        turns = self.turns
         while True:
             self._count_idle()
             if turns.ready(name):

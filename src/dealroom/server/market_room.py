@@ -122,7 +122,9 @@ class MarketRoomServed:
         self.buyer_calls: dict[str, MarketBuyerCalls] = {
             name: MarketBuyerCalls(self.turns, name) for name in clients if name != SELLER
         }
-        self.clients = MarketClients(self.turns, room_id=room_id, limits=limits, timer=timer)
+        self.clients = MarketClients(
+            self.turns, room_id=room_id, limits=limits, timer=timer, after_call=self.save
+        )
         """The client seats' calls and the waits for their turns."""
         self._store_lock = anyio.Lock()
         self.stored = False

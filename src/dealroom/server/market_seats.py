@@ -74,16 +74,12 @@ class ServedMarketBuyer:
         clients = self.room.clients
         async with clients.call(self.name, action):
             try:
-                await clients.turn(self.name)
-                reply = self.calls.begin_act(action)
-                clients.changed()
-                await clients.turn(self.name)
-                return reply()
+                result = await clients.served(self.name, lambda: self.calls.begin_act(action))
             except RuleViolation as violation:
                 refusal = seat_text.error_payload(violation.code, violation.message)
                 raise CallRefused(refusal) from None
-            finally:
-                await self.room.save()
+            assert result is not None  # no limit
+            return result
 
     async def wait(self, timeout_s: float) -> WaitResult:
         """Sleep until the seller moves in its thread, the timeout on the clock, or the end;
@@ -92,16 +88,9 @@ class ServedMarketBuyer:
         clients = self.room.clients
         limit = min(max(timeout_s, 0.0), clients.limits.max_wait_s) + 0.05
         async with clients.call(self.name):
-            try:
-                if not await clients.turn(self.name, limit=limit):
-                    return self.calls.pending()  # asleep since an earlier wait
-                reply = self.calls.begin_wait(timeout_s)
-                clients.changed()
-                if not await clients.turn(self.name, limit=limit):
-                    return self.calls.pending()
-                return reply()
-            finally:
-                await self.room.save()
+            begin = self.calls.begin_wait
+            result = await clients.served(self.name, lambda: begin(timeout_s), limit=limit)
+            return self.calls.pending() if result is None else result
 
     async def state(self) -> SeatState:
         """Its thread as it sees it at its turn; marks every event as seen."""
@@ -186,19 +175,9 @@ class ServedMarketSeller:
             limit = min(max(move.timeout_s, 0.0), clients.limits.max_wait_s) + 0.05
         try:
             async with clients.call(SELLER, move.action if isinstance(move, Addressed) else None):
-                try:
-                    if not await clients.turn(SELLER, limit=limit):
-                        text, refused = self.calls.pending(), False  # asleep since a wait
-                    else:
-                        reply = self.calls.begin(move)
-                        clients.changed()
-                        if await clients.turn(SELLER, limit=limit):
-                            text, refused = reply()
-                        else:
-                            text, refused = self.calls.pending(), False
-                    view = None if refused else self.calls.observation().model_dump(mode="json")
-                finally:
-                    await self.room.save()
+                served = await clients.served(SELLER, lambda: self.calls.begin(move), limit=limit)
+                text, refused = (self.calls.pending(), False) if served is None else served
+                view = None if refused else self.calls.observation().model_dump(mode="json")
         except CallRefused as refusal:
             return refusal.payload.text(), None
         return text, view
