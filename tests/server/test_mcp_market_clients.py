@@ -185,3 +185,31 @@ async def test_a_market_whose_clients_all_went_silent_is_run_to_its_end_by_the_r
         assert not room.is_open and room.stored
         assert room.turns.absent == {"seller", "b1", "b3"}
         assert room.view()["absent"] == ["b1", "b3", "seller"]
+
+
+async def test_a_wait_while_another_client_decides_replies_pending_and_sleeps_on(
+    tmp_path: Path,
+) -> None:
+    limits = RoomLimits(idle_s=0.5)
+    async with http_server(tmp_path, limits=limits, resolve_seller=market_seller) as server:
+        created = await server.create_room(buyers=2, house_seller="auctioneer", secret=SECRET)
+        room, tokens = _market(server, created["room"]), created["tokens"]
+        async with server.seat(tokens["b1"]) as b1, server.seat(tokens["b2"]) as b2:
+            with anyio.fail_after(30):
+                value = Decimal(str((await ok(b1, "get_state"))["observation"]["private_value"]))
+                waited = await ok(b1, "wait_for_opponent", timeout_s=0.3)
+                assert waited["woke"] == "pending" and room.turns.turn == "b2"
+                assert "b1" not in room.turns.absent  # asleep, not absent
+                state = await ok(b2, "get_state")  # b2's turn: it has not decided yet
+                price = float(Decimal(str(state["observation"]["private_value"])) / 2)
+                seen: dict[str, Any] = {}
+
+                async def b2_offers() -> None:
+                    seen["b2"] = await ok(b2, "make_offer", price=price)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(b2_offers)
+                    again = await ok(b1, "get_state")  # served at b1's wake on the clock
+                    assert again["observation"]["now"] >= 0.3 and "b2" not in seen
+                    await ok(b1, "make_offer", price=float(value / 2))
+        assert seen["b2"]["events"] and room.engine.referee.threads["b1"].event_count
