@@ -15,14 +15,14 @@ is served the market seller's tools and texts (``dealroom.protocol.market_seat``
 The finished market is stored once, in the results store's ``markets`` table, under the key
 ``ROOM/1`` and the room's run (its participant, else the room id), by the call that ended it
 (or the reaper's ``tick``); a write that fails is retried by the next call or ``tick`` until it
-succeeds. A market room is not journaled: it does not
-survive a restart of the server.
+succeeds. A server that journals its rooms journals a market room too
+(``dealroom.server.market_journal``): it survives a restart.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,7 @@ import structlog
 
 from dealroom.engine.market import MarketRoom, market_view
 from dealroom.engine.market_calls import MarketBuyerCalls, MarketSellerCalls
-from dealroom.engine.market_turns import SELLER, MarketTurns
+from dealroom.engine.market_turns import SELLER
 from dealroom.engine.match import seat_rng
 from dealroom.protocol import Agent, AgentFactory, RoomRequest, seat_view
 from dealroom.protocol.market import (
@@ -44,7 +44,9 @@ from dealroom.protocol.market import (
 from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.market_scenarios import DEFAULT_MARKET_SPEC, market_at
 from dealroom.protocol.secret import Seed
+from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.market_clients import MarketClients
+from dealroom.server.market_journal import JournaledTurns, SeatCalls, replay_op, shown
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room_settings import House
 from dealroom.server.seat_names import REMOTE_NAME
@@ -116,14 +118,20 @@ class MarketRoomServed:
                 else house.factory(seat_view(thread, "buyer"), seat_rng(seed, thread.id, "buyer"))
             )
         self.engine = MarketRoom(market, rules, seller=seller_agent, buyers=agents)
-        self.turns = MarketTurns(self.engine)
+        self.journal: RoomJournal | None = None
+        """Where the room journals its inputs (``server.market_journal``); None: nowhere."""
+        self.turns = JournaledTurns(self.engine, self._note)
         """Whose turn the clock waits for."""
         self.seller_calls = MarketSellerCalls(self.turns) if SELLER in clients else None
         self.buyer_calls: dict[str, MarketBuyerCalls] = {
             name: MarketBuyerCalls(self.turns, name) for name in clients if name != SELLER
         }
+        self._calls: dict[str, SeatCalls] = {**self.buyer_calls}
+        if self.seller_calls is not None:
+            self._calls[SELLER] = self.seller_calls
+        self._shown = {name: shown(calls) for name, calls in self._calls.items()}
         self.clients = MarketClients(
-            self.turns, room_id=room_id, limits=limits, timer=timer, after_call=self.save
+            self.turns, room_id=room_id, limits=limits, timer=timer, after_call=self._after_call
         )
         """The client seats' calls and the waits for their turns."""
         self._store_lock = anyio.Lock()
@@ -178,6 +186,29 @@ class MarketRoomServed:
             "key": self.key,
             "stored": self.stored,
         }
+
+    def replay(self, entries: Sequence[tuple[int, Op]]) -> None:
+        """Rebuild the market from its journal, input by input (not journaled again)."""
+        self.turns.replaying = True
+        try:
+            for _, op in entries:
+                replay_op(self.turns, self._calls, op)
+        finally:
+            self.turns.replaying = False
+        self._shown = {name: shown(calls) for name, calls in self._calls.items()}
+
+    def _note(self, op: Op) -> None:
+        if self.journal is not None:
+            self.journal.append(1, op)
+
+    async def _after_call(self) -> None:
+        """As each call ends: journal what the seats were shown, store a finished market."""
+        for name, calls in self._calls.items():
+            now = shown(calls)
+            if now != self._shown[name]:
+                self._shown[name] = now
+                self._note(["shown", name, *now])
+        await self.save()
 
     async def save(self) -> None:
         """Store the finished market once (nothing while it runs, or without a writer); a write
