@@ -190,7 +190,7 @@ async def test_a_market_whose_clients_all_went_silent_is_run_to_its_end_by_the_r
 async def test_a_wait_while_another_client_decides_replies_pending_and_sleeps_on(
     tmp_path: Path,
 ) -> None:
-    limits = RoomLimits(idle_s=0.5)
+    limits = RoomLimits(idle_s=3.0)  # b2 must not count as idle before b1's wait ends
     async with http_server(tmp_path, limits=limits, resolve_seller=market_seller) as server:
         created = await server.create_room(buyers=2, house_seller="auctioneer", secret=SECRET)
         room, tokens = _market(server, created["room"]), created["tokens"]
