@@ -74,6 +74,7 @@ async def test_a_restored_market_room_is_the_same_room_and_ends_the_same(
     for name, token in created.tokens.items():
         assert second.seat_for_token(token) == (room, name)
 
+    market.journal = None  # the first process is gone: only the second journals from here
     for played in (market, restored):  # both played on the same way: every client gone
         for seat in played.client_seats:
             played.turns.set_absent(seat)
@@ -86,6 +87,15 @@ async def test_a_restored_market_room_is_the_same_room_and_ends_the_same(
     third = registry_at()  # a market already stored is restored ended, not played again
     assert third.restore() == 0 and third.markets[room].stored  # never stored twice
     assert third.markets[room].record() == restored.record()
+
+    journal = restored.journal
+    assert journal is not None
+    lines = journal.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    journal.path.write_text("".join(lines[:-3]), encoding="utf-8")  # it missed its last inputs
+    fourth = registry_at()  # replayed, the market would be open again, behind the store
+    assert fourth.restore() == 0 and room not in fourth.markets
+    assert "missed inputs" in fourth.unrestored[room]
+    assert not journal.path.exists() and journal.path.with_suffix(".jsonl.stopped").exists()
 
 
 async def test_a_market_journal_that_cannot_be_replayed_leaves_the_room_unrestored(
