@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from mcp_support import house_resolver
 
+from dealroom.agents.market import market_seller
 from dealroom.server.journal import Journals
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.rooms import RoomRegistry
@@ -28,6 +29,7 @@ def registries() -> Iterator[Callable[[Path], RoomRegistry]]:
             resolve_house=house_resolver,
             limits=RoomLimits(idle_s=0.05),
             journals=Journals.beside(path),
+            resolve_seller=market_seller,
         )
         opened.append(registry)
         return registry

@@ -3,7 +3,6 @@ client in a buyer's seat reads only its own thread; bad requests and calls are o
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from decimal import Decimal
@@ -13,20 +12,18 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from market_support import assert_reads_only_its_thread, buyer_plays, create, sell
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult
-from mcp_support import ADMIN, HttpServer, http_server, ok, refused, secret_of, text_of, tls
+from mcp_support import ADMIN, HttpServer, http_server, ok, refused, secret_of, tls
 
 from dealroom.agents.market import market_seller
 from dealroom.engine.market import market_view
-from dealroom.protocol import OfferMade
 from dealroom.protocol.market_seat import MARKET_TOOLS, market_tools
 from dealroom.protocol.market_text import market_briefing
 from dealroom.server.market_room import MarketRoomServed
 from dealroom.server.mcp_app import OBSERVATION_URI, TRANSCRIPT_URI
 from dealroom.server.negotiation import RoomLimits
 from dealroom.store.results import ResultsStore
-from leaks import leaked
 
 pytestmark = pytest.mark.anyio
 
@@ -36,42 +33,6 @@ LINEAR = {"b1": "linear", "b2": "linear", "b3": "linear"}
 
 def _market(server: HttpServer, room: str) -> MarketRoomServed:
     return server.registry.markets[room]
-
-
-async def _sell(client: Client) -> dict[str, Any]:
-    """A simple seller: asks every open buyer a falling price, accepts the best bid that
-    clears its cost by 5%; the market's view once it has ended."""
-    view = await ok(client, "get_state")
-    cost = Decimal(str(view["private_value"]))
-    price = cost * 2
-    for _ in range(80):
-        if view["outcome"] is not None:
-            return view
-        bids = [
-            (Decimal(str(offer["price"])), thread["buyer"], offer["offer_id"])
-            for thread in view["threads"]
-            for offer in thread["live_offers"]
-            if offer["by"] == "buyer"
-        ]
-        if bids and max(bids)[0] >= cost * Decimal("1.05"):
-            _, buyer, offer_id = max(bids)
-            view = await ok(client, "accept", buyer=buyer, offer_id=offer_id)
-            continue
-        for thread in view["threads"]:
-            if thread["open"] and view["outcome"] is None:
-                rounded = float(round(price, 2))
-                view = await ok(client, "make_offer", buyer=thread["buyer"], price=rounded)
-        if view["outcome"] is None:
-            view = await ok(client, "wait_for_opponent", timeout_s=5)
-        price = max(cost * Decimal("1.05"), price * Decimal("0.9"))
-    raise AssertionError("the market did not end")
-
-
-async def _create(server: HttpServer, **request: Any) -> httpx2.Response:
-    async with httpx2.AsyncClient(verify=tls()) as http:
-        return await http.post(
-            f"{server.url}/admin/rooms", json=request, headers={"Authorization": f"Bearer {ADMIN}"}
-        )
 
 
 async def test_a_seller_client_of_a_three_buyer_room_sells_over_http(tmp_path: Path) -> None:
@@ -85,7 +46,7 @@ async def test_a_seller_client_of_a_three_buyer_room_sells_over_http(tmp_path: P
             assert offer.input_schema["required"][0] == "buyer"
             briefing = await client.get_prompt("briefing")
             assert "market with 3 buyers: b1, b2, b3" in briefing.messages[0].content.text  # type: ignore[union-attr]
-            end = await _sell(client)
+            end = await sell(client)
             after = await refused(client, "make_offer", buyer="b1", price=100.0)
             assert after.startswith("negotiation_closed: ")
         market = _market(server, created["room"])
@@ -109,43 +70,6 @@ async def test_a_seller_client_of_a_three_buyer_room_sells_over_http(tmp_path: P
         assert len(stored) == 1 and len(dict(server.registry.writer.store.iter_markets())) == 1  # type: ignore[union-attr]
 
 
-async def _buyer_plays(client: Client, replies: list[str]) -> dict[str, Any]:
-    """A buyer that offers low, concedes, and accepts a seller's offer under its value; every
-    reply it reads goes to ``replies``."""
-
-    async def call(tool: str, **arguments: Any) -> CallToolResult:
-        result = await client.call_tool(tool, arguments)
-        replies.append(text_of(result) + json.dumps(result.structured_content, default=str))
-        return result
-
-    state = (await call("get_state")).structured_content
-    assert state is not None
-    value = Decimal(str(state["observation"]["private_value"]))
-    price = value * Decimal("0.5")
-    update: dict[str, Any] = state["observation"]
-    for _ in range(60):
-        if update["outcome"] is not None:
-            return update
-        theirs = [o for o in update["live_offers"] if o["by"] == "seller"]
-        if theirs and Decimal(str(theirs[0]["price"])) <= value:
-            accepted = await call("accept", offer_id=theirs[0]["offer_id"])
-            if not accepted.is_error:
-                assert accepted.structured_content is not None
-                return accepted.structured_content
-        result = await call("make_offer", price=float(round(price, 2)))
-        if result.is_error:  # the thread ended under it
-            update = (await call("get_state")).structured_content["observation"]  # type: ignore[index]
-            continue
-        assert result.structured_content is not None
-        update = result.structured_content
-        if update["outcome"] is None:
-            waited = (await call("wait_for_opponent", timeout_s=5)).structured_content
-            assert waited is not None
-            update = waited
-        price = min(value * Decimal("0.95"), price * Decimal("1.08"))
-    raise AssertionError("the thread did not end")
-
-
 @pytest.mark.parametrize("know_count", [True, False])
 async def test_a_buyer_client_never_reads_another_buyers_value_or_thread(
     tmp_path: Path, know_count: bool
@@ -165,34 +89,17 @@ async def test_a_buyer_client_never_reads_another_buyers_value_or_thread(
             assert "new_negotiation" in tools and "make_offer" in tools
             briefing = await client.get_prompt("briefing")
             replies.append(briefing.messages[0].content.text)  # type: ignore[union-attr]
-            await _buyer_plays(client, replies)
+            await buyer_plays(client, replies)
             for uri in (OBSERVATION_URI, TRANSCRIPT_URI):
                 contents = (await client.read_resource(uri)).contents
                 replies.append("".join(getattr(c, "text", "") for c in contents))
             replies.append(await refused(client, "make_offer", price=1.0, buyer="b1"))
             replies.append(await refused(client, "new_negotiation"))
-        market = _market(server, created["room"]).market
         assert not _market(server, created["room"]).is_open
         counted = "This is a market: 3 buyers, you among them"
         assert (counted in replies[0]) is know_count
         assert ("Other buyers may be bargaining" in replies[0]) is not know_count
-        everything = "\n".join(replies)
-        record = _market(server, created["room"]).record()
-        public = {e.price for e in record.thread_events("b2") if isinstance(e, OfferMade)}
-        own = market.value("b2")
-        assert leaked(everything, own, set(), fields=()) is not None  # the search finds a value
-        for other in ("b1", "b3"):
-            assert leaked(everything, market.value(other), public) is None, other
-            assert f"{market.id}.{other}" not in everything
-            assert f'"{other}"' not in everything and f" {other}:" not in everything
-        mine = {e.model_dump_json() for e in record.thread_events("b2")}
-        others = {
-            e.model_dump_json()
-            for b in ("b1", "b3")
-            for e in record.thread_events(b)
-            if e.model_dump_json() not in mine
-        }
-        assert others and not any(event in everything for event in others)
+        assert_reads_only_its_thread("\n".join(replies), _market(server, created["room"]), "b2")
 
 
 async def test_bad_market_requests_get_one_line_and_open_nothing(tmp_path: Path) -> None:
@@ -201,7 +108,14 @@ async def test_bad_market_requests_get_one_line_and_open_nothing(tmp_path: Path)
             ({"buyers": 0}, "buyers: "),
             ({"buyers": 17}, "buyers: "),
             ({"buyers": 3, "house_buyers": {"b9": "linear"}}, "house_buyers: no buyer b9"),
-            ({"buyers": 3, "house_buyers": {"b1": "linear"}}, "house_buyers: a market room"),
+            (
+                {
+                    "buyers": 2,
+                    "house_seller": "auctioneer",
+                    "house_buyers": {"b1": "zic", "b2": "zic"},
+                },
+                "house_buyers: a market room serves at least one client seat",
+            ),
             ({"buyers": 2, "house_seller": "auctioneer", "house_buyers": LINEAR}, "house_buyers:"),
             ({"buyers": 3, "house_buyer": "linear"}, "house_buyer: not in a market room"),
             ({"buyers": 3, "house_buyers": LINEAR, "clock": "wall"}, "clock: not in a market"),
@@ -210,7 +124,7 @@ async def test_bad_market_requests_get_one_line_and_open_nothing(tmp_path: Path)
             ({"buyers": 2, "house_seller": "nobody", "house_buyers": {"b1": "linear"}}, "house_se"),
         ]
         for request, start in bad:
-            response = await _create(server, **request)
+            response = await create(server, **request)
             assert response.status_code == 400, (request, response.text)
             error = response.json()["error"]
             assert error.startswith(start) and "\n" not in error, (request, error)
@@ -260,7 +174,7 @@ async def test_a_stdio_seller_sells_in_a_three_buyer_market_and_it_is_stored(
         async with Client(params, mode="legacy") as client:
             tools = [t.name for t in (await client.list_tools()).tools]
             assert tools == sorted(MARKET_TOOLS)
-            end = await _sell(client)
+            end = await sell(client)
     assert end["outcome"]["status"] == "deal"
     with ResultsStore(results) as store:
         (key, record), *more = list(store.iter_markets())

@@ -48,7 +48,9 @@ def add(commands: Commands) -> None:
     house.add_argument(
         "--house-seller", metavar="SPEC", help="a house agent takes the seller seat (as above)"
     )
-    market = create.add_argument_group("market rooms (one seller, N buyers: one client seat)")
+    market = create.add_argument_group(
+        "market rooms (one seller, N buyers: every seat no house agent takes is a client's)"
+    )
     market.add_argument(
         "--buyers",
         type=int,
@@ -60,7 +62,7 @@ def add(commands: Commands) -> None:
         "--house-buyers",
         metavar="B=SPEC,...",
         help="a market room's house buyers by name, e.g. b1=linear,b2=boulware (with "
-        "--house-seller, a market seller such as auctioneer: every seat but the client's)",
+        "--house-seller, a market seller such as auctioneer); each other seat gets a token",
     )
     market.add_argument(
         "--seller-actions", type=int, metavar="N", help="a market room's seller turn budget"

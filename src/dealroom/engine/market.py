@@ -11,7 +11,10 @@ again. With one buyer this is the bilateral schedule, event for event.
 
 Any seat may be driven from outside: the seller (``next_wake`` / ``decide``: a learner, a model
 seat) and any buyer given no agent (``next_any_wake`` / ``decide_buyer``: a served room's client).
-A driven seat's wake stops the clock until it decides, as in a bilateral negotiation.
+A driven seat's wake stops the clock until it decides, as in a bilateral negotiation; with
+several driven seats they wake one at a time, in the schedule's order
+(``dealroom.engine.market_turns``). ``rouse`` ends a driven seat's sleep early (a client back
+from absence).
 """
 
 from __future__ import annotations
@@ -204,6 +207,19 @@ class MarketRoom:
             raise ValueError(f"thinking time must be a number >= 0, not {thinking!r}")
         self._woken = None
         self.buyers[buyer].queue(decision, cost)
+
+    def rouse(self, seat: str | None) -> None:
+        """Wake the sleeping driven seat ``seat`` (None: the seller) as soon as the clock allows:
+        no earlier than the last item run. Nothing changes for a seat with actions queued or
+        one that is awake."""
+        at = self.now
+        if seat is None:
+            if not self.seller.pending and not self._awake:
+                self.seller.heard(max(at, self.seller.ready_at))
+            return
+        buyer = self.buyers[seat]
+        if not buyer.pending and not buyer.awake:
+            buyer.heard(max(at, buyer.ready_at))
 
     # -- the schedule ----------------------------------------------------------------------
 

@@ -21,8 +21,9 @@ from dealroom.protocol.market_seat import BUYER_TOOLS
 from dealroom.protocol.seat_text import event_lines, news, seconds
 from dealroom.protocol.text import money
 
-WakeHead = Literal["news", "timeout", "ended"]
-"""How a wait ended: a buyer moved, the timeout passed on the clock, the market ended."""
+WakeHead = Literal["news", "timeout", "ended", "pending"]
+"""How a wait ended: a buyer moved, the timeout passed on the clock, the market ended; or, in a
+served room, the wait's wall time ran out while other clients were still deciding."""
 
 
 def market_briefing(view: MarketView) -> str:
@@ -155,6 +156,8 @@ def market_update_text(head: str, observation: MarketObservation, seen: Mapping[
 
 def wake_head(woke: WakeHead) -> str:
     """The head line of a wait's result."""
+    if woke == "pending":
+        return "woke: pending (others are still deciding: wait again)"
     return f"woke: {woke}"
 
 

@@ -1,25 +1,28 @@
-"""A served market: one seller and N buyers (``dealroom.protocol.market``), one seat a client's.
+"""A served market: one seller and N buyers (``dealroom.protocol.market``), any of them clients.
 
 An HTTP room opened with ``buyers`` >= 2 is a ``MarketRoomServed``: one market on the virtual
 clock (``dealroom.engine.market.MarketRoom``), the seller's seat and every buyer's (``b1`` ..
-``bN``) each a house agent or the one client's (it gets the room's one seat token). The client's
-calls drive its seat with the bilateral remote seat's turn semantics
-(``dealroom.engine.market_calls``): every other seat is in place, so each call settles at once
-and the clock never waits on wall time. A seller client is served the market seller's tools
-and texts (``dealroom.protocol.market_seat``, ``market_text``); a buyer client today's buyer
-tools and results, from its own thread only (``dealroom.server.market_seats``).
+``bN``) each a house agent or a client's (each client seat gets its own token; at least one seat
+is a client's). The clients' calls drive their seats with the bilateral remote seat's turn
+semantics (``dealroom.engine.market_calls``), one seat's turn at a time in the schedule's order
+(``dealroom.engine.market_turns``): a call waits for its seat's turn, so the record is the same
+whatever the wall-time order of the clients' calls (``dealroom.server.market_clients`` says what
+happens when a client stalls). With one client seat every call settles at once. A seller client
+is served the market seller's tools and texts (``dealroom.protocol.market_seat``,
+``market_text``); a buyer client today's buyer tools and results, from its own thread only
+(``dealroom.server.market_seats``).
 
 The finished market is stored once, in the results store's ``markets`` table, under the key
-``ROOM/1`` and the room's run (its participant, else the room id); a write that fails is
-retried by the reaper's ``tick`` until it succeeds. A market room is not journaled: it does not
-survive a restart of the server.
+``ROOM/1`` and the room's run (its participant, else the room id), by the call that ended it
+(or the reaper's ``tick``); a write that fails is retried by the next call or ``tick`` until it
+succeeds. A server that journals its rooms journals a market room too
+(``dealroom.server.market_journal``): it survives a restart.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,17 +31,9 @@ import structlog
 
 from dealroom.engine.market import MarketRoom, market_view
 from dealroom.engine.market_calls import MarketBuyerCalls, MarketSellerCalls
+from dealroom.engine.market_turns import SELLER
 from dealroom.engine.match import seat_rng
-from dealroom.protocol import (
-    Action,
-    Agent,
-    AgentFactory,
-    Role,
-    RoomRequest,
-    SessionErrorCode,
-    seat_text,
-    seat_view,
-)
+from dealroom.protocol import Agent, AgentFactory, RoomRequest, seat_view
 from dealroom.protocol.market import (
     MarketAgent,
     MarketAgentFactory,
@@ -50,17 +45,15 @@ from dealroom.protocol.market import (
 from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.market_scenarios import DEFAULT_MARKET_SPEC, market_at
 from dealroom.protocol.secret import Seed
+from dealroom.server.journal import Op, RoomJournal
+from dealroom.server.market_clients import MarketClients
+from dealroom.server.market_journal import JournaledTurns, SeatCalls, replay_op, shown
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
-from dealroom.server.pacing import MessageBudget
 from dealroom.server.room_settings import House
-from dealroom.server.seat import SEAT_CALLS_IN_FLIGHT, CallRefused
 from dealroom.server.seat_names import REMOTE_NAME
 from dealroom.store.writer import ResultWriter
 
 log = structlog.stdlib.get_logger(__name__)
-
-SELLER = "seller"
-"""The seller's seat name in a market room (the buyers': ``b1`` .. ``bN``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +66,7 @@ class SellerHouse:
 
 
 class MarketRoomServed:
-    """One market served to one client seat; the other seats house agents."""
+    """One market served to its client seats; the other seats house agents."""
 
     def __init__(
         self,
@@ -97,11 +90,11 @@ class MarketRoomServed:
         unknown = sorted(set(houses) - set(seats))
         if unknown:
             raise ValueError(f"house_buyers: no seat {', '.join(unknown)} in this market")
-        clients = [seat for seat in seats if seat not in houses]
-        if len(clients) != 1:
+        clients = tuple(seat for seat in seats if seat not in houses)
+        if not clients:
             raise ValueError(
-                f"house_buyers: a market room serves exactly one client seat; this one would "
-                f"have {len(clients)} ({', '.join(clients) or 'none'})"
+                "house_buyers: a market room serves at least one client seat; here every seat "
+                "is a house agent (leave a buyer out of house_buyers, or house_seller out)"
             )
         self.id = room_id
         self.market = market
@@ -109,7 +102,8 @@ class MarketRoomServed:
         self.run = run
         self.seed = seed
         self.writer = writer
-        self.client_seat: str = clients[0]
+        self.client_seats: tuple[str, ...] = clients
+        """The seats played by clients (each has its own token), the seller first."""
         self.names: dict[str, str] = {seat: houses.get(seat, client_name) for seat in seats}
         """Who sits in each seat, as recorded: a house agent's spec, or the client's name."""
         seller_agent: MarketAgent | None = None
@@ -125,23 +119,32 @@ class MarketRoomServed:
                 else house.factory(seat_view(thread, "buyer"), seat_rng(seed, thread.id, "buyer"))
             )
         self.engine = MarketRoom(market, rules, seller=seller_agent, buyers=agents)
-        self.seller_calls: MarketSellerCalls | None = None
-        self.buyer_calls: MarketBuyerCalls | None = None
-        if self.client_seat == SELLER:
-            self.seller_calls = MarketSellerCalls(self.engine)
-        else:
-            self.buyer_calls = MarketBuyerCalls(self.engine, self.client_seat)
-        self.lock = anyio.Lock()
-        """Held by each call of the client seat (a client may make a few at once)."""
-        self.in_flight = 0
-        """The client seat's calls being served now."""
-        self.messages = MessageBudget(
-            limits.message_chars_per_minute, limits.message_chars_per_series, timer
+        self.journal: RoomJournal | None = None
+        """Where the room journals its inputs (``server.market_journal``); None: nowhere."""
+        self.turns = JournaledTurns(self.engine, self._note)
+        """Whose turn the clock waits for."""
+        self.seller_calls = MarketSellerCalls(self.turns) if SELLER in clients else None
+        self.buyer_calls: dict[str, MarketBuyerCalls] = {
+            name: MarketBuyerCalls(self.turns, name) for name in clients if name != SELLER
+        }
+        self._calls: dict[str, SeatCalls] = {**self.buyer_calls}
+        if self.seller_calls is not None:
+            self._calls[SELLER] = self.seller_calls
+        self._shown = {name: shown(calls) for name, calls in self._calls.items()}
+        self.clients = MarketClients(
+            self.turns, room_id=room_id, limits=limits, timer=timer, after_call=self._after_call
         )
-        """What message text the client seat may still send (``server.pacing``)."""
-        self._client_role: Role = "seller" if self.client_seat == SELLER else "buyer"
+        """The client seats' calls and the waits for their turns."""
+        self._store_lock = anyio.Lock()
         self.stored = False
-        log.info("market room opened", room=room_id, market=market.id, client=self.client_seat)
+        log.info("market room opened", room=room_id, market=market.id, clients=list(clients))
+
+    @property
+    def client_seat(self) -> str:
+        """The one client seat of a room that has one (stdio serves one client)."""
+        if len(self.client_seats) != 1:
+            raise ValueError(f"room {self.id} has {len(self.client_seats)} client seats")
+        return self.client_seats[0]
 
     @property
     def key(self) -> str:
@@ -181,6 +184,9 @@ class MarketRoomServed:
             "room": self.id,
             "clock": "virtual",
             "seats": self.names,
+            "clients": list(self.client_seats),
+            "turn": self.turns.turn,
+            "absent": sorted(self.turns.absent),
             "market": self.market.id,
             "open": self.is_open,
             "events": len(self.engine.referee.log),
@@ -189,51 +195,52 @@ class MarketRoomServed:
             "stored": self.stored,
         }
 
-    @asynccontextmanager
-    async def call(self, action: Action | None = None) -> AsyncGenerator[None]:
-        """Serve one call of the client seat, ``action`` the one it makes, if any: refused
-        (``CallRefused``, nothing changed) past ``SEAT_CALLS_IN_FLIGHT`` calls at once
-        (``too_many_calls``) or past the room's message budget (``too_many_message_chars``),
-        as a bilateral room's seat is; else under the room's lock, storing the market once the
-        call has ended it."""
-        if self.in_flight >= SEAT_CALLS_IN_FLIGHT:
-            message = (
-                f"This seat already has {SEAT_CALLS_IN_FLIGHT} calls in flight; wait for their "
-                "replies before calling again."
-            )
-            raise CallRefused(seat_text.error_payload(SessionErrorCode.TOO_MANY_CALLS, message))
-        if action is not None and (over := self.messages.charge(self._client_role, action)):
-            code = SessionErrorCode.TOO_MANY_MESSAGE_CHARS
-            raise CallRefused(seat_text.error_payload(code, over))
-        self.in_flight += 1
+    def replay(self, entries: Sequence[tuple[int, Op]]) -> None:
+        """Rebuild the market from its journal, input by input (not journaled again)."""
+        self.turns.replaying = True
         try:
-            async with self.lock:
-                try:
-                    yield
-                finally:
-                    await self.save()
+            for _, op in entries:
+                replay_op(self.turns, self._calls, op)
         finally:
-            self.in_flight -= 1
+            self.turns.replaying = False
+        self._shown = {name: shown(calls) for name, calls in self._calls.items()}
+
+    def _note(self, op: Op) -> None:
+        if self.journal is not None:
+            self.journal.append(1, op)
+
+    async def _after_call(self) -> None:
+        """As each call ends: journal what the seats were shown, store a finished market."""
+        for name, calls in self._calls.items():
+            now = shown(calls)
+            if now != self._shown[name]:
+                self._shown[name] = now
+                self._note(["shown", name, *now])
+        await self.save()
 
     async def save(self) -> None:
         """Store the finished market once (nothing while it runs, or without a writer); a write
         that fails is logged and tried again by the next call or ``tick``."""
-        if self.stored or self.is_open or self.writer is None:
-            return
-        store, record = self.writer.store, self.record()
-        try:
-            await anyio.to_thread.run_sync(lambda: store.add_market(self.key, record, run=self.run))
-        except Exception:  # the store's failure must not fail the call that ended the market
-            log.exception("market not stored yet", room=self.id)
-            return
-        self.stored = True
+        async with self._store_lock:
+            if self.stored or self.is_open or self.writer is None:
+                return
+            store, record = self.writer.store, self.record()
+            try:
+                await anyio.to_thread.run_sync(
+                    lambda: store.add_market(self.key, record, run=self.run)
+                )
+            except Exception:  # the store's failure must not fail the call that ended the market
+                log.exception("market not stored yet", room=self.id)
+                return
+            self.stored = True
         outcome = record.outcome
         log.info("market ended", room=self.id, reason=outcome.end_reason, status=outcome.status)
 
     async def tick(self) -> None:
-        """The reaper's pass: store a finished market whose write failed."""
-        async with self.lock:
-            await self.save()
+        """The reaper's pass: run an abandoned market to its end (``MarketClients.abandon``);
+        store a finished market whose write failed."""
+        self.clients.abandon()
+        await self.save()
 
 
 def check_market_request(request: RoomRequest) -> None:
@@ -271,8 +278,8 @@ def open_market(
     limits: RoomLimits = DEFAULT_LIMITS,
 ) -> MarketRoomServed:
     """The market room a request asks for (``buyers`` >= 2); raises ValueError, one line, for
-    a bad request (``check_market_request``, a seat that is not in the market, not exactly one
-    client seat, a bad agent spec)."""
+    a bad request (``check_market_request``, a seat that is not in the market, no client seat,
+    a bad agent spec)."""
     check_market_request(request)
     names = buyer_ids(request.buyers)
     houses = request.house_buyers or {}

@@ -1,4 +1,4 @@
-"""The client seat of a served market (``dealroom.server.market_room``): a buyer's or the seller's.
+"""The client seats of a served market (``dealroom.server.market_room``): buyers' and the seller's.
 
 - ``ServedMarketBuyer`` is a ``ServedSeat``: a buyer's client gets today's buyer tools, results
   and refusals, built from its own thread only (``MarketBuyerCalls``), and the bilateral
@@ -11,7 +11,8 @@
   both; the MCP surface lists and calls them in place of the bilateral ones
   (``dealroom.server.mcp_app``).
 
-Every call holds the room's lock and stores the market once it has ended.
+Every tool call waits for its seat's turn (``dealroom.server.market_clients``) and stores the
+market once it has ended; the resources and the briefing read the seat's latest view at once.
 """
 
 from __future__ import annotations
@@ -34,25 +35,25 @@ from dealroom.protocol import (
     seat_text,
 )
 from dealroom.protocol.market import Addressed, MarketRules
-from dealroom.protocol.market_seat import MARKET_TOOLS, market_tools, move_of
+from dealroom.protocol.market_seat import MARKET_TOOLS, Wait, market_tools, move_of
 from dealroom.protocol.market_text import buyer_market_text, market_briefing, market_state_text
 from dealroom.protocol.model_seat import Bound
 from dealroom.protocol.tools import ArgumentError
 from dealroom.server import texts
-from dealroom.server.market_room import MarketRoomServed
+from dealroom.server.market_room import SELLER, MarketRoomServed
 from dealroom.server.seat import CallRefused, descriptions
 
 
 class ServedMarketBuyer:
     """A market room's buyer seat played by its client (a ``ServedSeat``)."""
 
-    def __init__(self, room: MarketRoomServed) -> None:
-        calls = room.buyer_calls
+    def __init__(self, room: MarketRoomServed, name: str) -> None:
+        calls = room.buyer_calls.get(name)
         if calls is None:
-            raise ValueError(f"no buyer of room {room.id} is a client's")
+            raise ValueError(f"buyer {name!r} of room {room.id} is no client's")
         self.room = room
         self.calls = calls
-        self.name = calls.buyer
+        self.name = name
 
     @property
     def log_context(self) -> Mapping[str, str]:
@@ -68,22 +69,33 @@ class ServedMarketBuyer:
         return descriptions(self.room.rules.rules)
 
     async def act(self, action: Action) -> ActionResult:
-        """One action in its thread; raises CallRefused if refused."""
-        async with self.room.call(action):
+        """One action in its thread, at its turn; returns once it has taken effect and it is
+        the seat's turn again. Raises CallRefused if refused."""
+        clients = self.room.clients
+        async with clients.call(self.name, action):
             try:
-                return self.calls.act(action)
+                result = await clients.served(self.name, lambda: self.calls.begin_act(action))
             except RuleViolation as violation:
                 refusal = seat_text.error_payload(violation.code, violation.message)
                 raise CallRefused(refusal) from None
+            assert result is not None  # no limit
+            return result
 
     async def wait(self, timeout_s: float) -> WaitResult:
-        """Sleep until the seller moves in its thread, the timeout on the clock, or the end."""
-        async with self.room.call():
-            return self.calls.wait(timeout_s)
+        """Sleep until the seller moves in its thread, the timeout on the clock, or the end;
+        ``woke: pending`` (still asleep) if other clients are still deciding after
+        ``timeout_s`` (at most the room's ``max_wait_s``) wall seconds."""
+        clients = self.room.clients
+        limit = min(max(timeout_s, 0.0), clients.limits.max_wait_s) + 0.05
+        async with clients.call(self.name):
+            begin = self.calls.begin_wait
+            result = await clients.served(self.name, lambda: begin(timeout_s), limit=limit)
+            return self.calls.pending() if result is None else result
 
     async def state(self) -> SeatState:
-        """Its thread as it sees it; marks every event as seen."""
-        async with self.room.call():
+        """Its thread as it sees it at its turn; marks every event as seen."""
+        async with self.room.clients.call(self.name):
+            await self.room.clients.turn(self.name)
             observation = self.calls.observe(deliver=True)
             surplus = (
                 Decimal("0.00") if observation.outcome is None else observation.outcome.surplus
@@ -137,7 +149,7 @@ class ServedMarketSeller:
     @property
     def log_context(self) -> Mapping[str, str]:
         """Room and seat."""
-        return {"room": self.room.id, "seat": "seller"}
+        return {"room": self.room.id, "seat": SELLER}
 
     @property
     def rules(self) -> MarketRules:
@@ -157,9 +169,14 @@ class ServedMarketSeller:
             move = move_of(Bound(spec.name, dict(arguments)))
         except ArgumentError as error:
             return error.payload.text(), None
+        clients = self.room.clients
+        limit = None
+        if isinstance(move, Wait):
+            limit = min(max(move.timeout_s, 0.0), clients.limits.max_wait_s) + 0.05
         try:
-            async with self.room.call(move.action if isinstance(move, Addressed) else None):
-                text, refused = self.calls.move(move)
+            async with clients.call(SELLER, move.action if isinstance(move, Addressed) else None):
+                served = await clients.served(SELLER, lambda: self.calls.begin(move), limit=limit)
+                text, refused = (self.calls.pending(), False) if served is None else served
                 view = None if refused else self.calls.observation().model_dump(mode="json")
         except CallRefused as refusal:
             return refusal.payload.text(), None

@@ -44,6 +44,7 @@ async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> 
 async def serve_market_stdio(market: MarketRoomServed) -> None:
     """Serve the client seat of ``market`` on stdin/stdout until the client closes the stream
     (a seller's: the market seller's tools; a buyer's: the buyer's, one market, no series)."""
-    structlog.contextvars.bind_contextvars(room=market.id, seat=market.client_seat)
-    seat = ServedMarketSeller(market) if market.client_seat == SELLER else ServedMarketBuyer(market)
+    name = market.client_seat
+    structlog.contextvars.bind_contextvars(room=market.id, seat=name)
+    seat = ServedMarketSeller(market) if name == SELLER else ServedMarketBuyer(market, name)
     await serve_stdio_wire(build_app(lambda: seat, series=False))

@@ -56,6 +56,14 @@ PlayerResolver = Callable[[str], SeatPlayer | None]
 raises ValueError for a bad spec."""
 
 
+def _journal_unavailable() -> RoomError:
+    return RoomError(
+        SessionErrorCode.JOURNAL_UNAVAILABLE,
+        "The server cannot journal a new room now (its disk or file descriptors ran out); no "
+        "room was opened. Try again later.",
+    )
+
+
 class RoomRegistry:
     """Every room of one server, by id, and its seat tokens."""
 
@@ -88,7 +96,7 @@ class RoomRegistry:
         """The rooms whose in-process players run (``reap`` runs them), by id."""
         self.rooms: dict[str, Room] = {}
         self.markets: dict[str, MarketRoomServed] = {}
-        """The market rooms (``buyers`` >= 2), by id: not journaled, so never restored."""
+        """The market rooms (``buyers`` >= 2), by id (journaled and restored as rooms are)."""
         self.unrestored: dict[str, str] = {}
         """Rooms whose journal ``restore`` found but could not restore, by id: why not."""
         self.tokens = TokenTable()
@@ -133,11 +141,7 @@ class RoomRegistry:
             }
             room.journal.file = self.journals.create(room_id, header)
             if room.journal.file is None:
-                raise RoomError(
-                    SessionErrorCode.JOURNAL_UNAVAILABLE,
-                    "The server cannot journal a new room now (its disk or file descriptors "
-                    "ran out); no room was opened. Try again later.",
-                )
+                raise _journal_unavailable()
         for role, token in tokens.items():
             self.tokens.grant(digest(token), room_id, role)
         self.tokens.grant(digest(spectator), room_id, None)
@@ -147,8 +151,8 @@ class RoomRegistry:
         return RoomCreated(room=room_id, tokens=tokens, spectator=spectator)
 
     def _create_market(self, room_id: str, request: RoomRequest) -> RoomCreated:
-        """Open a market room: one token for its one client seat, and its spectator token (the
-        room page, ``dealroom.server.web.market_views``)."""
+        """Open a market room: a token for each of its client seats, and its spectator token
+        (the room page, ``dealroom.server.web.market_views``)."""
         market = open_market(
             room_id,
             request,
@@ -157,12 +161,26 @@ class RoomRegistry:
             writer=self.writer,
             limits=self.limits,
         )
-        token, spectator = new_token(self.token_prefix), new_token(self.token_prefix)
-        self.tokens.grant(digest(token), room_id, market.client_seat)
+        tokens = {seat: new_token(self.token_prefix) for seat in market.client_seats}
+        spectator = new_token(self.token_prefix)
+        if self.journals is not None:
+            digests = {seat: digest(token).hex() for seat, token in tokens.items()}
+            request_json = request.model_dump(mode="json")
+            header = {
+                "room": room_id,
+                "request": request_json,
+                "tokens": digests,
+                "spectator": digest(spectator).hex(),
+            }
+            market.journal = self.journals.create(room_id, header)
+            if market.journal is None:
+                raise _journal_unavailable()
+        for seat, token in tokens.items():
+            self.tokens.grant(digest(token), room_id, seat)
         self.tokens.grant(digest(spectator), room_id, None)
         self.markets[room_id] = market
-        log.info("room created", room=room_id, buyers=request.buyers, seats=[market.client_seat])
-        return RoomCreated(room=room_id, tokens={market.client_seat: token}, spectator=spectator)
+        log.info("room created", room=room_id, buyers=request.buyers, seats=list(tokens))
+        return RoomCreated(room=room_id, tokens=tokens, spectator=spectator)
 
     def restore(self) -> int:
         """At start, before serving: rebuild every journaled room, open negotiations included,
@@ -183,6 +201,9 @@ class RoomRegistry:
             room_id = path.name.removesuffix(".jsonl")
             if isinstance(journal, str):
                 self.unrestored[room_id] = f"the journal cannot be read ({journal})"
+                continue
+            if int(journal.header["request"].get("buyers", 1)) > 1:
+                restored += self._restore_market(path, journal)
                 continue
             try:
                 room, seats = self._replayed(path, journal)
@@ -233,6 +254,45 @@ class RoomRegistry:
             return None, []
         room.journal.file = reopened
         return room, seats
+
+    def _restore_market(self, path: Path, journal: JournalFile) -> int:
+        """One market room's journal replayed, with its tokens (1 if its market is open); one
+        that fails, or is behind the results store (its market is stored, the replay left it
+        open: set aside), is logged and left unrestored."""
+        room_id = str(journal.header["room"])
+        try:
+            request = RoomRequest.model_validate(journal.header["request"])
+            market = open_market(
+                room_id,
+                request,
+                resolve_house=self._resolve_house,
+                resolve_seller=self._resolve_seller,
+                writer=self.writer,
+                limits=self.limits,
+            )
+            market.replay(journal.entries)
+        except Exception as exc:  # one bad journal must not stop the server or the others
+            reason = reason_of(exc)
+            log.error("room journal cannot be replayed", path=str(path), error=reason)
+            self.unrestored[room_id] = f"the journal cannot be replayed ({reason})"
+            return 0
+        reopened = RoomJournal(path)
+        if self.writer is not None:
+            keys = self.writer.store.market_keys(market.run)
+            market.stored = market.key in keys and not market.is_open
+            if market.key in keys and market.is_open:
+                log.error("market room journal is behind the results store", room=room_id)
+                reopened.stop()
+                self.unrestored[room_id] = "its journal missed inputs (set aside)"
+                return 0
+        market.journal = reopened
+        for seat, hexdigest in journal.header["tokens"].items():
+            if seat in market.client_seats:
+                self.tokens.grant(bytes.fromhex(hexdigest), room_id, seat)
+        if "spectator" in journal.header:
+            self.tokens.grant(bytes.fromhex(journal.header["spectator"]), room_id, None)
+        self.markets[room_id] = market
+        return int(market.is_open)
 
     def _stored_ahead(self, room: Room) -> int:
         """The last negotiation of ``room`` that the results hold (stored or pending) if it is
@@ -319,7 +379,7 @@ class RoomRegistry:
         if market is not None:
             if name == SELLER:
                 return ServedMarketSeller(market)
-            return ServedMarketBuyer(market)
+            return ServedMarketBuyer(market, name)
         return self.seat(room_id, "buyer" if name == "buyer" else "seller")
 
     def seat(self, room_id: str, role: Role) -> RoomSeat:
@@ -391,6 +451,9 @@ class RoomRegistry:
         """Close the rooms' journals (the server stops; they stay for the next start)."""
         for room in self.rooms.values():
             room.journal.close()
+        for market in self.markets.values():
+            if market.journal is not None:
+                market.journal.close()
         self.studies.close()
 
     def _forget(self, room_id: str) -> None:
@@ -400,6 +463,8 @@ class RoomRegistry:
         room = self.rooms.pop(room_id, None)
         if room is not None:
             room.journal.remove()
-        self.markets.pop(room_id, None)
+        market = self.markets.pop(room_id, None)
+        if market is not None and market.journal is not None:
+            market.journal.remove()
         self._ended_at.pop(room_id, None)
         self.tokens.revoke(room_id)
