@@ -323,6 +323,8 @@ class PlayedNegotiation(Model):
     """The participant's treatment, if the study has treatments."""
     practice: bool = False
     """An unpaid practice negotiation."""
+    started_at: float | None = None
+    """When its clock started (Unix time): the first move, or its page showing it."""
     ended_at: float | None = None
     """When the study recorded its end (Unix time)."""
 
