@@ -75,7 +75,9 @@ class PayoffRule(Model):
         """The rule in words, as the participant and the researcher read it."""
         fee = f"{self.show_up_fee:.2f} {self.currency}"
         which = {
-            "all": f"the surplus of all {negotiations} negotiations",
+            "all": "the surplus of your negotiation"
+            if negotiations == 1
+            else f"the surplus of all {negotiations} negotiations",
             "one_random": f"the surplus of one of your {negotiations} negotiations, drawn "
             "at random",
         }[self.pays]
