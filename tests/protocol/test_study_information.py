@@ -5,7 +5,6 @@ function of public facts and their own number only); ``own_value`` tells them no
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 import pytest
 from hypothesis import assume, given, settings
@@ -27,16 +26,7 @@ from dealroom.protocol.secret import Secret
 from dealroom.protocol.study import StudyRequest
 from dealroom.protocol.study_design import Treatment
 from dealroom.protocol.study_quiz import quiz_questions
-
-AMOUNT = r"\$([\d,]+\.\d\d)"
-
-
-def stated_range(briefing: str) -> tuple[Decimal, Decimal]:
-    """The amounts a briefing states the other side's number lies between."""
-    found = re.search(rf"that is between {AMOUNT} and {AMOUNT}\.", briefing)
-    assert found is not None, briefing
-    low, high = (Decimal(amount.replace(",", "")) for amount in found.groups())
-    return low, high
+from leaks import stated_range
 
 
 def other(role: Role) -> Role:

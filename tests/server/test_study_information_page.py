@@ -15,7 +15,7 @@ from dealroom.server.seat import RoomSeat
 from dealroom.server.studies import Ticket
 from dealroom.server.texts import seat_view_of
 from dealroom.server.web.views import seat_page_view
-from leaks import leaked
+from leaks import leaked, stated_range
 
 pytestmark = pytest.mark.anyio
 
@@ -43,12 +43,14 @@ async def test_each_participants_briefing_follows_their_treatments_information(
             observation = await room.current.observe(role, deliver=False)
             view = seat_page_view(room, role, observation, Ticket(study, who))
             rule = value_range_rule(seat_view_of(observation))
-            if who.treatment == "range":
-                assert rule in view.briefing
-            else:
-                assert "drawn at random for this negotiation" not in view.briefing
             scenario = room.current.scenario
             theirs = scenario.seller_cost if role == "buyer" else scenario.buyer_value
+            if who.treatment == "range":
+                assert rule in view.briefing
+                low, high = stated_range(view.briefing)  # the room's own draw lies within
+                assert low <= theirs <= high
+            else:
+                assert "drawn at random for this negotiation" not in view.briefing
             assert leaked(view.model_dump_json(), theirs, set()) is None
             if practising:  # on to the study: the practice negotiation ends, then Next
                 await RoomSeat(room, role).act(WalkAway())
