@@ -64,9 +64,10 @@ def configuration(request: StudyRequest) -> tuple[Setting, ...]:
                 f"{CLOSE_GRACE_S} seconds, has left the study (dropped)",
             ),
         ]
-    lines += [
-        (f"treatment {t.name}", treatment_words(request, t)) for t in request.design.treatments
-    ]
+    treatments = request.design.treatments
+    lines += [(f"treatment {t.name}", treatment_words(request, t)) for t in treatments]
+    if not treatments:  # everyone under the study's own settings
+        lines.append(("information", information_words("own_value")))
     lines += [
         ("quiz", _quiz(request)),
         ("practice", _practice(request)),

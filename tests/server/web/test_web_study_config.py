@@ -95,6 +95,7 @@ def test_a_pair_studys_configuration_names_every_rule_and_no_secret() -> None:
         "negotiation; information: own value and the range the other side's is drawn from; "
         "the study's instructions"
     )
+    assert "information" not in shown  # each treatment says its own
     assert shown["quiz"].startswith("questions from the study's rules; 2 attempts")
     assert shown["practice"] == "1 unpaid negotiation against conceder"
     assert shown["questionnaire"] == "1 question"
@@ -118,6 +119,7 @@ def test_a_solo_studys_configuration_names_its_house_agent_and_the_defaults() ->
     assert shown["completion code"] == "none" == shown["completion link"]
     assert "waiting limit" not in shown and "dropout" not in shown  # pairs only
     assert [shown[name] for name in ("quiz", "practice", "questionnaire")] == ["none"] * 3
+    assert shown["information"] == "own value only"  # no treatments: today's condition
 
 
 @pytest.mark.anyio
