@@ -28,3 +28,12 @@ def leaked(
         if f'"{name}"' in text:
             return name
     return None
+
+
+def stated_range(briefing: str) -> tuple[Decimal, Decimal]:
+    """The amounts a ``value_range`` briefing says the other side's number lies between (what
+    it may state of it: ``people_text.value_range_rule``)."""
+    found = re.search(r"that is between \$([\d,]+\.\d\d) and \$([\d,]+\.\d\d)\.", briefing)
+    assert found is not None, briefing
+    low, high = (Decimal(amount.replace(",", "")) for amount in found.groups())
+    return low, high

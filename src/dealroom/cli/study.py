@@ -2,8 +2,9 @@
 
 ``create`` opens the study (``POST /admin/studies``) and writes its links file: one row per
 participant with their own seat-page link, owner-readable only (each link is a credential).
-The study page's link is printed. ``show`` prints the study's state as JSON; ``export`` saves
-its CSV files. The admin token is read from DEALROOM_ADMIN_TOKEN only (as ``dealroom room``).
+The study page's link is printed. ``show`` prints the study page's view as JSON (its
+configuration in words, ``protocol.study_config``, and every participant's state); ``export``
+saves its CSV files. The admin token is read from DEALROOM_ADMIN_TOKEN only (as ``dealroom room``).
 """
 
 from __future__ import annotations
@@ -48,7 +49,11 @@ def add(commands: Commands) -> None:
     create.add_argument("--json", action="store_true", help="print the links as JSON too")
     create.set_defaults(handler=create_study)
 
-    show = actions.add_parser("show", help="print a study's participants and their state (JSON)")
+    show = actions.add_parser(
+        "show",
+        help="print a study's configuration (payment rule, tier, deadline, limits, treatments, "
+        "...), participants and their state (JSON)",
+    )
     show.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8765")
     show.add_argument("study", help="the study's id")
     show.set_defaults(handler=show_study)

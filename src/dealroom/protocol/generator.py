@@ -17,7 +17,7 @@ from decimal import Decimal
 
 from pydantic import Field, ValidationError, model_validator
 
-from dealroom.protocol._base import Model, to_cents
+from dealroom.protocol._base import Model, Money, Role, to_cents
 from dealroom.protocol.catalog import CATALOG, TIER_RANGES
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.scenario import TIERS, Scenario, Tier
@@ -104,6 +104,39 @@ def scenario_at(seed: Seed, index: int, tier: Tier, spec: ScenarioSpec = DEFAULT
         buyer_value=to_cents(round(lp * (mid + gains / 2), 2)),
         seller_cost=to_cents(round(lp * (mid - gains / 2), 2)),
     )
+
+
+def value_bounds(role: Role, spec: ScenarioSpec = DEFAULT_SPEC) -> tuple[float, float]:
+    """The fractions of the list price between which ``role``'s private number is drawn
+    (``scenario_at``: ``v = L (m + g/2)``, ``c = L (m - g/2)``, ``g`` negative with probability
+    ``no_zone_share``), computed with the draw's own float operations at each uniform's ends, so
+    that every drawn number lies within them: the hull of the zone's and the no-zone's ranges
+    (each where it can occur)."""
+    top_mid = spec.midpoint_min + (spec.midpoint_max - spec.midpoint_min) * 1.0
+    top_gains = spec.zone_min + (spec.zone_max - spec.zone_min) * 1.0
+    above = (spec.midpoint_min + spec.zone_min / 2, top_mid + top_gains / 2)
+    below = (spec.midpoint_min - top_gains / 2, top_mid - spec.zone_min / 2)
+    # The buyer's value is above the midpoint when there are gains, the seller's cost below.
+    with_gains, without = (above, below) if role == "buyer" else (below, above)
+    spans = [
+        span
+        for span, occurs in (
+            (with_gains, spec.no_zone_share < 1),
+            (without, spec.no_zone_share > 0),
+        )
+        if occurs
+    ]
+    return min(low for low, _ in spans), max(high for _, high in spans)
+
+
+def value_range(
+    list_price: Money, role: Role, spec: ScenarioSpec = DEFAULT_SPEC
+) -> tuple[Money, Money]:
+    """The amounts between which ``role``'s private number is drawn for an item of that list
+    price (``value_bounds``, rounded to cents as ``scenario_at`` rounds the number)."""
+    low, high = value_bounds(role, spec)
+    lp = float(list_price)
+    return to_cents(round(lp * low, 2)), to_cents(round(lp * high, 2))
 
 
 def generate(

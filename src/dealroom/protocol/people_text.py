@@ -21,10 +21,11 @@ import re
 from collections.abc import Sequence
 from typing import Literal, assert_never
 
-from dealroom.protocol._base import Role
+from dealroom.protocol._base import ROLES, Role
 from dealroom.protocol.arguments import DEFAULT_WAIT_S, MAX_WAIT_S
 from dealroom.protocol.briefing import OFFERS_RULE, clock_rule, situation
 from dealroom.protocol.errors import ErrorCode
+from dealroom.protocol.generator import DEFAULT_SPEC, ScenarioSpec, value_bounds, value_range
 from dealroom.protocol.observation import LiveOffer, Observation
 from dealroom.protocol.outcome import SeatOutcome
 from dealroom.protocol.rules import Rules
@@ -174,11 +175,17 @@ def forfeit_rule(rules: Rules) -> str:
 
 
 def person_briefing(
-    view: SeatView, rules: Rules, clock: ClockKind, surface: Surface, payment: str | None = None
+    view: SeatView,
+    rules: Rules,
+    clock: ClockKind,
+    surface: Surface,
+    payment: str | None = None,
+    information: str | None = None,
 ) -> str:
     """A person's briefing: the model's facts (``briefing.situation``, its rules) and how to act
     on ``surface``. Only the seat's own value. ``payment``: how a study turns the score into
-    money (``PayoffRule.text``), stated where the score is."""
+    money (``PayoffRule.text``), stated where the score is; ``information``: what a study's
+    information condition tells them of the other side's number (``value_range_rule``)."""
     moves = [
         f"- To make an offer, {_offer_control(surface)}.",
         f"- To take or turn down their live offer, {control('accept', surface)} or "
@@ -197,9 +204,10 @@ def person_briefing(
             "help lists the commands."
         )
     paid = "" if payment is None else f"\nPayment: {payment}"
+    known = "" if information is None else f"\n{information}"
     return f"""You are the {view.role} in a one-item negotiation.
 
-{situation(view)}{paid}
+{situation(view)}{known}{paid}
 
 Rules:
 - {OFFERS_RULE}
@@ -209,6 +217,22 @@ Rules:
 How to play:
 {chr(10).join(moves)}
 """
+
+
+def value_range_rule(view: SeatView, spec: ScenarioSpec = DEFAULT_SPEC) -> str:
+    """What a study's ``value_range`` condition tells a person of the other side's private
+    number: the range the scenario generator draws it from (``generator.value_range``),
+    rendered from the generator's spec and the public list price alone, never the number."""
+    other = ROLES[1 - ROLES.index(view.role)]
+    low, high = value_range(view.scenario.list_price, other, spec)
+    share = [f"{round(bound * 100, 1):g}%" for bound in value_bounds(other, spec)]
+    what = "private value" if other == "buyer" else "private cost"
+    cur = view.scenario.currency
+    return (
+        f"The {other}'s {what} was drawn at random for this negotiation: it lies between "
+        f"{share[0]} and {share[1]} of the list price, that is between {money(low, cur)} and "
+        f"{money(high, cur)}. You are not told where in that range it is."
+    )
 
 
 def _message_control(surface: Surface) -> str:
@@ -365,4 +389,5 @@ __all__ = [
     "refusal",
     "tool_names_in",
     "updates_itself",
+    "value_range_rule",
 ]

@@ -80,7 +80,9 @@ class PayoffRule(Model):
         """The rule in words, as the participant and the researcher read it."""
         fee = f"{self.show_up_fee:.2f} {self.currency}"
         which = {
-            "all": f"the surplus of all {negotiations} negotiations",
+            "all": "the surplus of your negotiation"
+            if negotiations == 1
+            else f"the surplus of all {negotiations} negotiations",
             "one_random": f"the surplus of one of your {negotiations} negotiations, drawn "
             "at random",
         }[self.pays]
@@ -343,6 +345,8 @@ class PlayedNegotiation(Model):
     """The participant's treatment, if the study has treatments."""
     practice: bool = False
     """An unpaid practice negotiation."""
+    started_at: float | None = None
+    """When its clock started (Unix time): the first move, or its page showing it."""
     ended_at: float | None = None
     """When the study recorded its end (Unix time)."""
 

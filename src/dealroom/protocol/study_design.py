@@ -2,11 +2,12 @@
 comprehension quiz, a post-play questionnaire (pure, no I/O).
 
 **Treatments.** A study may name treatments, each changing some of the study's settings (tier,
-house agent, deadline, instructions). Arrivals are assigned by block randomisation: the n-th
-arrival (counted from 0, in the order participants took part) falls in block ``n // k`` of the
-``k`` treatments, and each block is a permutation of the treatments drawn from the study's secret
-(``assigned``). So the counts never differ by more than one, and by none after each full block;
-the same secret and arrival order give the same assignment on every reading.
+house agent, deadline, instructions) and setting an information condition (``Information``).
+Arrivals are assigned by block randomisation: the n-th arrival (counted from 0, in the order
+participants took part) falls in block ``n // k`` of the ``k`` treatments, and each block is
+a permutation of the treatments drawn from the study's secret (``assigned``). So the counts
+never differ by more than one, and by none after each full block; the same secret and arrival
+order give the same assignment on every reading.
 
 **Quiz.** Before they play, participants answer a few multiple-choice questions: the study's own
 (``Quiz.questions``) and, by default, questions rendered from its actual rules
@@ -26,6 +27,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -35,6 +37,12 @@ from dealroom.protocol.secret import Secret
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$"
 """A treatment's or a question's name: letters, digits, ``_.-``, at most 32."""
+
+Information = Literal["own_value", "value_range"]
+"""What a participant is told about the other side's private number: ``own_value``, nothing
+but that it exists (their own number only); ``value_range``, also the range it is drawn from
+for each negotiation (``people_text.value_range_rule``: rendered from the scenario generator's
+spec and the public list price, never the number itself)."""
 
 
 class StepRefusal(StrEnum):
@@ -71,6 +79,9 @@ class Treatment(Model):
     """Seconds per negotiation."""
     instructions: str | None = Field(default=None, min_length=1, max_length=20_000)
     """Instructions (Markdown) shown after the study's own, to this treatment's participants."""
+    information: Information = "own_value"
+    """What its participants are told of the other side's private number: ``own_value``
+    (nothing), or ``value_range`` (the range it is drawn from, in their briefing)."""
 
 
 class QuizQuestion(Model):

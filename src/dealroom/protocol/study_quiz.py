@@ -4,8 +4,9 @@ researcher's own, and the grading of an attempt (pure, no I/O).
 Every question rendered here is true of the study the participant is in: the number of
 negotiations and practice negotiations, which pay and what a loss costs (``PayoffRule``: earnings
 are never below zero, the show-up fee is always paid), the deadline of their treatment on the
-wall clock, and who sits on the other side. The choices are shuffled by a draw from the question's
-text, so the right answer is not always the first and every reading shows the same order.
+wall clock, what they are told of the other side's number (a ``value_range`` treatment), and who
+sits on the other side. The choices are shuffled by a draw from the question's text, so the
+right answer is not always the first and every reading shows the same order.
 """
 
 from __future__ import annotations
@@ -109,6 +110,16 @@ def _from_rules(request: StudyRequest, treatment: str | None) -> list[QuizQuesti
                 duration(deadline * 2),
                 duration(max(deadline / 2, 1)),
                 duration(deadline * 5),
+            )
+        )
+    if request.treatment(treatment).information == "value_range":
+        questions.append(
+            _question(
+                "What are you told about the other side's private number in each negotiation?",
+                "The range it was drawn from, but not where in that range it is",
+                "Nothing at all",
+                "Its exact amount",
+                "That it equals the list price",
             )
         )
     other = (

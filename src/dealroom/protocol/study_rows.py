@@ -66,7 +66,8 @@ class NegotiationRow(Model):
     """``exchange_rate`` times the surplus if it pays (the total is floored at zero, not each
     negotiation)."""
     page_opens: int
-    """Times the participant's page was opened (or reloaded) during this negotiation."""
+    """Times the participant's page was opened (or reloaded) during this negotiation (after it
+    began and before it ended: ``page_events.csv``'s events with its room and number)."""
     page_hidden: int
     """Times it went out of sight (another tab or app)."""
     page_closes: int
@@ -122,6 +123,11 @@ class PaymentRow(Model):
     """When they joined (UTC, ISO 8601 with milliseconds)."""
     consented_at: str | None
     """When they agreed to the consent line (UTC, ISO 8601)."""
+    part_ended_at: str | None
+    """When their part in the study ended (UTC, ISO 8601 with milliseconds): the end of their
+    last negotiation (``done``), or when they timed out, dropped or failed the quiz; empty while
+    it goes on (and for a ``done`` participant whose last negotiation was recorded before
+    negotiations had an ``ended_at``)."""
 
 
 class PageEventRow(Model):
@@ -139,7 +145,8 @@ class PageEventRow(Model):
     room: str | None
     """The room the participant sat in then (empty before their first)."""
     room_negotiation: int | None
-    """That room's negotiation then."""
+    """That room's negotiation, if one was running then (begun and not yet ended); empty
+    between negotiations (before one began, after it ended)."""
 
 
 class EventRow(Model):

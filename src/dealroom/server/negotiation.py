@@ -114,6 +114,9 @@ class Negotiation:
         self._created = timer()
         self._active_at: dict[Role, float] = {}
         self._started: float | None = None
+        self.started_at: float | None = None
+        """When its clock started (Unix time, to the millisecond): the first call of a seat, or a
+        person's page showing it; None before."""
         self._version = -1
         self.recorded = False
         self.ended_during: Role | None = None
@@ -200,7 +203,7 @@ class Negotiation:
         the wall clock its time runs from then; the virtual clock moves only as seats act)."""
         if self._started is None:
             self._started = self._timer()
-            self.sched.note(["start", time.time()])
+            self._note_start()
 
     def sight(self, role: Role) -> Sight:
         """What ``role`` may see now (see ``SeatCalls.sight``)."""
@@ -245,13 +248,19 @@ class Negotiation:
 
     # -- internals ------------------------------------------------------------------------------
 
+    def _note_start(self) -> None:
+        """Its clock starts now: journaled with the Unix time (``started_at``)."""
+        now = time.time()
+        self.started_at = round(now, 3)
+        self.sched.note(["start", now])
+
     @asynccontextmanager
     async def _call(self, role: Role) -> AsyncGenerator[None]:
         async with self._seat_locks[role]:
             now = self._timer()
             if self._started is None:
                 self._started = now
-                self.sched.note(["start", time.time()])
+                self._note_start()
             self._in_call[role] += 1
             self._active_at[role] = now
             try:
@@ -312,8 +321,10 @@ class Negotiation:
             case ["start", epoch] if self.clock == "wall":
                 # The wall clock kept running while the server was down.
                 self._started = self._timer() - max(0.0, time.time() - float(epoch))
-            case ["start", _]:
+                self.started_at = round(float(epoch), 3)
+            case ["start", epoch]:
                 self._started = self._timer()
+                self.started_at = round(float(epoch), 3)
             case _:
                 pass
         self.sched.replaying = True

@@ -338,6 +338,7 @@ class Study:
                 ),
                 treatment=who.treatment,
                 practice=practice is not None,
+                started_at=negotiation.started_at,
                 ended_at=round(time.time(), 3),
             )
             if practice is not None:

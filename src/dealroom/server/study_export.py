@@ -81,6 +81,7 @@ def payment_rows(study: Study) -> list[PaymentRow]:
                 else ";".join(f"{name}={value}" for name, value in who.joined.ids.items()),
                 joined_at=None if who.joined is None else _utc(who.joined.at),
                 consented_at=who.agreed,
+                part_ended_at=_utc_or_none(part_ended(study, who)),
             )
         )
     return rows
@@ -101,24 +102,71 @@ def bonus_text(study: Study) -> str:
     return "".join(lines)
 
 
+def part_ended(study: Study, who: Participant) -> float | None:
+    """When their part ended (Unix time): when it ended early (timed out, dropped, failed the
+    quiz), else when their last negotiation ended once they played them all; None while it
+    goes on."""
+    if who.ended is not None:
+        return who.ended.at
+    if study.done(who):
+        return who.results[-1].ended_at
+    return None
+
+
 def _utc(when: float) -> str:
-    return datetime.fromtimestamp(when, UTC).isoformat(timespec="milliseconds")
+    """Unix time as UTC, ISO 8601, rounded to the millisecond as the journal keeps it (the same
+    cell before and after a restart)."""
+    return datetime.fromtimestamp(round(when, 3), UTC).isoformat(timespec="milliseconds")
+
+
+def _utc_or_none(when: float | None) -> str | None:
+    return None if when is None else _utc(when)
 
 
 def page_event_rows(study: Study) -> list[PageEventRow]:
     """Every page event of every participant, in the order each page sent them."""
-    return [
-        PageEventRow(
-            study=study.id,
-            participant=who.label,
-            at=_utc(when),
-            event=event,
-            room=room,
-            room_negotiation=number,
-        )
-        for who in study.participants.values()
-        for when, event, room, number in who.page
-    ]
+    rows: list[PageEventRow] = []
+    for who in study.participants.values():
+        during = page_negotiations(study, who)
+        rows += [
+            PageEventRow(
+                study=study.id,
+                participant=who.label,
+                at=_utc(when),
+                event=event,
+                room=room,
+                room_negotiation=number,
+            )
+            for (when, event, room, _), number in zip(who.page, during, strict=True)
+        ]
+    return rows
+
+
+def page_negotiations(study: Study, who: Participant) -> list[int | None]:
+    """For each of a participant's page events, the negotiation it counts against (its number
+    in the event's room): the room's negotiation then (as the study noted it), if it was
+    running at that moment, begun (``started_at``) and not yet ended (``ended_at``); None
+    between negotiations. An event noted before its negotiation began, or after it ended (a
+    ``close`` once the outcome is in), counts against none. Both ``page_events.csv`` and the
+    per-negotiation counts of ``negotiations.csv`` read this, so they agree."""
+    spans: dict[tuple[str, int], tuple[float | None, float | None]] = {
+        (p.room, p.room_negotiation): (p.started_at, p.ended_at)
+        for p in (*who.practice, *who.results)
+    }
+    current = study.current(who)
+    if current is not None and current[0].current.is_open:  # running, or yet to begin
+        live = current[0].current
+        began = float("inf") if live.started_at is None else live.started_at
+        spans[current[0].id, live.number] = (began, None)
+    during: list[int | None] = []
+    for when, _, room, number in who.page:
+        if room is None or number is None:
+            during.append(None)
+            continue
+        began, ended = spans.get((room, number), (None, None))
+        running = (began is None or began <= when) and (ended is None or when <= ended)
+        during.append(number if running else None)
+    return during
 
 
 def event_rows(study: Study, stored: Iterable[StoredNegotiation]) -> list[EventRow]:
@@ -300,6 +348,7 @@ def _cell(value: Any) -> str:
 
 def _negotiations(study: Study, who: Participant) -> list[NegotiationRow]:
     rule = study.request.payoff
+    during = page_negotiations(study, who)
     rows: list[NegotiationRow] = []
     for played in (*who.practice, *who.results):
         result, outcome = played.result, played.result.outcome
@@ -307,7 +356,11 @@ def _negotiations(study: Study, who: Participant) -> list[NegotiationRow]:
         if played.practice:  # never pays
             pays = None if rule is None else False
         at = (played.room, played.room_negotiation)
-        events = [event for _, event, room, number in who.page if (room, number) == at]
+        events = [
+            event
+            for (_, event, room, _), number in zip(who.page, during, strict=True)
+            if (room, number) == at
+        ]
         rows.append(
             NegotiationRow(
                 study=study.id,

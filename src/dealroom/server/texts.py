@@ -9,10 +9,13 @@ Everything here is built from one seat's own view: never the other side's privat
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from dealroom.protocol import Action, Observation, Rules, SeatOutcome, SeatView, people_text
 from dealroom.protocol.actions import noun
 from dealroom.protocol.briefing import briefing as base_briefing
 from dealroom.protocol.people_text import Surface
+from dealroom.protocol.study_design import Information
 from dealroom.protocol.text import describe_event, money
 from dealroom.protocol.wire import ClockKind
 
@@ -71,8 +74,17 @@ def people_briefing(
     clock: ClockKind,
     surface: Surface,
     payment: str | None = None,
+    information: Information = "own_value",
 ) -> str:
     """The briefing a person reads on ``surface`` (``dealroom.protocol.people_text``): the
-    model's facts, the page's controls or the terminal's commands, and a study's payment."""
+    model's facts, the page's controls or the terminal's commands, a study's payment and what
+    its information condition tells of the other side's number."""
     view = seat_view_of(observation)
-    return people_text.person_briefing(view, rules, clock, surface, payment)
+    match information:
+        case "own_value":
+            known = None
+        case "value_range":
+            known = people_text.value_range_rule(view)
+        case _:
+            assert_never(information)
+    return people_text.person_briefing(view, rules, clock, surface, payment, known)

@@ -145,6 +145,7 @@ def test_a_whole_study_of_two_solo_participants_and_a_pair_is_run_followed_and_e
             )
             assert len(watch) == 2  # a watch link to each participant's room
             if folder := os.environ.get("DEALROOM_SCREENSHOTS"):  # docs/images comes from it
+                driver.execute_script("window.scrollTo(0, 0)")
                 driver.save_screenshot(str(Path(folder) / f"web-study-page-{study}.png"))
             exports[study] = {
                 name: download(driver, saved, study, name) for name in ("negotiations", "payments")

@@ -36,6 +36,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from dealroom.protocol import Role, SessionErrorCode
 from dealroom.protocol.study import PageEvent, ParticipantState, StudyRequest
+from dealroom.protocol.study_config import Setting, configuration
 from dealroom.protocol.study_join import JoinRefusal, JoinRefused, join_values
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.room_error import RoomError
@@ -99,6 +100,10 @@ class StudyView(View):
     clock: ClockKind
     created: str
     """When the study was created (UTC, ISO 8601)."""
+    configuration: tuple[Setting, ...]
+    """The study's configuration in words (``study_config``: payment rule, tier, deadline,
+    clock, limits, treatments, ...; whether it has a completion code, never the code or its
+    secret)."""
     states: dict[ParticipantState, int]
     treatments: dict[str, int]
     """How many participants each treatment has been assigned (block randomisation)."""
@@ -123,6 +128,7 @@ def study_view(study: Study, now: float) -> StudyView:
         negotiations=study.request.negotiations,
         clock=study.request.clock,
         created=datetime.fromtimestamp(study.created, UTC).isoformat(timespec="seconds"),
+        configuration=configuration(study.request),
         states={state: sum(line.state == state for line in lines) for state in STATES},
         treatments={
             t.name: sum(line.treatment == t.name for line in lines)

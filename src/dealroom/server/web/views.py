@@ -271,6 +271,9 @@ def seat_page_view(
             payment=None
             if study is None
             else _payment(study.request, practice=room.id in study.phases.practice_rooms),
+            information="own_value"
+            if study is None or who is None
+            else study.request.treatment(who.treatment).information,
         ),
         hint=people_text.observation_hint(
             observation, clock=room.settings.clock, surface="web", can_start_next=can_next

@@ -6,6 +6,7 @@
   const { el, fill, text, money } = DR;
   const STATES = ["invited", "consenting", "waiting", "playing", "done", "timed_out", "dropped"];
   let shown = "";
+  let configured = "";
 
   function status(message, bad) {
     const node = document.getElementById("status");
@@ -23,10 +24,14 @@
 
   function render(view) {
     text("title", "Study " + view.study);
-    const design = view.matching === "solo" ? "solo against " + view.house : "pairs matched as they arrive";
-    text("design", design + " · " + view.negotiations + " negotiation" + (view.negotiations === 1 ? "" : "s") +
-      " each · " + view.clock + " clock · created " + view.created +
-      (view.practice ? " · " + view.practice + " practice" : "") + (view.quiz ? " · a quiz" : ""));
+    text("design", "created " + view.created);
+    // The configuration in words, as the server renders it (study_config): shown as it comes.
+    const settings = JSON.stringify(view.configuration);
+    if (settings !== configured) {
+      configured = settings;
+      fill("configuration", view.configuration.flatMap((s) => [
+        el("dt", { text: s.name }), el("dd", { text: s.value })]));
+    }
     text("counts", STATES.map((s) => view.states[s] + " " + s).join(", ") +
       " (of " + view.participants.length + ")" +
       (view.join === null ? "" : " · study URL " + view.join + " · " + view.join_places + " places left") +
