@@ -49,14 +49,19 @@ def configuration(request: StudyRequest) -> tuple[Setting, ...]:
     if request.matching == "pairs":
         wait = request.max_wait_s
         ending = request.completion_code is not None or request.completion_url is not None
+        then = (
+            f"{duration(wait or 0)}; then they negotiate once with the house agent "
+            f"{request.house or '(per treatment)'}, and queue again after it"
+            if request.after_wait == "house"
+            else f"{duration(wait or 0)}; then their part ends (timed_out), paid for the "
+            "negotiations they finished" + (", with the completion code or link" if ending else "")
+        )
         lines += [
             (
                 "waiting limit",
                 "none: a participant waits for a partner until they leave"
                 if wait is None
-                else f"{duration(wait)}; then their part ends (timed_out), paid for the "
-                "negotiations they finished"
-                + (", with the completion code or link" if ending else ""),
+                else then,
             ),
             (
                 "dropout",

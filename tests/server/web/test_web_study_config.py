@@ -104,6 +104,12 @@ def test_a_pair_studys_configuration_names_every_rule_and_no_secret() -> None:
     assert shown["joining"].startswith("2 invited participants (a link each); up to 10 through")
     everything = json.dumps(shown)
     assert CODE not in everything and SECRET not in everything and "prolific.com" not in everything
+    housed = settings(
+        StudyRequest.model_validate(PAIRS | {"after_wait": "house", "house": "paced"})
+    )
+    assert housed["waiting limit"] == (
+        "5 minutes; then they negotiate once with the house agent paced, and queue again after it"
+    )
 
 
 def test_a_solo_studys_configuration_names_its_house_agent_and_the_defaults() -> None:
