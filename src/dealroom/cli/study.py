@@ -1,10 +1,14 @@
-"""``dealroom study create|show|export``: a study with people on an HTTP server.
+"""``dealroom study create|show|export|pause|resume|close``: a study with people on an HTTP
+server.
 
 ``create`` opens the study (``POST /admin/studies``) and writes its links file: one row per
 participant with their own seat-page link, owner-readable only (each link is a credential).
 The study page's link is printed. ``show`` prints the study page's view as JSON (its
 configuration in words, ``protocol.study_config``, and every participant's state); ``export``
-saves its CSV files. The admin token is read from DEALROOM_ADMIN_TOKEN only (as ``dealroom room``).
+saves its CSV files; ``pause``, ``resume`` and ``close`` set its status (``study_control``:
+paused, its URL admits nobody new; closed, for good, every part ends once its negotiation has
+ended) and print one line. The admin token is read from DEALROOM_ADMIN_TOKEN only (as
+``dealroom room``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from dealroom.cli._common import (
 from dealroom.cli._study_flags import add_study_flags, study_request, write_private
 from dealroom.cli.room import admin_json, admin_request, base_url
 from dealroom.cli.study_simulate import add_simulate
-from dealroom.protocol.study import StudyCreated
+from dealroom.protocol.study import StudyCreated, StudyStatus
 from dealroom.server.study_export import EXPORTS
 
 
@@ -70,7 +74,31 @@ def add(commands: Commands) -> None:
     export.add_argument("study", help="the study's id")
     export.set_defaults(handler=export_study)
 
+    for action, words in STATUS_ACTIONS.items():
+        control = actions.add_parser(action, help=words[1])
+        control.add_argument(
+            "--server", required=True, help="server URL, e.g. http://127.0.0.1:8765"
+        )
+        control.add_argument("study", help="the study's id")
+        control.set_defaults(handler=set_status, status=words[0])
+
     add_simulate(actions)
+
+
+STATUS_ACTIONS: dict[str, tuple[StudyStatus, str]] = {
+    "pause": ("paused", "pause a study: its URL admits nobody new (everyone in goes on)"),
+    "resume": ("open", "resume a paused study"),
+    "close": ("closed", "close a study for good: every part ends once its negotiation has ended"),
+}
+
+
+def set_status(args: argparse.Namespace) -> int:
+    """POST /admin/studies/{study}/status; one line: the study's status and its states."""
+    url = f"{base_url(args.server)}/admin/studies/{args.study}/status"
+    data = admin_json("POST", url, {"status": args.status})
+    states = ", ".join(f"{n} {state}" for state, n in data["states"].items() if n)
+    sys.stdout.write(f"study {args.study}: {data['status']} ({states or 'no participants'})\n")
+    return 0
 
 
 def create_study(args: argparse.Namespace) -> int:

@@ -42,16 +42,38 @@ AfterWait = Literal["end", "house"]
 is with the study's house agent (and they may go on from there)."""
 
 ParticipantState = Literal[
-    "invited", "consenting", "waiting", "playing", "done", "timed_out", "dropped", "quiz_failed"
+    "invited",
+    "consenting",
+    "waiting",
+    "playing",
+    "done",
+    "timed_out",
+    "dropped",
+    "quiz_failed",
+    "closed",
 ]
 """Where a participant is: not yet opened their link, reading the consent, waiting for a
 partner (pairs), playing (or between negotiations), done with every negotiation; or (pairs) out
 early: ``timed_out``, nobody to negotiate with arrived within the study's waiting limit, or
 ``dropped``, they left (their page closed, or went silent) while waiting or negotiating; or
-``quiz_failed``: their last attempt at the study's quiz failed (paid the show-up fee)."""
+``quiz_failed``: their last attempt at the study's quiz failed (paid the show-up fee); or
+``closed``: the researcher closed the study before their part was over (paid by the rule for
+what they finished, if they took part)."""
 
-Ending = Literal["done", "timed_out", "dropped", "quiz_failed"]
-"""How a participant's part in a study ended: the last four states."""
+Ending = Literal["done", "timed_out", "dropped", "quiz_failed", "closed"]
+"""How a participant's part in a study ended: the last five states."""
+
+StudyStatus = Literal["open", "paused", "closed"]
+"""A study's status, set by its researcher (``server.study_control``): ``open``; ``paused``,
+its URL admits no new label (everyone already in goes on); ``closed``, for good: nobody new,
+and every part not over ends (``closed``) once its open negotiation, if any, has ended."""
+
+
+class StudyStatusChange(Model):
+    """``POST /admin/studies/ID/status`` or ``/web/api/study/status``: the new status."""
+
+    status: StudyStatus
+
 
 CLOSE_GRACE_S = 10
 """Seconds a pair participant's page may stay closed before they have left the study (a reload
@@ -415,6 +437,11 @@ def ending_text(ended: Ending, request: StudyRequest, *, negotiating: bool) -> s
             return (
                 f"Your page was closed, or stopped answering,{when} so you have left the study "
                 "and your part in it has ended."
+            )
+        case "closed":
+            return (
+                "The researcher has closed the study, so your part in it ends here. Thank you "
+                "for taking part."
             )
         case "quiz_failed":
             attempts = 0 if request.design.quiz is None else request.design.quiz.max_attempts

@@ -51,6 +51,10 @@ class JoinRefusal(StrEnum):
     """A recorded id parameter is repeated or malformed (400)."""
     FULL = "study_full"
     """Every place of the study is taken (410): nobody was admitted."""
+    PAUSED = "study_paused"
+    """The researcher paused the study (503): no new label is admitted for now."""
+    CLOSED = "study_closed"
+    """The researcher closed the study (410): no new label is admitted."""
 
 
 class StudyJoin(Model):

@@ -87,7 +87,7 @@ class PaymentRow(Model):
     who joined through the study's URL."""
     state: ParticipantState
     """``invited``, ``consenting``, ``waiting``, ``playing``, ``done``, ``timed_out``,
-    ``dropped`` or ``quiz_failed`` (design.md, section 11)."""
+    ``dropped``, ``quiz_failed`` or ``closed`` (design.md, section 11)."""
     treatment: str | None
     """Their treatment (empty: the study has none, or they never took part)."""
     quiz_attempts: int

@@ -53,12 +53,19 @@ from dealroom.protocol.study import (
     paid_negotiations,
     payoff,
 )
-from dealroom.protocol.study_join import completion_link
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.negotiation import Negotiation
 from dealroom.server.room import Room
 from dealroom.server.room_error import RoomError
-from dealroom.server.study_people import Ended, Joined, Participant, check_presence, first_pair
+from dealroom.server.study_control import StudyControl
+from dealroom.server.study_people import (
+    Ended,
+    Joined,
+    Participant,
+    check_presence,
+    close_out,
+    first_pair,
+)
 from dealroom.server.study_phases import Phases, room_request, solo_role
 
 log = structlog.stdlib.get_logger(__name__)
@@ -109,6 +116,8 @@ class Study:
             request, self.secret, create_room=create_room, room=room, log=self._log, end=self.end
         )
         """Treatments, quiz, practice and questionnaire (``study_phases``)."""
+        self.control = StudyControl(self._log)
+        """Open, paused or closed, by its researcher (``study_control``)."""
 
     # -- what a participant does ---------------------------------------------------------------
 
@@ -121,7 +130,7 @@ class Study:
         assert join is not None, "only a study open for joining admits by label"
         if (name := self.joined.get(label)) is not None:
             return self.participants[name]
-        if len(self.joined) >= join.capacity:
+        if len(self.joined) >= join.capacity or not self.control.admits:
             return None
         n = len(self.joined) + 1
         while (name := f"J{n:04d}") in self.participants:  # an invited label of that form
@@ -280,19 +289,9 @@ class Study:
             currency=who.currency,
             payoff=self.payment(who),
             code=None if pending else self.request.completion_code,
-            url=None if pending else self._completion_url(who),
+            url=None if pending else who.completion_url(self.request.completion_url),
             questions=self.request.design.questionnaire if pending else (),
         )
-
-    def _completion_url(self, who: Participant) -> str | None:
-        """The study's completion URL, its placeholders filled with their label and ids."""
-        url = self.request.completion_url
-        if url is None:
-            return None
-        joined = who.joined
-        if joined is None:
-            return completion_link(url, who.label, {})
-        return completion_link(url, joined.label, joined.ids)
 
     def left_in(self, room_id: str, number: int) -> str | None:
         """Who of the study left during a negotiation of one of its rooms, if one did."""
@@ -378,6 +377,8 @@ class Study:
         limit times out, and whoever waits and is present is matched. Solo: the rooms that
         could not be opened before."""
         pairs = self.request.matching == "pairs"
+        if self.control.status == "closed":
+            close_out(self, time.time())
         if pairs:
             now = time.time()
             for who in self.participants.values():

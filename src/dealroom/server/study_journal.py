@@ -59,6 +59,8 @@ def replay_entry(study: Study, op: Op) -> None:
             who = study.participants[label]
             who.waiting_since = None
             who.ended = Ended(state, float(when), room_id, None if number is None else int(number))
+        case ["status", "open" | "paused" | "closed" as status, when]:
+            study.control.replay(status, float(when))
         case _:
             raise ValueError(f"study journal: unknown entry {str(op)[:80]}")
 
@@ -95,4 +97,6 @@ def journal_entries(study: Study) -> list[Op]:
             ops.append(["queue", who.label, who.waiting_since])
         if (end := who.ended) is not None:
             ops.append(["ended", who.label, end.state, round(end.at, 3), end.room, end.number])
+    if study.control.since is not None:
+        ops.append(["status", study.control.status, study.control.since])
     return ops

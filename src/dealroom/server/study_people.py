@@ -24,6 +24,7 @@ import structlog
 
 from dealroom.protocol import Role, WalkAway
 from dealroom.protocol.study import CLOSE_GRACE_S, PageEvent, PlayedNegotiation
+from dealroom.protocol.study_join import completion_link
 
 if TYPE_CHECKING:
     from dealroom.server.study import Study
@@ -42,7 +43,7 @@ REOPENED_S = 3.0
 class Ended:
     """How a participant's part ended early (pairs)."""
 
-    state: Literal["timed_out", "dropped", "quiz_failed"]
+    state: Literal["timed_out", "dropped", "quiz_failed", "closed"]
     at: float
     """When (Unix time)."""
     room: str | None = None
@@ -146,6 +147,15 @@ class Participant:
         closed = self.closed_at is not None and now - self.closed_at >= CLOSE_GRACE_S
         return closed or now - self.heard >= silent_s
 
+    def completion_url(self, url: str | None) -> str | None:
+        """A study's completion URL, its placeholders filled with their label and ids."""
+        if url is None:
+            return None
+        joined = self.joined
+        if joined is None:
+            return completion_link(url, self.label, {})
+        return completion_link(url, joined.label, joined.ids)
+
     @property
     def passed_quiz(self) -> bool:
         return any(attempt.passed for attempt in self.quiz)
@@ -199,3 +209,14 @@ async def check_presence(study: Study, who: Participant, now: float) -> None:
                 study.end(who, Ended("timed_out", now))
             case "house":
                 study.play_house(who)
+
+
+def close_out(study: Study, now: float) -> None:
+    """A closed study's pass: every part not over ends (``closed``) once it has no open
+    negotiation (``study_control``)."""
+    for who in study.participants.values():
+        if study.over(who):
+            continue
+        current = study.current(who)
+        if current is None or not current[0].current.is_open:
+            study.end(who, Ended("closed", now))

@@ -89,7 +89,7 @@ async def test_a_study_is_created_played_followed_and_exported_as_the_store_hold
         view = (await http.get(f"{server.url}/web/api/study", headers=auth(study))).json()
         assert view["states"] == {
             "invited": 2, "consenting": 0, "waiting": 0, "playing": 0, "done": 0,
-            "timed_out": 0, "dropped": 0, "quiz_failed": 0,
+            "timed_out": 0, "dropped": 0, "quiz_failed": 0, "closed": 0,
         }  # fmt: skip
 
         # p01 (buyer) plays both negotiations; p02 (seller) one, and reloads their page once

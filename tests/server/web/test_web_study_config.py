@@ -197,3 +197,34 @@ def test_a_one_negotiation_rule_reads_as_one() -> None:
     assert shown["payment: negotiations that pay"] == "the one negotiation"
     assert "the surplus of your negotiation;" in shown["payment: the rule in words"]
     assert "all 1" not in json.dumps(shown)
+
+
+@needs_browser()
+@needs_axe()
+def test_the_researcher_pauses_resumes_and_closes_the_study_from_its_page(tmp_path: Path) -> None:
+    with server_thread(tmp_path) as server, chromium() as driver:
+        created = httpx2.post(
+            f"{server.url}/admin/studies",
+            json=PAIRS,
+            headers={"Authorization": f"Bearer {ADMIN}"},
+            timeout=WAIT_S,
+        )
+        assert created.status_code == 201, created.text
+        study = server.registry.studies.studies[PAIRS["id"]]
+        driver.get(f"{server.url}/web/study#token={created.json()['token']}")
+        until(lambda: by_id(driver, "study-status").text.startswith("Open"), "the status")
+        assert not by_id(driver, "resume").is_displayed()
+        by_id(driver, "pause").click()
+        until(lambda: by_id(driver, "study-status").text.startswith("Paused"), "paused")
+        assert study.control.status == "paused" and not by_id(driver, "pause").is_displayed()
+        assert axe_violations(driver) == []
+        by_id(driver, "resume").click()
+        until(lambda: study.control.status == "open", "resumed")
+        by_id(driver, "close-study").click()
+        driver.switch_to.alert.dismiss()  # asked first: nothing changes
+        assert study.control.status == "open"
+        by_id(driver, "close-study").click()
+        driver.switch_to.alert.accept()
+        until(lambda: by_id(driver, "study-status").text.startswith("Closed"), "closed")
+        assert study.control.status == "closed"
+        assert not any(by_id(driver, b).is_displayed() for b in ("pause", "resume", "close-study"))

@@ -18,7 +18,9 @@ tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in
     GET  /web/study#token=STUDY         a study's page (participants, live; its CSV exports)
     GET  /web/api/study[/events]        a study's view (JSON, or live)      study token
     GET  /web/api/study/NAME.csv        a study's export                    study token
-    POST /admin/studies, GET /admin/studies/STUDY[/NAME.csv|/config.json]  admin token
+    POST /web/api/study/status          pause, resume or close the study    study token
+    POST /admin/studies, GET /admin/studies/STUDY[/NAME.csv|/config.json],
+    POST /admin/studies/STUDY/status                                        admin token
 
 Pages carry no data and no token: the script reads the token from the link's fragment (which a
 browser never sends) and sends it as ``Authorization: Bearer``. Every page is served with a
@@ -121,8 +123,10 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     app.custom_route("/web/study/{study}/join", methods=["GET"])(studies.join)
     app.custom_route("/web/api/study", methods=["GET"])(studies.view)
     app.custom_route("/web/api/study/events", methods=["GET"])(studies.events)
+    app.custom_route("/web/api/study/status", methods=["POST"])(studies.status)
     app.custom_route("/web/api/study/{name}.csv", methods=["GET"])(studies.export)
     app.custom_route("/admin/studies", methods=["POST"])(studies.create)
     app.custom_route("/admin/studies/{study}", methods=["GET"])(studies.show)
     app.custom_route("/admin/studies/{study}/config.json", methods=["GET"])(studies.config)
+    app.custom_route("/admin/studies/{study}/status", methods=["POST"])(studies.admin_status)
     app.custom_route("/admin/studies/{study}/{name}.csv", methods=["GET"])(studies.admin_export)

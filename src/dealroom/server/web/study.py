@@ -7,16 +7,19 @@
     GET  /admin/studies/{study}/config.json  the study's request, its secret     admin token
                                              included (the scenarios, house agents and
                                              draws can be made again from it)
+    POST /admin/studies/{study}/status       {"status": "open"|"paused"|"closed"} admin token
     GET  /web/study/{study}/join?label=...   the study's one URL (open studies): admits a
                                              participant by label, once per label, and
                                              sends them to /web/seat#token=... (303)
     GET  /web/study#token=STUDY              the study page
     GET  /web/api/study[/events]             the study's view (JSON, or live)     study token
     GET  /web/api/study/{name}.csv           an export                            study token
+    POST /web/api/study/status               pause, resume or close (as the admin) study token
 
-The study's token (``StudyCreated.token``) opens its page and its exports only: read only, and
-nothing a participant's token opens. The exports hold both sides' values of every finished
-negotiation, as the results store does; a participant's page never shows them.
+The study's token (``StudyCreated.token``) opens its page and its exports, and pauses, resumes
+or closes its study (``study_control``): nothing else, and nothing a participant's token opens.
+The exports hold both sides' values of every finished negotiation, as the results store does;
+a participant's page never shows them.
 """
 
 from __future__ import annotations
@@ -35,7 +38,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from dealroom.protocol import Role, SessionErrorCode
-from dealroom.protocol.study import PageEvent, ParticipantState, StudyRequest
+from dealroom.protocol.study import (
+    PageEvent,
+    ParticipantState,
+    StudyRequest,
+    StudyStatus,
+    StudyStatusChange,
+)
 from dealroom.protocol.study_config import Setting, configuration
 from dealroom.protocol.study_join import JoinRefusal, JoinRefused, join_values
 from dealroom.protocol.wire import ClockKind
@@ -116,6 +125,10 @@ class StudyView(View):
     """The study's one URL (path and query), if it is open for joining."""
     join_places: int
     """Places left to join through it."""
+    status: StudyStatus
+    """Open, paused or closed, by its researcher (``study_control``)."""
+    status_since: str | None
+    """Since when (UTC, ISO 8601); None: open since its creation."""
 
 
 def study_view(study: Study, now: float) -> StudyView:
@@ -127,7 +140,7 @@ def study_view(study: Study, now: float) -> StudyView:
         house=study.request.house,
         negotiations=study.request.negotiations,
         clock=study.request.clock,
-        created=datetime.fromtimestamp(study.created, UTC).isoformat(timespec="seconds"),
+        created=_utc(study.created),
         configuration=configuration(study.request),
         states={state: sum(line.state == state for line in lines) for state in STATES},
         treatments={
@@ -142,7 +155,13 @@ def study_view(study: Study, now: float) -> StudyView:
         join_places=0
         if study.request.join is None
         else study.request.join.capacity - len(study.joined),
+        status=study.control.status,
+        status_since=None if (since := study.control.since) is None else _utc(since),
     )
+
+
+def _utc(when: float) -> str:
+    return datetime.fromtimestamp(when, UTC).isoformat(timespec="seconds")
 
 
 def _line(study: Study, who: Participant, now: float) -> ParticipantLine:
@@ -231,6 +250,13 @@ class StudyApi:
         log.info("study configuration read", study=study.id)
         return Response(body, media_type="application/json", headers=NO_STORE)
 
+    async def admin_status(self, request: Request) -> Response:
+        """POST /admin/studies/{study}/status."""
+        study = self._admin_study(request)
+        if isinstance(study, Response):
+            return study
+        return await _set_status(study, request)
+
     async def admin_export(self, request: Request) -> Response:
         """GET /admin/studies/{study}/{name}.csv."""
         study = self._admin_study(request)
@@ -304,6 +330,15 @@ class StudyApi:
         visit = join_values(join, query)
         if isinstance(visit, JoinRefused):
             return _refused(400, visit.code, visit.message)
+        if visit.label not in study.joined and study.control.status == "paused":
+            return _refused(503, JoinRefusal.PAUSED, "this study is paused: please try again later")
+        if visit.label not in study.joined and study.control.status == "closed":
+            return _refused(
+                410,
+                JoinRefusal.CLOSED,
+                "this study is closed, and you have not been enrolled; "
+                "please return to where you came from",
+            )
         token = studies.admit(study, visit.label, visit.ids)
         if token is None:
             return _refused(
@@ -346,6 +381,13 @@ class StudyApi:
 
         return self.web.streaming(read, anyio.sleep, (f"study:{study.id}", "researcher"))
 
+    async def status(self, request: Request) -> Response:
+        """POST /web/api/study/status: the researcher pauses, resumes or closes the study."""
+        study = self._study(request)
+        if isinstance(study, Response):
+            return study
+        return await _set_status(study, request)
+
     async def export(self, request: Request) -> Response:
         """GET /web/api/study/{name}.csv."""
         study = self._study(request)
@@ -358,6 +400,22 @@ def _refused(status: int, code: JoinRefusal, message: str) -> Response:
     """A visit to a study's URL that admits nobody: one line, its code first (a person reads
     it in their browser)."""
     return PlainTextResponse(f"{code}: {message}\n", status_code=status, headers=NO_STORE)
+
+
+async def _set_status(study: Study, request: Request) -> Response:
+    """A status change (``study_control``): the study's view after it, or a one-line 400
+    (a bad body, or a closed study reopened) that changes nothing."""
+    body = await request.body()
+    if len(body) > 256:
+        return error(413, "a status change is at most 256 bytes")
+    try:
+        change = StudyStatusChange.model_validate_json(body or b"{}")
+    except ValidationError as exc:
+        return error(400, first_error(exc))
+    if (refused := study.control.set(change.status)) is not None:
+        return error(400, f"status: {refused}")
+    log.info("study status", study=study.id, status=change.status)
+    return _view(study)
 
 
 def _view(study: Study) -> Response:

@@ -1,10 +1,9 @@
-// The study page: a researcher follows every participant of a study live (read only) and
-// downloads its data as CSV.
+// The study page: a researcher follows every participant of a study live, pauses, resumes or
+// closes it, and downloads its data as CSV.
 "use strict";
 
 (() => {
   const { el, fill, text, money } = DR;
-  const STATES = ["invited", "consenting", "waiting", "playing", "done", "timed_out", "dropped"];
   let shown = "";
   let configured = "";
 
@@ -32,7 +31,7 @@
       fill("configuration", view.configuration.flatMap((s) => [
         el("dt", { text: s.name }), el("dd", { text: s.value })]));
     }
-    text("counts", STATES.map((s) => view.states[s] + " " + s).join(", ") +
+    text("counts", Object.entries(view.states).map(([s, n]) => n + " " + s).join(", ") +
       " (of " + view.participants.length + ")" +
       (view.join === null ? "" : " · study URL " + view.join + " · " + view.join_places + " places left") +
       (Object.keys(view.treatments).length ? " · treatments " +
@@ -51,6 +50,11 @@
         el("td", { text: money(p.total_surplus, p.currency) }),
         el("td", { text: p.payment === null ? "–" : money(p.payment, p.payment_currency) }),
         el("td", { text: p.last_event === null ? "–" : p.last_event + " " + ago(p.last_event_s) }))));
+    text("study-status", STATUS[view.status] +
+      (view.status_since === null ? "" : " (since " + view.status_since + ")"));
+    byId("pause").classList.toggle("hidden", view.status !== "open");
+    byId("resume").classList.toggle("hidden", view.status !== "paused");
+    byId("close-study").classList.toggle("hidden", view.status === "closed");
     const names = view.exports.join(",");
     if (names !== shown) {
       shown = names;
@@ -78,6 +82,38 @@
       text("export-status", "Could not download " + name + ".csv: " + String(problem.message || problem));
     }
   }
+
+  const STATUS = {
+    open: "Open: the study admits participants.",
+    paused: "Paused: its URL admits nobody new; everyone already in goes on.",
+    closed: "Closed: nobody new; every part ends once its negotiation has ended.",
+  };
+  const byId = (id) => document.getElementById(id);
+
+  async function change(status) {
+    text("control-status", "");
+    try {
+      const response = await fetch("/web/api/study/status", {
+        method: "POST", cache: "no-store",
+        headers: { Authorization: "Bearer " + (DR.token() || ""), "Content-Type": "application/json" },
+        body: JSON.stringify({ status }),
+      });
+      if (!response.ok) {
+        const data = await response.json().catch(() => ({}));
+        throw new Error(data.error || "HTTP " + response.status);
+      }
+      render(await response.json());
+    } catch (problem) {
+      text("control-status", "Could not change the status: " + String(problem.message || problem));
+    }
+  }
+
+  byId("pause").addEventListener("click", () => change("paused"));
+  byId("resume").addEventListener("click", () => change("open"));
+  byId("close-study").addEventListener("click", () => {
+    if (window.confirm("Close the study for good? Nobody new is admitted, and every participant's " +
+      "part ends once their negotiation has ended (paid for what they finished).")) change("closed");
+  });
 
   if (!DR.token()) {
     status("this link has no token: open the study's link", true);
