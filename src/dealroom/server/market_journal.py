@@ -63,16 +63,16 @@ class JournaledTurns(MarketTurns):
         super().back(seat)
 
 
-SeatCalls = MarketSellerCalls | MarketBuyerCalls
+MarketSeatCalls = MarketSellerCalls | MarketBuyerCalls
 
 
-def shown(calls: SeatCalls) -> tuple[Any, bool]:
+def seen_by(calls: MarketSeatCalls) -> tuple[Any, bool]:
     """What a seat's calls have shown it, and whether its next action pays per-wake thinking."""
     seen = dict(calls.seen) if isinstance(calls, MarketSellerCalls) else calls.seen
     return seen, calls.fresh
 
 
-def replay_op(turns: MarketTurns, calls: dict[str, SeatCalls], op: Sequence[Any]) -> None:
+def replay_op(turns: MarketTurns, calls: dict[str, MarketSeatCalls], op: Sequence[Any]) -> None:
     """Give the market one journaled input; raises ValueError for a line that is none."""
     match op:
         case ["seller", {"actions": actions, "wait": wait}, thinking]:
@@ -96,4 +96,4 @@ def replay_op(turns: MarketTurns, calls: dict[str, SeatCalls], op: Sequence[Any]
             raise ValueError(f"not a market journal entry: {op!r}")
 
 
-__all__ = ["JournaledTurns", "SeatCalls", "replay_op", "shown"]
+__all__ = ["JournaledTurns", "MarketSeatCalls", "replay_op", "seen_by"]

@@ -47,7 +47,7 @@ from dealroom.protocol.market_scenarios import DEFAULT_MARKET_SPEC, market_at
 from dealroom.protocol.secret import Seed
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.market_clients import MarketClients
-from dealroom.server.market_journal import JournaledTurns, SeatCalls, replay_op, shown
+from dealroom.server.market_journal import JournaledTurns, MarketSeatCalls, replay_op, seen_by
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room_settings import House
 from dealroom.server.seat_names import REMOTE_NAME
@@ -127,10 +127,10 @@ class MarketRoomServed:
         self.buyer_calls: dict[str, MarketBuyerCalls] = {
             name: MarketBuyerCalls(self.turns, name) for name in clients if name != SELLER
         }
-        self._calls: dict[str, SeatCalls] = {**self.buyer_calls}
+        self._calls: dict[str, MarketSeatCalls] = {**self.buyer_calls}
         if self.seller_calls is not None:
             self._calls[SELLER] = self.seller_calls
-        self._shown = {name: shown(calls) for name, calls in self._calls.items()}
+        self._shown = {name: seen_by(calls) for name, calls in self._calls.items()}
         self.clients = MarketClients(
             self.turns, room_id=room_id, limits=limits, timer=timer, after_call=self._after_call
         )
@@ -203,7 +203,7 @@ class MarketRoomServed:
                 replay_op(self.turns, self._calls, op)
         finally:
             self.turns.replaying = False
-        self._shown = {name: shown(calls) for name, calls in self._calls.items()}
+        self._shown = {name: seen_by(calls) for name, calls in self._calls.items()}
 
     def _note(self, op: Op) -> None:
         if self.journal is not None:
@@ -212,7 +212,7 @@ class MarketRoomServed:
     async def _after_call(self) -> None:
         """As each call ends: journal what the seats were shown, store a finished market."""
         for name, calls in self._calls.items():
-            now = shown(calls)
+            now = seen_by(calls)
             if now != self._shown[name]:
                 self._shown[name] = now
                 self._note(["shown", name, *now])
