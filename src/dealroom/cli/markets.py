@@ -99,7 +99,8 @@ def add(commands: Commands) -> None:
     parser.set_defaults(handler=run)
 
 
-def _pools(text: str, buyers: int) -> tuple[tuple[str, ...], ...]:
+def pools_of(text: str, buyers: int) -> tuple[tuple[str, ...], ...]:
+    """Each pool's buyer specs from --pools, or a usage error."""
     pools: list[tuple[str, ...]] = []
     for spec in split_specs(text):
         try:
@@ -151,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         plan = MarketPlan(
             sellers=sellers,
-            pools=_pools(args.pools, args.buyers),
+            pools=pools_of(args.pools, args.buyers),
             buyers=args.buyers,
             tiers=tuple(args.tiers),
             per_pool=args.per_pool,
