@@ -71,5 +71,12 @@ def model_sellers(
             continue
         raise usage_error(f"roster entry {name!r} has the name of a scripted market seller")
     given = tuple(sellers)
+    models = frozenset(players.agents)
+    try:
+        for spec in given:
+            if spec not in models:
+                market_seller(spec)
+    except AgentSpecError as exc:
+        raise usage_error(str(exc)) from None
     chosen = (*given, *(name for name in players.agents if name not in given))
-    return chosen, MarketSellers(frozenset(players.agents), players.resolver), players.entries
+    return chosen, MarketSellers(models, players.resolver), players.entries
