@@ -26,7 +26,7 @@ from dealroom.play.settings import RosterEntry, SeatSettings
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
 
-def check(args: argparse.Namespace) -> None:
+def check_flags(args: argparse.Namespace) -> None:
     """The flags a market evaluation refuses or needs, each one line (before anything runs)."""
     if args.opponents is not None:
         raise usage_error("--opponents is for negotiations: a market's buyers are --pools")
@@ -38,7 +38,7 @@ def check(args: argparse.Namespace) -> None:
         raise usage_error("--role buyer: in a market the model is the seller")
 
 
-def plan(args: argparse.Namespace, name: str) -> MarketPlan:
+def market_plan(args: argparse.Namespace, name: str) -> MarketPlan:
     """The market tournament of one model seller (its entry recorded later)."""
     try:
         return MarketPlan(

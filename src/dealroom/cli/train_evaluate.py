@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.base_url.startswith(("http://", "https://")):
         raise usage_error(f"--base-url {args.base_url!r} is not an http(s) URL")
     if args.buyers is not None:
-        market.check(args)
+        market.check_flags(args)
     elif args.pools is not None:
         raise usage_error("--pools needs --buyers N (a market's seller is evaluated)")
     elif args.opponents is None:
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise usage_error(f"the model's entry: {exc}") from None
     if args.buyers is not None:
-        planned = market.plan(args, name)  # every other setting checked before the endpoint
+        planned = market.market_plan(args, name)  # every other setting checked before the endpoint
         listed = _listed(args, key_env)
         limit = _limit(args, listed)
         return market.run(args, learner.model_copy(update={"max_tool_rounds": limit}), planned)
