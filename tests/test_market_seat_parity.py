@@ -6,7 +6,9 @@ rollout loop, ``training.evaluate.market_rollout``), for the same market and buy
 One deterministic policy (``fake_openai.market_seller``: ask every buyer above the list price,
 wait, read every thread, accept the best bid, then answer in text) plays both; every request's
 conversation as the model reads it (``model_seat.canonical``) is equal, the tools are equal byte
-for byte, and the markets end with the same record and reward.
+for byte, and the markets end with the same record and reward. ``dealroom train evaluate
+--buyers N`` plays the ``llm:`` seller's seat, held to the same requests in
+``tests/training/test_evaluate_market.py``.
 """
 
 from __future__ import annotations

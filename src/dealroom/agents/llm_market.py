@@ -120,6 +120,34 @@ class MarketGame:
         return data
 
 
+class LLMMarketSeller:
+    """An LLM player as a market tournament's seat seller (``play.market_tournament``): each
+    market is ``play_llm_market``'s, on the player's model, settings and endpoint limit."""
+
+    def __init__(self, player: LLMPlayer) -> None:
+        self.player = player
+        self.name = player.name
+        self.endpoint = player.endpoint
+
+    async def sell(
+        self,
+        market: MarketScenario,
+        buyers: Sequence[AgentFactory],
+        *,
+        buyer_names: Sequence[str],
+        rules: MarketRules,
+        seed: Seed,
+    ) -> tuple[MarketRecord, dict[str, Any]]:
+        """Play one market in the seller's seat: its record and the seller's data."""
+        return await play_llm_market(
+            market, self.player, buyers, buyer_names=buyer_names, rules=rules, seed=seed
+        )
+
+    async def aclose(self) -> None:
+        """Close the player's connections."""
+        await self.player.aclose()
+
+
 async def play_llm_market(
     market: MarketScenario,
     player: LLMPlayer,
@@ -138,4 +166,4 @@ async def play_llm_market(
     return market_record(room, (player.name, names)), game.extra()
 
 
-__all__ = ["MarketGame", "MarketSellerSeat", "play_llm_market"]
+__all__ = ["LLMMarketSeller", "MarketGame", "MarketSellerSeat", "play_llm_market"]

@@ -6,18 +6,24 @@ the share of sales to a buyer with the highest value; and the means of the marke
 (``dealroom.analysis.market``). Per pool of buyers: the buyers' share (the winning buyer's
 surplus / the market's gains, 0 without a sale, over markets with gains) and the sale rate.
 Every rate and share has a 95% percentile bootstrap interval over markets
-(``analysis.metrics.ratio_estimate``, seeded per figure).
+(``analysis.metrics.ratio_estimate``, seeded per figure). Model sellers are ranked in the same
+table as scripted ones; what their seats stored beside each market (``{"seller": ...}``: model
+calls, tokens, cost, turn-limit ends, errors) is summed per model seller below it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import Field
 
 from dealroom.analysis.market import MarketMeasures, market_measures
 from dealroom.analysis.metrics import Estimate, ratio_estimate
 from dealroom.protocol._base import Model
 from dealroom.protocol.market import pool_name
 from dealroom.protocol.market_referee import MarketRecord
+from dealroom.store.results import ResultsStore
 
 
 class Figure(Model):
@@ -58,6 +64,24 @@ class PoolRow(Model):
     buyer_share: Figure
 
 
+class ModelSellerRow(Model):
+    """A model seller's usage over the run's markets, summed from what its seat stored."""
+
+    seller: str
+    markets: int
+    model_calls: int
+    failed_attempts: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    """None unless every one of its markets has a cost (its roster entry has prices)."""
+    turn_limit_hits: int
+    invalid_tool_calls: int
+    refused_tool_calls: int
+    errors: int
+    """Markets whose model failed for good (the seller walked away; the error is stored)."""
+
+
 class MarketReport(Model):
     """A market run's report."""
 
@@ -67,6 +91,8 @@ class MarketReport(Model):
     """The numbers of buyers of the run's markets."""
     sellers: list[SellerRow]
     pools: list[PoolRow]
+    models: list[ModelSellerRow] = Field(default_factory=list[ModelSellerRow])
+    """Model sellers' usage (empty for a run of scripted sellers)."""
 
 
 def _mean(values: Iterable[float | int | None]) -> float | None:
@@ -130,10 +156,39 @@ def _pool_row(name: str, records: list[MarketRecord], resamples: int, seed: int)
     )  # fmt: skip
 
 
+def _count(data: Mapping[str, Any], key: str) -> int:
+    value = data.get(key, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _model_row(name: str, seats: list[Mapping[str, Any]]) -> ModelSellerRow:
+    costs = [seat.get("cost_usd") for seat in seats]
+    priced = all(isinstance(c, int | float) and not isinstance(c, bool) for c in costs)
+    return ModelSellerRow(
+        seller=name,
+        markets=len(seats),
+        **{
+            key: sum(_count(seat, key) for seat in seats)
+            for key in (
+                "model_calls", "failed_attempts", "input_tokens", "output_tokens",
+                "turn_limit_hits", "invalid_tool_calls", "refused_tool_calls",
+            )
+        },
+        cost_usd=round(sum(float(c) for c in costs if c is not None), 8) if priced else None,
+        errors=sum("error" in seat for seat in seats),
+    )  # fmt: skip
+
+
 def build_market_report(
-    records: Iterable[MarketRecord], *, run: str, resamples: int = 1000, seed: int = 0
+    records: Iterable[MarketRecord],
+    *,
+    run: str,
+    seats: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    resamples: int = 1000,
+    seed: int = 0,
 ) -> MarketReport:
-    """The report of one market run."""
+    """The report of one market run; ``seats``: each model seller's name and what its seat
+    stored beside one market (``dealroom.store.results.ResultsStore.market_extras``)."""
     by_seller: dict[str, list[MarketRecord]] = {}
     by_pool: dict[str, list[MarketRecord]] = {}
     sizes: set[int] = set()
@@ -145,13 +200,32 @@ def build_market_report(
         by_pool.setdefault(pool_name(record.buyers), []).append(record)
     sellers = [_seller_row(n, rs, resamples, seed) for n, rs in by_seller.items()]
     sellers.sort(key=lambda row: -(row.seller_share.value or 0.0))
+    by_model: dict[str, list[Mapping[str, Any]]] = {}
+    for name, data in seats:
+        by_model.setdefault(name, []).append(data)
     return MarketReport(
         run=run,
         markets=count,
         buyers=sorted(sizes),
         sellers=sellers,
         pools=[_pool_row(n, rs, resamples, seed) for n, rs in by_pool.items()],
+        models=[_model_row(name, data) for name, data in sorted(by_model.items())],
     )
+
+
+def stored_market_report(
+    store: ResultsStore, run: str, *, resamples: int = 1000, seed: int = 0
+) -> MarketReport:
+    """The report of a market run as a store holds it, model sellers' usage included."""
+    extras = store.market_extras(run)
+    records: list[MarketRecord] = []
+    seats: list[tuple[str, Mapping[str, Any]]] = []
+    for key, record in store.iter_markets(run):
+        records.append(record)
+        data = extras.get(key, {}).get("seller")
+        if isinstance(data, Mapping):
+            seats.append((record.seller, dict(data)))  # pyright: ignore[reportUnknownArgumentType]
+    return build_market_report(records, run=run, seats=seats, resamples=resamples, seed=seed)
 
 
 def _cell(figure: Figure) -> str:
@@ -195,4 +269,23 @@ def format_market_report(report: MarketReport) -> str:
             f"  {pool.pool:<28} {pool.markets:>5}  {_cell(pool.sale_rate):<21}  "
             f"{_cell(pool.buyer_share)}"
         )
+    if report.models:
+        lines += ["", "Model sellers", _MODEL_HEADER]
+        lines += [_model_line(row) for row in report.models]
     return "\n".join(lines)
+
+
+_MODEL_HEADER = (
+    f"  {'seller':<16} {'n':>5}  {'calls':>6}  {'failed':>6}  {'tokens in':>10}  "
+    f"{'tokens out':>10}  {'cost USD':>10}  turn limit  invalid  refused  errors"
+)
+
+
+def _model_line(row: ModelSellerRow) -> str:
+    cost = "n/a" if row.cost_usd is None else f"{row.cost_usd:.4f}"
+    return (
+        f"  {row.seller:<16} {row.markets:>5}  {row.model_calls:>6}  {row.failed_attempts:>6}  "
+        f"{row.input_tokens:>10,}  {row.output_tokens:>10,}  {cost:>10}  "
+        f"{row.turn_limit_hits:>10}  {row.invalid_tool_calls:>7}  {row.refused_tool_calls:>7}  "
+        f"{row.errors:>6}"
+    )

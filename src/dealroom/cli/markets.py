@@ -6,9 +6,10 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from dealroom.agents.market import market_seller
-from dealroom.analysis.market_report import build_market_report, format_market_report
+from dealroom.analysis.market_report import format_market_report, stored_market_report
 from dealroom.cli._common import (
     Commands,
     add_secret_flag,
@@ -19,8 +20,14 @@ from dealroom.cli._common import (
     tier_list,
     usage_error,
 )
+from dealroom.cli._players import add_llm_flags, seat_settings
 from dealroom.cli.match import market_size
-from dealroom.play.market_tournament import MarketPlan, MarketPlanError, run_markets
+from dealroom.play.market_tournament import (
+    MarketPlan,
+    MarketPlanError,
+    MarketSellerResolver,
+    run_markets,
+)
 from dealroom.play.registry import AgentSpecError, split_specs
 from dealroom.play.tournament import ConfigMismatchError, RunExistsError, stored_seed
 from dealroom.protocol.market import pool_members
@@ -38,13 +45,15 @@ def add(commands: Commands) -> None:
         help="tournament of markets: every seller against every pool of buyers",
         description="Every seller plays --per-pool markets of each tier against every pool of "
         "--buyers buyers (the same markets for every seller and pool), each stored as it "
-        "finishes; then the report (per seller and per pool, with intervals) is printed.",
+        "finishes; then the report (per seller and per pool, with intervals) is printed. "
+        "A model sells as llm:MODEL or as an entry of --models, on the seller's seat that "
+        "train grpo --buyers N trains.",
     )
     parser.add_argument(
         "--sellers",
-        required=True,
-        help="comma-separated seller specs: auctioneer, sequential, or any scripted spec "
-        "(run in every buyer's thread)",
+        default="",
+        help="comma-separated seller specs: auctioneer, sequential, any scripted spec (run in "
+        "every buyer's thread), llm:MODEL, or names of --models entries",
     )
     parser.add_argument(
         "--pools",
@@ -72,10 +81,26 @@ def add(commands: Commands) -> None:
     parser.add_argument(
         "--resume", action="store_true", help="continue a run of the same configuration"
     )
+    parser.add_argument(
+        "--models",
+        type=Path,
+        metavar="FILE.toml",
+        help="roster of LLM entries (as dealroom tournament --models); every entry joins "
+        "--sellers under its name",
+    )
+    parser.add_argument(
+        "--llm-concurrency",
+        type=positive_int,
+        default=16,
+        help="markets with a model seller in flight at once, in all; each endpoint also keeps "
+        "its own limit (default: %(default)s)",
+    )
+    add_llm_flags(parser)
     parser.set_defaults(handler=run)
 
 
-def _pools(text: str, buyers: int) -> tuple[tuple[str, ...], ...]:
+def pools_of(text: str, buyers: int) -> tuple[tuple[str, ...], ...]:
+    """Each pool's buyer specs from --pools, or a usage error."""
     pools: list[tuple[str, ...]] = []
     for spec in split_specs(text):
         try:
@@ -99,45 +124,77 @@ def _seed(args: argparse.Namespace) -> tuple[Seed, bool]:
     return (stored, True) if stored is not None else (Secret.new(), False)
 
 
+def _sellers(
+    args: argparse.Namespace,
+) -> tuple[tuple[str, ...], MarketSellerResolver, dict[str, Any]]:
+    """The run's sellers, their resolver and the roster entries recorded with the run."""
+    sellers = tuple(split_specs(args.sellers))
+    if not sellers and args.models is None:
+        raise usage_error("--sellers: no seller given (give --sellers, --models or both)")
+    if args.elicit_beliefs:
+        raise usage_error("--elicit-beliefs is for negotiations; a market seller is not asked")
+    if args.models is None and not any(spec.startswith("llm:") for spec in sellers):
+        try:
+            for spec in sellers:
+                market_seller(spec)
+        except AgentSpecError as exc:
+            raise usage_error(str(exc)) from None
+        return sellers, market_seller, {}
+    from dealroom.cli._market_models import model_sellers
+
+    return model_sellers(sellers, roster=args.models, seats=seat_settings(args))
+
+
 def run(args: argparse.Namespace) -> int:
     """Play the pending markets, then print the run's report."""
-    sellers = tuple(split_specs(args.sellers))
-    if not sellers:
-        raise usage_error("--sellers: no seller given")
+    sellers, seller_of, entries = _sellers(args)
     seed, given = _seed(args)
     try:
-        for spec in sellers:
-            market_seller(spec)
         plan = MarketPlan(
             sellers=sellers,
-            pools=_pools(args.pools, args.buyers),
+            pools=pools_of(args.pools, args.buyers),
             buyers=args.buyers,
             tiers=tuple(args.tiers),
             per_pool=args.per_pool,
             seed=seed,
+            entries=entries,
         )
     except (AgentSpecError, MarketPlanError) as exc:
         raise usage_error(str(exc)) from None
+    status = play_plan(plan, seller_of, args.out, args.run, args.resume, args.llm_concurrency)
+    if isinstance(seed, Secret):
+        report_fresh_secret(seed, given)
+    return status
+
+
+def play_plan(
+    plan: MarketPlan,
+    seller_of: MarketSellerResolver,
+    out: Path,
+    run: str,
+    resume: bool,
+    concurrency: int,
+) -> int:
+    """Play a market tournament's pending markets into ``out``, then print its report."""
     started = time.perf_counter()
     try:
-        store = ResultsStore(args.out)
+        store = ResultsStore(out)
     except StoreError as exc:
         raise usage_error(str(exc)) from None
     with store:
         try:
-            played, skipped = run_markets(store, plan, args.run, market_seller, resume=args.resume)
+            played, skipped = run_markets(
+                store, plan, run, seller_of, resume=resume, concurrency=concurrency
+            )
         except (RunExistsError, ConfigMismatchError) as exc:
-            raise resume_error(exc, args.out, "markets") from None
-        except MarketPlanError as exc:
+            raise resume_error(exc, out, "markets") from None
+        except (AgentSpecError, MarketPlanError) as exc:
             raise usage_error(str(exc)) from None
-        records = (record for _, record in store.iter_markets(args.run))
-        report = build_market_report(records, run=args.run)
+        report = stored_market_report(store, run)
     seconds = time.perf_counter() - started
     sys.stderr.write(
         f"dealroom: {played:,} markets played ({skipped:,} already stored) in {seconds:.1f} s "
-        f"-> {args.out} run {args.run!r}\n"
+        f"-> {out} run {run!r}\n"
     )
     sys.stdout.write(format_market_report(report) + "\n")
-    if isinstance(seed, Secret):
-        report_fresh_secret(seed, given)
     return 0

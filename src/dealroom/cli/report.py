@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dealroom.analysis.market_report import build_market_report, format_market_report
+from dealroom.analysis.market_report import format_market_report, stored_market_report
 from dealroom.analysis.oracle import OracleKey, OracleResult
 from dealroom.analysis.report import build_report, format_report
 from dealroom.analysis.report_html import render_html
@@ -175,8 +175,7 @@ def _market_report(args: argparse.Namespace, store: ResultsStore, run: str) -> i
     """A market run's report (``dealroom markets``), as text or JSON."""
     if args.html is not None or args.oracle:
         raise usage_error(f"run {run!r} is a market run: --html and --oracle are for negotiations")
-    records = (record for _, record in store.iter_markets(run))
-    report = build_market_report(records, run=run, resamples=args.resamples, seed=args.seed)
+    report = stored_market_report(store, run, resamples=args.resamples, seed=args.seed)
     if args.json:
         sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
     else:

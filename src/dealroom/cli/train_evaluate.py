@@ -5,7 +5,9 @@ seat, the conversation it was trained on (docs/design.md, section 10), in ``--ro
 each opponent: ``dealroom tournament --learner NAME --learner-role ROLE`` with the same
 concurrency, progress line, budget-free resume (refused when the seed, the role, the model or
 its sampling changed) and stored usage, so ``dealroom report`` shows it in its Models table.
-Opponents are scripted specs or entries of ``--models``.
+Opponents are scripted specs or entries of ``--models``. With ``--buyers N --pools ...`` the
+model is a market's seller instead, against pools of scripted buyers
+(``dealroom.cli._evaluate_market``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from dealroom.cli._common import Commands, positive_int, tier_list, usage_error
 from dealroom.cli._train_flags import thinking_flag
+from dealroom.cli.match import market_size
 from dealroom.play.settings import PlaySettings, RosterEntry, RunSettings, SeatSettings
 from dealroom.protocol import Role
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
@@ -36,7 +39,10 @@ def add(stages: Commands) -> None:
         "scenarios it was not trained on (--scenario-seed, default 1), on the one model seat's "
         "conversation (the one it was trained on). A tournament with one learner: each "
         "negotiation is stored as it ends, with the model's usage and conversation; --resume "
-        "continues a run of the same configuration; dealroom report ranks the run.",
+        "continues a run of the same configuration; dealroom report ranks the run. With "
+        "--buyers N --pools ..., the model is a market's seller (as train grpo --buyers N "
+        "trains it) against each pool of buyers on held-out markets: a market tournament, "
+        "stored and resumed as dealroom markets, its report printed.",
     )
     evaluate.add_argument("--model", required=True, help="the model id the endpoint serves")
     evaluate.add_argument("--base-url", required=True, help="its OpenAI-compatible endpoint")
@@ -45,8 +51,18 @@ def add(stages: Commands) -> None:
     evaluate.add_argument(
         "--opponents",
         type=_names,
-        required=True,
-        help="comma-separated: scripted specs, or names of --models entries",
+        help="comma-separated: scripted specs, or names of --models entries (needed unless "
+        "--buyers)",
+    )
+    evaluate.add_argument(
+        "--buyers",
+        type=market_size,
+        help="evaluate a market seller: markets of N buyers, against each of --pools",
+    )
+    evaluate.add_argument(
+        "--pools",
+        help="with --buyers: comma-separated pools of scripted buyers, as dealroom markets "
+        "--pools (a spec every buyer plays, or one spec per buyer joined by '+')",
     )
     evaluate.add_argument(
         "--models", type=Path, metavar="FILE.toml", help="roster of LLM opponents"
@@ -54,11 +70,15 @@ def add(stages: Commands) -> None:
     evaluate.add_argument(
         "--role",
         choices=["buyer", "seller"],
-        default="buyer",
-        help="the model's seat (default: buyer)",
+        help="the model's seat (default: buyer; a market's model is its seller)",
     )
     evaluate.add_argument("--tiers", type=tier_list, default=["mid"], help="default: mid")
-    evaluate.add_argument("--scenarios", type=positive_int, default=20, help="per opponent, tier")
+    evaluate.add_argument(
+        "--scenarios",
+        type=positive_int,
+        default=20,
+        help="per opponent (or pool) and tier (default: %(default)s)",
+    )
     evaluate.add_argument(
         "--scenario-seed",
         type=int,
@@ -110,12 +130,19 @@ def _names(text: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Build the learner's roster entry and run the tournament."""
+    from dealroom.cli import _evaluate_market as market
     from dealroom.cli import tournament
 
     if not args.base_url.startswith(("http://", "https://")):
         raise usage_error(f"--base-url {args.base_url!r} is not an http(s) URL")
+    if args.buyers is not None:
+        market.check_flags(args)
+    elif args.pools is not None:
+        raise usage_error("--pools needs --buyers N (a market's seller is evaluated)")
+    elif args.opponents is None:
+        raise usage_error("give --opponents (or --buyers N and --pools for a market seller)")
     name = args.name or args.model
-    if name in args.opponents:
+    if name in (args.opponents or ()):
         raise usage_error(f"the model's name {name!r} is also an opponent (--name)")
     key_env = ""
     if args.api_key:
@@ -136,6 +163,12 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise usage_error(f"the model's entry: {exc}") from None
+    if args.buyers is not None:
+        planned = market.market_plan(args, name)  # every other setting checked before the endpoint
+        listed = _listed(args, key_env)
+        limit = _limit(args, listed)
+        return market.run(args, learner.model_copy(update={"max_tool_rounds": limit}), planned)
+    role: Role = args.role or "buyer"
     play = PlaySettings(
         agents=(name, *args.opponents),
         roster=args.models,
@@ -144,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         per_pair=args.scenarios,
         secret=args.scenario_seed,
         learner=name,
-        learner_role=args.role,
+        learner_role=role,
     )
     run = RunSettings(
         out=args.out,
@@ -154,13 +187,20 @@ def run(args: argparse.Namespace) -> int:
         llm_concurrency=max(args.concurrency, 1) * 4,
     )
     listed = _wait_for_the_model(play, args, key_env)
-    limit, why = _horizon(args.max_tool_calling_iterations, listed)
-    sys.stderr.write(f"dealroom: at most {limit} tool-calling turns per negotiation ({why})\n")
+    limit = _limit(args, listed)
     learner = learner.model_copy(update={"max_tool_rounds": limit})  # recorded with the run
     play = replace(play, entries=(learner,), seats=SeatSettings(max_tool_rounds=limit))
     status = tournament.run_tournament(play, run)
-    sys.stderr.write(learner_line(args.out, args.run, name, args.role) + "\n")
+    sys.stderr.write(learner_line(args.out, args.run, name, role) + "\n")
     return status
+
+
+def _limit(args: argparse.Namespace, listed: Mapping[str, object]) -> int:
+    """The tool-calling limit, said on stderr with where it came from."""
+    limit, why = _horizon(args.max_tool_calling_iterations, listed)
+    game = "market" if args.buyers is not None else "negotiation"
+    sys.stderr.write(f"dealroom: at most {limit} tool-calling turns per {game} ({why})\n")
+    return limit
 
 
 def learner_line(out: Path, run: str, name: str, role: Role) -> str:
@@ -208,14 +248,24 @@ def _wait_for_the_model(
     """Every other setting checked first (without probing), then the endpoint must list the
     model id: a server still loading is waited for, one serving another model is refused."""
     from dealroom.agents.lineup import lineup
-    from dealroom.agents.roster import RosterError, wait_for_model
+    from dealroom.agents.roster import RosterError
     from dealroom.play.registry import AgentSpecError
+
+    try:
+        lineup(play, probe=False)
+    except (RosterError, AgentSpecError) as exc:
+        raise usage_error(str(exc)) from None
+    return _listed(args, key_env)
+
+
+def _listed(args: argparse.Namespace, key_env: str) -> dict[str, object]:
+    """The endpoint's entry for the model once it lists it (``wait_for_model``)."""
+    from dealroom.agents.roster import RosterError, wait_for_model
 
     if not 0 <= args.endpoint_wait <= 86_400:
         raise usage_error(f"--endpoint-wait must be in [0, 86400], not {args.endpoint_wait:g}")
     try:
-        lineup(play, probe=False)
         key = os.environ.get(key_env) if key_env else None
         return wait_for_model(args.base_url, key, args.model, wait_s=args.endpoint_wait)
-    except (RosterError, AgentSpecError) as exc:
+    except RosterError as exc:
         raise usage_error(str(exc)) from None

@@ -7,24 +7,36 @@ values. Each market is committed to the store as it finishes under a determinist
 run killed at any point resumes where it stopped (``resume=True``) and never stores a market
 twice; resuming checks that the run's recorded configuration is the one asked for.
 
-Scripted agents only, in process on the virtual clock (a market takes milliseconds).
+A seller is a scripted market seller (in process on the virtual clock: a market takes
+milliseconds) or a seat seller (``SeatSeller``: a model, ``dealroom.agents.llm_market``), whose
+markets run after the scripted ones in one event loop, at most ``concurrency`` at once and at
+most each endpoint's own limit on each endpoint; what a seat seller reports (model calls,
+tokens, cost, its conversation, its error) is stored beside its market as ``{"seller": ...}``.
+The resolver that turns specs into sellers is passed in: this layer does not know the agents.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
 
 from dealroom.engine.market import play_market
+from dealroom.play.jobs import DEFAULT_SEAT_CONCURRENCY
+from dealroom.play.players import Endpoint, close_players
 from dealroom.play.registry import resolve
 from dealroom.play.tournament import ConfigMismatchError, RunExistsError, config_differences
+from dealroom.protocol import AgentFactory
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.market import (
     DEFAULT_MARKET_RULES,
     MAX_BUYERS,
     MarketAgentFactory,
     MarketRules,
+    MarketScenario,
     pool_name,
 )
 from dealroom.protocol.market_referee import MarketRecord
@@ -33,9 +45,32 @@ from dealroom.protocol.scenario import TIERS, Tier
 from dealroom.protocol.secret import Secret, Seed, seed_json
 from dealroom.store.results import ResultsStore
 
-MarketSellerResolver = Callable[[str], MarketAgentFactory]
-"""Turns a seller's spec into a market seller (``dealroom.agents.market.market_seller``: the
-agents layer, above this one, knows the market sellers)."""
+
+@runtime_checkable
+class SeatSeller(Protocol):
+    """A seller that plays a market through the seller's seat, asynchronously (a model:
+    ``dealroom.agents.llm_market.LLMMarketSeller``). It may carry ``endpoint: Endpoint | None``
+    (read with getattr) to be rate-limited, and ``aclose`` to close its connections."""
+
+    name: str
+    """Recorded as the market's seller."""
+
+    async def sell(
+        self,
+        market: MarketScenario,
+        buyers: Sequence[AgentFactory],
+        *,
+        buyer_names: Sequence[str],
+        rules: MarketRules,
+        seed: Seed,
+    ) -> tuple[MarketRecord, Mapping[str, Any]]:
+        """Play the market to its end: its record, and what to store beside it."""
+        ...
+
+
+MarketSellerResolver = Callable[[str], MarketAgentFactory | SeatSeller]
+"""Turns a seller's spec into a market seller (``dealroom.agents.market.market_seller``, or
+the CLI's resolver of model sellers: the agents layer, above this one, knows the sellers)."""
 
 
 class MarketPlanError(DealroomError, ValueError):
@@ -67,6 +102,9 @@ class MarketPlan:
     per_pool: int = 10
     seed: Seed = field(default_factory=Secret.new)
     rules: MarketRules = DEFAULT_MARKET_RULES
+    entries: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """What defines each model seller of a roster (model, endpoint, sampling, prices),
+    recorded with the run: a resume with other models or settings is refused."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.buyers <= MAX_BUYERS:
@@ -97,6 +135,7 @@ class MarketPlan:
             "per_pool": self.per_pool,
             "rules": self.rules.model_dump(mode="json"),
             **seed_json(self.seed),
+            **({"entries": dict(self.entries)} if self.entries else {}),
         }
 
     def jobs(self, run: str) -> list[MarketJob]:
@@ -138,6 +177,19 @@ def play_job(plan: MarketPlan, job: MarketJob, seller: MarketAgentFactory) -> Ma
     )
 
 
+async def sell_job(
+    plan: MarketPlan, job: MarketJob, seller: SeatSeller
+) -> tuple[MarketRecord, Mapping[str, Any]]:
+    """Play one market of the plan with a seat seller: the same market and buyers as
+    ``play_job``'s; its record, and what to store beside it."""
+    market = market_at(plan.seed, job.index, job.tier, plan.buyers)
+    buyers = [resolve(spec) for spec in job.pool]
+    record, extra = await seller.sell(
+        market, buyers, buyer_names=job.pool, rules=plan.rules, seed=plan.seed
+    )
+    return record, {"seller": dict(extra)}
+
+
 def run_markets(
     store: ResultsStore,
     plan: MarketPlan,
@@ -146,14 +198,65 @@ def run_markets(
     *,
     resume: bool = False,
     on_stored: Callable[[MarketRecord], None] | None = None,
+    concurrency: int = DEFAULT_SEAT_CONCURRENCY,
 ) -> tuple[int, int]:
-    """Play every pending market of the run, storing each as it finishes; (played, skipped)."""
+    """Play every pending market of the run, storing each as it finishes; (played, skipped).
+    Scripted sellers' markets first, then seat sellers' in one event loop (see the module's
+    docstring); seat sellers are closed at the end however the run ends."""
     sellers = {spec: seller_of(spec) for spec in plan.sellers}  # AgentSpecError up front
-    jobs = pending_markets(store, plan, run, resume=resume)
-    total = len(plan.jobs(run))
-    for job in jobs:
-        record = play_job(plan, job, sellers[job.seller])
-        store.add_market(job.key, record, run=run)
+    seats = {spec: s for spec, s in sellers.items() if isinstance(s, SeatSeller)}
+    try:
+        jobs = pending_markets(store, plan, run, resume=resume)
+        for job in jobs:
+            seller = sellers[job.seller]
+            if not isinstance(seller, SeatSeller):
+                record = play_job(plan, job, seller)
+                store.add_market(job.key, record, run=run)
+                if on_stored is not None:
+                    on_stored(record)
+        seated = [job for job in jobs if job.seller in seats]
+    except BaseException:
+        anyio.run(close_players, list(seats.values()))
+        raise
+    if seats:
+        anyio.run(_sell_all, store, plan, run, seated, seats, concurrency, on_stored)
+    return len(jobs), len(plan.jobs(run)) - len(jobs)
+
+
+async def _sell_all(
+    store: ResultsStore,
+    plan: MarketPlan,
+    run: str,
+    jobs: list[MarketJob],
+    seats: Mapping[str, SeatSeller],
+    concurrency: int,
+    on_stored: Callable[[MarketRecord], None] | None,
+) -> None:
+    """Every job in its own task, started in order as its endpoint's slot and then one of the
+    ``concurrency`` shared slots free up (endpoint first: no task holds a shared slot while it
+    waits for a busy endpoint); the event loop's thread alone writes the store."""
+    shared = anyio.CapacityLimiter(concurrency)
+    endpoints: dict[str, anyio.CapacityLimiter] = {}
+    for seller in seats.values():
+        endpoint: Endpoint | None = getattr(seller, "endpoint", None)
+        if endpoint is not None:
+            endpoints.setdefault(endpoint.key, anyio.CapacityLimiter(endpoint.concurrency))
+
+    async def one(job: MarketJob) -> None:
+        seller = seats[job.seller]
+        endpoint: Endpoint | None = getattr(seller, "endpoint", None)
+        async with contextlib.AsyncExitStack() as stack:
+            if endpoint is not None:
+                await stack.enter_async_context(endpoints[endpoint.key])
+            await stack.enter_async_context(shared)
+            record, extra = await sell_job(plan, job, seller)
+        store.add_market(job.key, record, run=run, extra=extra)
         if on_stored is not None:
             on_stored(record)
-    return len(jobs), total - len(jobs)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for job in jobs:
+                group.start_soon(one, job)
+    finally:
+        await close_players(seats.values())

@@ -60,7 +60,8 @@ CREATE TABLE IF NOT EXISTS markets (
     end_reason   TEXT NOT NULL,
     price        TEXT,
     record       TEXT NOT NULL,
-    finished_at  TEXT NOT NULL
+    finished_at  TEXT NOT NULL,
+    extra        TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS markets_run ON markets (run);
 """
@@ -146,6 +147,8 @@ def _created(path: Path, options: dict[str, Any], busy_s: float) -> sqlite3.Conn
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(SCHEMA)
+            if not _has_market_extra(db):  # a store from before model sellers
+                db.execute("ALTER TABLE markets ADD COLUMN extra TEXT NOT NULL DEFAULT '{}'")
             for suffix in ("-wal", "-shm"):  # left wider by an earlier version
                 narrow(Path(f"{path}{suffix}"), FILE_MODE)
             return db
@@ -154,6 +157,11 @@ def _created(path: Path, options: dict[str, Any], busy_s: float) -> sqlite3.Conn
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
         time.sleep(0.02)
+
+
+def _has_market_extra(db: sqlite3.Connection) -> bool:
+    """True if the markets table has its ``extra`` column (added with model sellers)."""
+    return any(row[1] == "extra" for row in db.execute("PRAGMA table_info(markets)"))
 
 
 class ResultsStore:
@@ -349,14 +357,23 @@ class ResultsStore:
 
     # -- markets (one seller, N buyers: dealroom.protocol.market) ----------------------------
 
-    def add_market(self, key: str, record: MarketRecord, *, run: str = "") -> bool:
-        """Write one finished market and commit. False if the key was already stored."""
+    def add_market(
+        self,
+        key: str,
+        record: MarketRecord,
+        *,
+        run: str = "",
+        extra: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Write one finished market, with what is kept beside it (a model seller's usage,
+        conversation and error: ``{"seller": {...}}``), and commit. False if the key was
+        already stored."""
         outcome = record.outcome
         with self._lock:
             cursor = self._db.execute(
                 "INSERT OR IGNORE INTO markets (key, run, seller, buyers, market_id, tier, "
-                "status, end_reason, price, record, finished_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "status, end_reason, price, record, finished_at, extra) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     run,
@@ -369,9 +386,19 @@ class ResultsStore:
                     None if outcome.price is None else str(outcome.price),
                     record.model_dump_json(),
                     datetime.now(UTC).isoformat(timespec="seconds"),
+                    json.dumps(dict(extra or {}), sort_keys=True),
                 ),
             )
             return cursor.rowcount == 1
+
+    def market_extras(self, run: str | None = None) -> dict[str, dict[str, Any]]:
+        """What is kept beside each stored market that has anything (of one run, or all), by
+        key; a store from before model sellers, opened read-only, has none."""
+        with self._reading():
+            if not _has_market_extra(self._db):
+                return {}
+            rows = self._market_rows("SELECT key, extra", run)
+            return {key: extra for key, text in rows if (extra := dict(json.loads(text)))}
 
     def market_keys(self, run: str | None = None) -> set[str]:
         """Keys of the markets already stored (of one run, or all)."""
