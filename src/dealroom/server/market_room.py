@@ -80,6 +80,7 @@ class MarketRoomServed:
         run: str,
         writer: ResultWriter | None,
         client_name: str = REMOTE_NAME,
+        client_names: Mapping[str, str] | None = None,
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -104,8 +105,10 @@ class MarketRoomServed:
         self.writer = writer
         self.client_seats: tuple[str, ...] = clients
         """The seats played by clients (each has its own token), the seller first."""
-        self.names: dict[str, str] = {seat: houses.get(seat, client_name) for seat in seats}
-        """Who sits in each seat, as recorded: a house agent's spec, or the client's name."""
+        named = {**(client_names or {}), **houses}
+        self.names: dict[str, str] = {seat: named.get(seat, client_name) for seat in seats}
+        """Who sits in each seat, as recorded: a house agent's spec, or the client's name
+        (``client_names``' for its seat, else ``client_name``)."""
         seller_agent: MarketAgent | None = None
         if seller is not None:
             view = market_view(market, rules)

@@ -1,0 +1,147 @@
+"""Players of a market's buyer seats through their tools: a model buyer in a market.
+
+A buyer seat of a served market (``dealroom.server.market_room.MarketRoomServed``) that is no
+house agent is a client seat; a ``Player`` (an ``llm:`` seat) plays it in this process through
+the very seat an MCP buyer client is served (``ServedMarketBuyer``, called as functions by
+``SeatClient.local``): the bilateral buyer's tools and results from its own thread only, and
+its briefing followed by the market line. So a model buyer reads the bilateral model seat's
+buyer conversation, and exactly what an MCP buyer client of the same room reads.
+
+The seats take their turns on the virtual clock (``dealroom.server.market_clients``), so the
+market's record depends on what each seat decides, never on how long a model takes to answer:
+
+- ``play_market_seat`` plays one client seat and ends it if its player fails (the seat walks
+  away from its thread, and the error is kept), as a bilateral room's in-process player does;
+- ``play_served_market`` plays a whole market whose client seats are all players in this process
+  (``dealroom match --buyers N --buyer llm:M``); there a wait sleeps until the seat's wake
+  however long the other seats' models take (never ``woke: pending``), and no seat is counted
+  idle: the wall clock plays no part.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+import structlog
+
+from dealroom.client.seat import SeatClient
+from dealroom.play.players import Player, PlayerFailed, SeatContext
+from dealroom.protocol import WaitResult, WalkAway
+from dealroom.protocol.market import MarketRules, MarketScenario
+from dealroom.protocol.market_referee import MarketRecord
+from dealroom.protocol.secret import Seed
+from dealroom.server.market_room import MarketRoomServed, SellerHouse
+from dealroom.server.market_seats import ServedMarketBuyer
+from dealroom.server.negotiation import RoomLimits
+from dealroom.server.room_settings import House
+
+log = structlog.stdlib.get_logger(__name__)
+
+FAILED_MESSAGE = "My player failed; I am leaving the negotiation."
+"""What a failed player's seat says as it walks away."""
+
+CLEANUP_S = 30.0
+"""Wall seconds a failed seat's walk-away may wait for its turn."""
+
+NO_WALL_LIMITS = RoomLimits(idle_s=math.inf, abandon_s=math.inf, max_wait_s=math.inf)
+"""A market whose every client seat is played in process: nobody is counted idle or absent."""
+
+
+class _VirtualWaitBuyer(ServedMarketBuyer):
+    """``ServedMarketBuyer`` whose wait sleeps until its wake, however long that takes in wall
+    time (never ``woke: pending``): the same results, decided on the virtual clock only."""
+
+    async def wait(self, timeout_s: float) -> WaitResult:
+        clients = self.room.clients
+        async with clients.call(self.name):
+            result = await clients.served(self.name, lambda: self.calls.begin_wait(timeout_s))
+            assert result is not None  # no limit
+            return result
+
+
+async def play_market_seat(
+    room: MarketRoomServed,
+    name: str,
+    player: Player,
+    *,
+    seed: Seed,
+    virtual_waits: bool = False,
+    report: Callable[[Mapping[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Play buyer seat ``name`` of ``room`` with ``player`` to the end of its thread: what the
+    player returned (``{"name": ..., **data}``), with ``error`` if it failed or stopped early;
+    then the seat walks away from its thread (bounded by ``CLEANUP_S``). ``report`` gets the
+    player's data each time it changes (``SeatContext.report``)."""
+    seat_type = _VirtualWaitBuyer if virtual_waits else ServedMarketBuyer
+    seat = seat_type(room, name)
+    context = SeatContext(role="buyer", rules=room.rules.rules, seed=seed, report=report)
+    error: str | None = None
+    data: Mapping[str, Any] = {}
+    try:
+        async with SeatClient.local(seat) as client:
+            data = await player.play(client, context)
+    except PlayerFailed as failure:
+        error, data = failure.message, failure.extra
+    except Exception as exc:  # a player's bug must not stall the market's clock
+        log.exception("player failed", seat=name, player=player.name)
+        error = f"{type(exc).__name__}: {exc}"
+    if error is None and not seat.calls.closed:
+        error = "the player stopped before its thread ended"
+    played: dict[str, Any] = {"name": player.name, **data}
+    if error is not None:
+        played["error"] = error
+        log.warning("player failed; walking away for it", seat=name, error=error)
+        await _walk_away(seat)
+    return played
+
+
+async def _walk_away(seat: ServedMarketBuyer) -> None:
+    """End a failed seat's thread (a refusal means it has already ended); then it sits out."""
+    with anyio.move_on_after(CLEANUP_S):
+        try:
+            await seat.act(WalkAway(message=FAILED_MESSAGE))
+        except Exception as exc:
+            log.info("walk-away for failed seat refused", seat=seat.name, error=str(exc))
+
+
+async def play_served_market(
+    market: MarketScenario,
+    rules: MarketRules,
+    *,
+    seller: SellerHouse,
+    buyers: Mapping[str, House | Player],
+    seed: Seed,
+) -> tuple[MarketRecord, dict[str, dict[str, Any]]]:
+    """Play one market whose seller is a house agent and whose buyers are house agents or
+    players (one seat each, by buyer id): the record, and each player's data by seat."""
+    houses = {name: seat for name, seat in buyers.items() if isinstance(seat, House)}
+    players = {name: seat for name, seat in buyers.items() if not isinstance(seat, House)}
+    room = MarketRoomServed(
+        "match",
+        market,
+        rules,
+        seller=seller,
+        buyers=houses,
+        seed=seed,
+        run="match",
+        writer=None,
+        client_names={name: player.name for name, player in players.items()},
+        limits=NO_WALL_LIMITS,
+    )
+    played: dict[str, dict[str, Any]] = {}
+
+    async def one(name: str, player: Player) -> None:
+        played[name] = await play_market_seat(room, name, player, seed=seed, virtual_waits=True)
+
+    async with anyio.create_task_group() as group:
+        for name, player in players.items():
+            group.start_soon(one, name, player, name=f"{player.name}/{name}")
+    if room.is_open:  # every player returned with its thread over: the rest is the houses'
+        raise RuntimeError(f"the market did not end (turn: {room.turns.turn!r})")
+    return room.record(), {name: played[name] for name in market.buyers if name in played}
+
+
+__all__ = ["FAILED_MESSAGE", "NO_WALL_LIMITS", "play_market_seat", "play_served_market"]
