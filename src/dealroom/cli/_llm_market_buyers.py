@@ -24,7 +24,7 @@ from dealroom.cli._common import usage_error
 from dealroom.cli._players import player
 from dealroom.play.market_players import play_served_market
 from dealroom.play.players import Player, ScriptedPlayer, closing
-from dealroom.play.registry import AgentSpecError
+from dealroom.play.registry import AgentSpecError, is_llm_spec
 from dealroom.protocol.market import DEFAULT_MARKET_RULES, MarketScenario
 from dealroom.protocol.secret import Seed
 from dealroom.server.market_room import SellerHouse
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, market: MarketScenario, specs: Sequence[str], 
         chosen = players[spec]
         if isinstance(chosen, ScriptedPlayer):
             seats[name] = House(spec, chosen.factory)
-        elif spec.startswith("llm:"):
+        elif is_llm_spec(spec):
             seats[name] = chosen
         else:
             raise usage_error(f"--buyer {spec}: a market's buyer is a scripted agent or llm:MODEL")
