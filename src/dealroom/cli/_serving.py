@@ -27,6 +27,7 @@ from dealroom.store.writer import ResultWriter
 
 if TYPE_CHECKING:
     from dealroom.play.players import Player
+    from dealroom.server.market_room import MarketPlayer
     from dealroom.server.rooms import RoomRegistry
 
 STORE_BUSY_S = 5.0
@@ -101,6 +102,7 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
             resolve_player=lambda spec: room_player(spec, args, players),
             token_prefix=prefix,
             resolve_seller=market_seller,
+            resolve_market_player=lambda spec: market_room_player(spec, args, players),
         )
         with contextlib.ExitStack() as owned:
             # No two processes serve one store's rooms: both would restore and play them.
@@ -166,6 +168,17 @@ def say_ready(host: str, port: int) -> None:
     sys.stderr.write(
         f"dealroom: serving MCP at {url}/mcp, web pages at {url}/web/ ({', '.join(PAGES)})\n"
     )
+
+
+def market_room_player(
+    spec: str, args: argparse.Namespace, built: dict[str, Player]
+) -> MarketPlayer | None:
+    """A market room's buyer seat played in process (``llm:MODEL``), or None for a house
+    agent; shares ``room_player``'s players (one per spec)."""
+    from dealroom.play.market_players import market_house_player
+
+    seat = room_player(spec, args, built)
+    return None if seat is None else market_house_player(built[spec])
 
 
 def room_player(spec: str, args: argparse.Namespace, built: dict[str, Player]) -> SeatPlayer | None:

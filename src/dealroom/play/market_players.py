@@ -12,6 +12,9 @@ market's record depends on what each seat decides, never on how long a model tak
 
 - ``play_market_seat`` plays one client seat and ends it if its player fails (the seat walks
   away from its thread, and the error is kept), as a bilateral room's in-process player does;
+- ``market_house_player`` makes a player a served market room's in-process buyer
+  (``MarketPlayer``): it takes its turns as a client seat does, under the room's idle and
+  abandon rules;
 - ``play_served_market`` plays a whole market whose client seats are all players in this process
   (``dealroom match --buyers N --buyer llm:M``); there a wait sleeps until the seat's wake
   however long the other seats' models take (never ``woke: pending``), and no seat is counted
@@ -29,19 +32,17 @@ import structlog
 
 from dealroom.client.seat import SeatClient
 from dealroom.play.players import Player, PlayerFailed, SeatContext
+from dealroom.play.runner import FAILED_MESSAGE
 from dealroom.protocol import WaitResult, WalkAway
 from dealroom.protocol.market import MarketRules, MarketScenario
 from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.secret import Seed
-from dealroom.server.market_room import MarketRoomServed, SellerHouse
+from dealroom.server.market_room import MarketPlayer, MarketRoomServed, SellerHouse
 from dealroom.server.market_seats import ServedMarketBuyer
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room_settings import House
 
 log = structlog.stdlib.get_logger(__name__)
-
-FAILED_MESSAGE = "My player failed; I am leaving the negotiation."
-"""What a failed player's seat says as it walks away."""
 
 CLEANUP_S = 30.0
 """Wall seconds a failed seat's walk-away may wait for its turn."""
@@ -98,6 +99,21 @@ async def play_market_seat(
     return played
 
 
+def market_house_player(player: Player) -> MarketPlayer:
+    """``player`` as the in-process player of a market room's buyer seat (``--house-buyers
+    b2=llm:MODEL``): it plays the seat as a client would, and its data (usage, counts, its
+    conversation, its error) is the room's ``played[seat]``, kept up to date as it plays."""
+
+    async def play(room: MarketRoomServed, seat: str) -> None:
+        def report(data: Mapping[str, Any]) -> None:
+            room.played[seat] = {"name": player.name, **data}
+
+        played = await play_market_seat(room, seat, player, seed=room.seed, report=report)
+        room.played[seat] = played
+
+    return MarketPlayer(spec=player.name, play=play)
+
+
 async def _walk_away(seat: ServedMarketBuyer) -> None:
     """End a failed seat's thread (a refusal means it has already ended); then it sits out."""
     with anyio.move_on_after(CLEANUP_S):
@@ -144,4 +160,9 @@ async def play_served_market(
     return room.record(), {name: played[name] for name in market.buyers if name in played}
 
 
-__all__ = ["FAILED_MESSAGE", "NO_WALL_LIMITS", "play_market_seat", "play_served_market"]
+__all__ = [
+    "NO_WALL_LIMITS",
+    "market_house_player",
+    "play_market_seat",
+    "play_served_market",
+]
