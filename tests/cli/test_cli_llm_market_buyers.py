@@ -79,7 +79,10 @@ def test_a_failing_model_buyer_walks_away_and_the_run_exits_1(
 @pytest.mark.parametrize(
     ("buyers", "error"),
     [
-        ("llm:m,linear,human", "--buyer human: a market's buyer is a scripted agent or llm:MODEL"),
+        (
+            "llm:m,linear,human",
+            "agent 'human' plays through a seat (not a scripted strategy): it cannot play here",
+        ),
         ("linear,llm:,linear", "agent 'llm' needs MODEL: llm:..."),
         ("llm:m,linear", "--buyer: one spec, or 3 (one per buyer); got 2"),
     ],

@@ -17,6 +17,7 @@ from mcp import Client
 from mcp_support import text_of
 
 from dealroom.agents.llm import LLMPlayer, LLMSettings
+from dealroom.agents.llm_market_served import model_market_player
 from dealroom.agents.market import market_seller
 from dealroom.play.market_players import play_served_market
 from dealroom.play.registry import resolve
@@ -24,7 +25,7 @@ from dealroom.protocol import model_seat
 from dealroom.protocol.market import DEFAULT_MARKET_RULES, MarketScenario
 from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.market_scenarios import market_at
-from dealroom.server.market_room import MarketRoomServed, SellerHouse
+from dealroom.server.market_room import MarketPlayer, MarketRoomServed, SellerHouse
 from dealroom.server.market_seats import ServedMarketBuyer
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room_settings import House
@@ -54,9 +55,9 @@ def play(
 
         async def main() -> tuple[MarketRecord, dict[str, dict[str, Any]]]:
             async with player:
-                seats: dict[str, House | LLMPlayer] = {
+                seats: dict[str, House | MarketPlayer] = {
                     **_houses(market, houses),
-                    **dict.fromkeys(models, player),
+                    **dict.fromkeys(models, model_market_player(player)),
                 }
                 return await play_served_market(
                     market,

@@ -18,8 +18,8 @@ from mcp import Client
 from mcp_support import house_resolver, secret_of
 
 from dealroom.agents.llm import LLMPlayer, LLMSettings
+from dealroom.agents.llm_market_served import model_market_player
 from dealroom.agents.market import market_seller
-from dealroom.play.market_players import market_house_player
 from dealroom.protocol import RoomRequest
 from dealroom.server.journal import Journals
 from dealroom.server.market_room import MarketPlayer, MarketRoomServed
@@ -43,7 +43,7 @@ def _registry(base_url: str, *, idle_s: float = 30.0, journals: Path | None = No
     )
 
     def resolve(spec: str) -> MarketPlayer | None:
-        return market_house_player(player) if spec == "llm:fake" else None
+        return model_market_player(player) if spec == "llm:fake" else None
 
     registry = RoomRegistry(
         writer=None,
@@ -149,7 +149,7 @@ async def test_a_restored_market_room_counts_its_llm_house_buyer_absent(tmp_path
     ("request_fields", "error"),
     [
         ({"house_buyers": {"b2": "llm:"}}, "house_buyers.b2: agent 'llm' needs MODEL: llm:..."),
-        ({"house_seller": "llm:fake"}, "house_seller: agent 'llm' plays through a seat"),
+        ({"house_seller": "llm:"}, "house_seller: agent 'llm' needs MODEL: llm:..."),
     ],
 )
 def test_a_bad_llm_house_seat_is_refused_in_one_line_and_nothing_opens(
@@ -171,5 +171,7 @@ def _resolver(spec: str) -> MarketPlayer | None:
     from dealroom.play.registry import resolve_player
 
     if spec.startswith("llm:"):
-        return market_house_player(resolve_player(spec))
+        player = resolve_player(spec)
+        assert isinstance(player, LLMPlayer)
+        return model_market_player(player)
     return None

@@ -173,12 +173,18 @@ def say_ready(host: str, port: int) -> None:
 def market_room_player(
     spec: str, args: argparse.Namespace, built: dict[str, Player]
 ) -> MarketPlayer | None:
-    """A market room's buyer seat played in process (``llm:MODEL``), or None for a house
-    agent; shares ``room_player``'s players (one per spec)."""
-    from dealroom.play.market_players import market_house_player
+    """A market room's seat played in process (``llm:MODEL``, the seller's or a buyer's), or
+    None for a house agent; shares ``room_player``'s players (one per spec). Any other seat
+    player is a ValueError: the admin API refuses the room."""
+    from dealroom.agents.llm import LLMPlayer
+    from dealroom.agents.llm_market_served import model_market_player
 
-    seat = room_player(spec, args, built)
-    return None if seat is None else market_house_player(built[spec])
+    if room_player(spec, args, built) is None:
+        return None
+    player = built[spec]
+    if not isinstance(player, LLMPlayer):
+        raise ValueError(f"{spec}: a market room's house seat is a scripted agent or llm:MODEL")
+    return model_market_player(player)
 
 
 def room_player(spec: str, args: argparse.Namespace, built: dict[str, Player]) -> SeatPlayer | None:

@@ -93,7 +93,7 @@ def market_size(text: str) -> int:
 def run_market(args: argparse.Namespace) -> int:
     """Play one market on the virtual clock and print it: scripted agents, a model in the
     seller's seat (``--seller llm:MODEL``) against scripted buyers, or models in buyer seats
-    (``--buyer llm:MODEL``, alone or among scripted specs) against a scripted seller."""
+    (``--buyer llm:MODEL``, alone or among scripted specs) against a scripted or model seller."""
     if args.scenario is not None:
         raise usage_error("--scenario is for bilateral matches: a market draws its own")
     if args.clock == "wall" or args.server or args.results is not None:
@@ -105,14 +105,9 @@ def run_market(args: argparse.Namespace) -> int:
         raise usage_error(f"--buyer: one spec, or {args.buyers} (one per buyer); got {len(specs)}")
     specs = specs * args.buyers if len(specs) == 1 else specs
     model_buyers = any(is_llm_spec(spec) for spec in specs)
-    if model_buyers and is_llm_spec(args.seller):
-        raise usage_error(
-            "--buyer: models play a market's buyer seats against a scripted seller, or its "
-            "seller's seat against scripted buyers; not both at once yet"
-        )
     try:
         seller = None if is_llm_spec(args.seller) else market_seller(args.seller)
-        buyers = [] if model_buyers else [resolve(spec) for spec in specs]
+        buyers = [resolve(spec) for spec in specs if not is_llm_spec(spec)]
     except AgentSpecError as exc:
         raise usage_error(str(exc)) from None
     secret, given = run_secret(args, public=True)

@@ -15,10 +15,10 @@ market's record depends on what each seat decides, never on how long a model tak
 - ``market_house_player`` makes a player a served market room's in-process buyer
   (``MarketPlayer``): it takes its turns as a client seat does, under the room's idle and
   abandon rules;
-- ``play_served_market`` plays a whole market whose client seats are all players in this process
-  (``dealroom match --buyers N --buyer llm:M``); there a wait sleeps until the seat's wake
-  however long the other seats' models take (never ``woke: pending``), and no seat is counted
-  idle: the wall clock plays no part.
+- ``play_served_market`` plays a whole market whose driven seats are all players in this process
+  (``dealroom match --buyers N --buyer llm:M``, a model seller beside them or not); there a wait
+  sleeps until the seat's wake however long the other seats' models take (never ``woke:
+  pending``), and no seat is counted idle: the wall clock plays no part.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ import anyio
 import structlog
 
 from dealroom.client.seat import SeatClient
+from dealroom.engine.market_turns import SELLER
 from dealroom.play.players import Player, PlayerFailed, SeatContext
 from dealroom.play.runner import FAILED_MESSAGE
-from dealroom.protocol import WaitResult, WalkAway
+from dealroom.protocol import WalkAway
 from dealroom.protocol.market import MarketRules, MarketScenario
 from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.secret import Seed
@@ -48,19 +49,8 @@ CLEANUP_S = 30.0
 """Wall seconds a failed seat's walk-away may wait for its turn."""
 
 NO_WALL_LIMITS = RoomLimits(idle_s=math.inf, abandon_s=math.inf, max_wait_s=math.inf)
-"""A market whose every client seat is played in process: nobody is counted idle or absent."""
-
-
-class _VirtualWaitBuyer(ServedMarketBuyer):
-    """``ServedMarketBuyer`` whose wait sleeps until its wake, however long that takes in wall
-    time (never ``woke: pending``): the same results, decided on the virtual clock only."""
-
-    async def wait(self, timeout_s: float) -> WaitResult:
-        clients = self.room.clients
-        async with clients.call(self.name):
-            result = await clients.served(self.name, lambda: self.calls.begin_wait(timeout_s))
-            assert result is not None  # no limit
-            return result
+"""A market whose every driven seat is played in process: nobody is counted idle or absent, and
+a wait sleeps until its wake (``MarketClients.wait_limit``)."""
 
 
 async def play_market_seat(
@@ -69,15 +59,13 @@ async def play_market_seat(
     player: Player,
     *,
     seed: Seed,
-    virtual_waits: bool = False,
     report: Callable[[Mapping[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Play buyer seat ``name`` of ``room`` with ``player`` to the end of its thread: what the
     player returned (``{"name": ..., **data}``), with ``error`` if it failed or stopped early;
     then the seat walks away from its thread (bounded by ``CLEANUP_S``). ``report`` gets the
     player's data each time it changes (``SeatContext.report``)."""
-    seat_type = _VirtualWaitBuyer if virtual_waits else ServedMarketBuyer
-    seat = seat_type(room, name)
+    seat = ServedMarketBuyer(room, name)
     context = SeatContext(role="buyer", rules=room.rules.rules, seed=seed, report=report)
     error: str | None = None
     data: Mapping[str, Any] = {}
@@ -127,37 +115,34 @@ async def play_served_market(
     market: MarketScenario,
     rules: MarketRules,
     *,
-    seller: SellerHouse,
-    buyers: Mapping[str, House | Player],
+    seller: SellerHouse | MarketPlayer,
+    buyers: Mapping[str, House | MarketPlayer],
     seed: Seed,
 ) -> tuple[MarketRecord, dict[str, dict[str, Any]]]:
-    """Play one market whose seller is a house agent and whose buyers are house agents or
-    players (one seat each, by buyer id): the record, and each player's data by seat."""
+    """Play one market whose seats are house agents or in-process players (``MarketPlayer``:
+    a model buyer from ``market_house_player``, a model seller from
+    ``dealroom.agents.llm_market_served``): the record, and each player's data by seat (the
+    seller first)."""
     houses = {name: seat for name, seat in buyers.items() if isinstance(seat, House)}
-    players = {name: seat for name, seat in buyers.items() if not isinstance(seat, House)}
+    players = {name: seat for name, seat in buyers.items() if isinstance(seat, MarketPlayer)}
+    if isinstance(seller, MarketPlayer):
+        players = {SELLER: seller, **players}
     room = MarketRoomServed(
         "match",
         market,
         rules,
-        seller=seller,
+        seller=seller if isinstance(seller, SellerHouse) else None,
         buyers=houses,
         seed=seed,
         run="match",
         writer=None,
-        client_names={name: player.name for name, player in players.items()},
+        players=players,
         limits=NO_WALL_LIMITS,
     )
-    played: dict[str, dict[str, Any]] = {}
-
-    async def one(name: str, player: Player) -> None:
-        played[name] = await play_market_seat(room, name, player, seed=seed, virtual_waits=True)
-
-    async with anyio.create_task_group() as group:
-        for name, player in players.items():
-            group.start_soon(one, name, player, name=f"{player.name}/{name}")
-    if room.is_open:  # every player returned with its thread over: the rest is the houses'
+    await room.play()
+    if room.is_open:  # every player returned with its seat closed: the rest is the houses'
         raise RuntimeError(f"the market did not end (turn: {room.turns.turn!r})")
-    return room.record(), {name: played[name] for name in market.buyers if name in played}
+    return room.record(), {seat: room.played[seat] for seat in players}
 
 
 __all__ = [

@@ -108,7 +108,7 @@ class MarketRoomServed:
             raise ValueError(f"house_buyers: no seat {', '.join(unknown)} in this market")
         driven = tuple(seat for seat in seats if seat not in houses)
         clients = tuple(seat for seat in driven if seat not in players)
-        if not clients:
+        if not driven:
             raise ValueError(
                 "house_buyers: a market room serves at least one client seat; here every seat "
                 "is a house agent (leave a buyer out of house_buyers, or house_seller out)"
@@ -329,7 +329,7 @@ def open_market(
 ) -> MarketRoomServed:
     """The market room a request asks for (``buyers`` >= 2); raises ValueError, one line, for
     a bad request (``check_market_request``, a seat that is not in the market, no client seat,
-    a bad agent spec). A house buyer whose spec ``resolve_player`` names (``llm:MODEL``) is
+    a bad agent spec). A house seat whose spec ``resolve_player`` names (``llm:MODEL``) is
     played in process (``MarketPlayer``)."""
     check_market_request(request)
     names = buyer_ids(request.buyers)
@@ -353,12 +353,22 @@ def open_market(
             raise ValueError(f"house_buyers.{name}: {exc}") from None
     seller: SellerHouse | None = None
     if request.house_seller is not None:
-        if resolve_seller is None:
-            raise ValueError("house_seller: this server has no market sellers")
+        named = request.house_seller
         try:
-            seller = SellerHouse(request.house_seller, resolve_seller(request.house_seller))
+            player = None if resolve_player is None else resolve_player(named)
+            if player is not None:
+                players[SELLER] = player
+            elif resolve_seller is None:
+                raise ValueError("this server has no market sellers")
+            else:
+                seller = SellerHouse(named, resolve_seller(named))
         except ValueError as exc:
             raise ValueError(f"house_seller: {exc}") from None
+    if len(players) + len(buyers) + (request.house_seller is not None) == len(names) + 1:
+        raise ValueError(
+            "house_buyers: a market room serves at least one client seat; here every seat is "
+            "a house agent (leave a buyer out of house_buyers, or house_seller out)"
+        )
     secret = request.run_secret()
     spec = DEFAULT_MARKET_SPEC
     if request.deadline is not None:
