@@ -434,3 +434,14 @@ def market_buyer(*, start: float = 0.6, step: float = 1.1, wakes: int = 6) -> Br
         return ToolCalls((("make_offer", {"price": bid}), ("wait_for_opponent", {"timeout_s": 20})))
 
     return brain
+
+
+def market_seats() -> Brain:
+    """``market_seller`` in a market's seller seat, ``market_buyer`` in a buyer's (one model
+    in several seats of one market)."""
+    seller, buyer = market_seller(), market_buyer()
+
+    def brain(request: dict[str, Any]) -> Reply:
+        return (seller if seat_role(request) == "seller" else buyer)(request)
+
+    return brain

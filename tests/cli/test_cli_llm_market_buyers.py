@@ -10,7 +10,7 @@ import pytest
 
 from dealroom.cli import main
 from dealroom.protocol.market_referee import MarketRecord
-from fake_openai import Status, market_buyer, serve
+from fake_openai import Status, market_buyer, market_seats, serve
 
 S = "b1d3eb8f32936fa9cf89d2240bd10734"
 FAST = ["--model-timeout", "1", "--model-attempts", "2", "--model-backoff", "0.01"]
@@ -63,6 +63,23 @@ def test_the_json_holds_the_record_and_each_model_buyers_data_by_seat(
         assert data["conversation"]["messages"][0]["content"].startswith(
             "You are the buyer in a one-item negotiation."
         )
+
+
+def test_a_model_seller_and_model_buyers_play_one_market(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with serve(market_seats()) as fake:
+        arguments = market(fake.base_url, "llm:fake,linear,llm:fake", "--json")
+        arguments[arguments.index("auctioneer")] = "llm:fake"
+        assert main(arguments) == 0
+    body = json.loads(capsys.readouterr().out)
+    extra = body.pop("extra")
+    record = MarketRecord.model_validate(body)
+    assert (record.seller, record.buyers) == ("llm:fake", ("llm:fake", "linear", "llm:fake"))
+    assert list(extra) == ["seller", "b1", "b3"]
+    assert extra["seller"]["conversation"]["messages"][0]["content"].startswith(
+        "You are the seller in a one-item market with 3 buyers: b1, b2, b3."
+    )
 
 
 def test_a_failing_model_buyer_walks_away_and_the_run_exits_1(

@@ -17,6 +17,7 @@ from mcp import Client
 from mcp_support import text_of
 
 from dealroom.agents.llm import LLMPlayer, LLMSettings
+from dealroom.agents.llm_market import play_llm_market
 from dealroom.agents.llm_market_served import model_market_player
 from dealroom.agents.market import market_seller
 from dealroom.play.market_players import play_served_market
@@ -29,7 +30,8 @@ from dealroom.server.market_room import MarketPlayer, MarketRoomServed, SellerHo
 from dealroom.server.market_seats import ServedMarketBuyer
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room_settings import House
-from fake_openai import Brain, Status, market_buyer, serve
+from fake_openai import Brain, Status, market_buyer, market_seats, serve
+from fake_openai import market_seller as market_seller_brain
 from scripted_llm import FAST_RETRY
 
 SEED = 38
@@ -168,3 +170,78 @@ def test_a_failing_model_walks_its_buyer_out_of_its_thread_and_the_market_goes_o
         assert events[-2].type == "walked_away" and events[-2].by == "buyer"
         assert events[-1].type == "negotiation_ended"
     assert record.thread_events("b1")[-1].type == "negotiation_ended"
+
+
+@pytest.mark.parametrize("index", range(2))
+def test_a_served_model_seller_reads_what_the_llm_market_seller_reads(index: int) -> None:
+    """The seller's seat played at its turns (``llm_market_served``) beside scripted buyers is
+    ``play_llm_market``'s seat (held to the TRL environment): the same requests, the same
+    record."""
+    market = market_at(SEED, index, "mid", 3)
+    pool = ["linear", "boulware", "conceder"]
+    with serve(market_seller_brain()) as fake:
+        player = _model(fake.base_url)
+
+        async def bare() -> MarketRecord:
+            async with player:
+                factories = [resolve(spec) for spec in pool]
+                record, _ = await play_llm_market(
+                    market, player, factories, buyer_names=pool, seed=SEED
+                )
+                return record
+
+        record = anyio.run(bare)
+        expected = [model_seat.canonical(r["messages"]) for r in fake.requests]
+    with serve(market_seller_brain()) as fake:
+        player = _model(fake.base_url)
+
+        async def served() -> tuple[MarketRecord, dict[str, dict[str, Any]]]:
+            async with player:
+                return await play_served_market(
+                    market,
+                    DEFAULT_MARKET_RULES,
+                    seller=model_market_player(player),
+                    buyers=_houses(market, dict(zip(market.buyers, pool, strict=True))),
+                    seed=SEED,
+                )
+
+        again, played = anyio.run(served)
+        assert [model_seat.canonical(r["messages"]) for r in fake.requests] == expected
+    assert again == record and record.outcome.status == "deal"
+    assert list(played) == ["seller"] and played["seller"]["name"] == "llm:fake"
+
+
+def _models_everywhere(market: MarketScenario) -> tuple[MarketRecord, dict[str, dict[str, Any]]]:
+    """The market with the model as seller, b1 and b3 (b2 ``linear``)."""
+    with serve(market_seats()) as fake:
+        player = _model(fake.base_url)
+        seat = model_market_player(player)
+
+        async def main() -> tuple[MarketRecord, dict[str, dict[str, Any]]]:
+            async with player:
+                return await play_served_market(
+                    market,
+                    DEFAULT_MARKET_RULES,
+                    seller=seat,
+                    buyers={**_houses(market, {"b2": "linear"}), "b1": seat, "b3": seat},
+                    seed=SEED,
+                )
+
+        return anyio.run(main)
+
+
+def test_a_model_seller_and_model_buyers_play_one_market_the_same_way_twice() -> None:
+    market = market_at(SEED, 2, "mid", 3)
+    runs = [_models_everywhere(market) for _ in range(2)]
+    (record, played), (again, played_again) = runs
+    assert record == again and record.seller == "llm:fake"
+    assert record.buyers == ("llm:fake", "linear", "llm:fake")
+    assert list(played) == ["seller", "b1", "b3"]
+    for seat_name, data in played.items():
+        assert "error" not in data and data["model_calls"] >= 2, seat_name
+        assert model_seat.canonical(data["conversation"]["messages"]) == model_seat.canonical(
+            played_again[seat_name]["conversation"]["messages"]
+        )
+    for buyer in ("b1", "b3"):
+        everything = json.dumps(played[buyer]["conversation"])
+        assert_reads_only_its_thread(everything, _Played(record), buyer)  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
 from dealroom.server.mcp_app import build_app
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.rooms import RoomRegistry
-from fake_openai import Brain, market_buyer, serve, with_latency
+from fake_openai import Brain, market_buyer, market_seats, serve, with_latency
 from scripted_llm import FAST_RETRY
 
 pytestmark = pytest.mark.anyio
@@ -150,11 +150,16 @@ async def test_a_restored_market_room_counts_its_llm_house_buyer_absent(tmp_path
     [
         ({"house_buyers": {"b2": "llm:"}}, "house_buyers.b2: agent 'llm' needs MODEL: llm:..."),
         ({"house_seller": "llm:"}, "house_seller: agent 'llm' needs MODEL: llm:..."),
+        (
+            {"house_seller": "llm:fake", "house_buyers": dict.fromkeys(("b1", "b2", "b3"), "zic")},
+            "house_buyers: a market room serves at least one client seat; here every seat",
+        ),
     ],
 )
 def test_a_bad_llm_house_seat_is_refused_in_one_line_and_nothing_opens(
-    request_fields: dict[str, Any], error: str
+    request_fields: dict[str, Any], error: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
     registry = RoomRegistry(
         writer=None,
         resolve_house=house_resolver,
@@ -175,3 +180,29 @@ def _resolver(spec: str) -> MarketPlayer | None:
         assert isinstance(player, LLMPlayer)
         return model_market_player(player)
     return None
+
+
+async def test_an_llm_house_seller_sells_to_a_client_beside_an_llm_house_buyer() -> None:
+    request = REQUEST.model_copy(update={"house_seller": "llm:fake"})
+    with serve(market_seats()) as fake:
+        registry, player = _registry(fake.base_url)
+        async with player, _serving(registry):
+            created = registry.create(request)
+            assert list(created.tokens) == ["b1"]
+            market = registry.markets[created.room]
+            replies: list[str] = []
+            seat = ServedMarketBuyer(market, "b1")
+            with anyio.fail_after(60):
+                async with Client(build_app(lambda: seat, series=False)) as client:
+                    await buyer_plays(client, replies)
+                while any(  # noqa: ASYNC110  (each model's play returns once it has read the end)
+                    market.played.get(name, {}).get("ended_by") is None for name in ("seller", "b2")
+                ):
+                    await anyio.sleep(0.01)
+    record = market.record()
+    assert record.seller == "llm:fake" and record.buyers == ("mcp", "llm:fake", "linear")
+    assert not market.is_open and record.outcome.status == "deal"
+    assert market.view()["players"]["seller"]["model_calls"] >= 2
+    assert "error" not in market.played["seller"] and "error" not in market.played["b2"]
+    assert_reads_only_its_thread("\n".join(replies), market, "b1")
+    assert_reads_only_its_thread(str(market.played["b2"]["conversation"]), market, "b2")

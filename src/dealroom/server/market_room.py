@@ -364,7 +364,7 @@ def open_market(
                 seller = SellerHouse(named, resolve_seller(named))
         except ValueError as exc:
             raise ValueError(f"house_seller: {exc}") from None
-    if len(players) + len(buyers) + (request.house_seller is not None) == len(names) + 1:
+    if len(players) + len(buyers) + (seller is not None) == len(names) + 1:
         raise ValueError(
             "house_buyers: a market room serves at least one client seat; here every seat is "
             "a house agent (leave a buyer out of house_buyers, or house_seller out)"
