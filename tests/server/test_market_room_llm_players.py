@@ -21,11 +21,14 @@ from dealroom.agents.llm import LLMPlayer, LLMSettings
 from dealroom.agents.llm_market_served import model_market_player
 from dealroom.agents.market import market_seller
 from dealroom.protocol import RoomRequest
+from dealroom.protocol.market import DEFAULT_MARKET_RULES
+from dealroom.protocol.market_scenarios import market_at
 from dealroom.server.journal import Journals
-from dealroom.server.market_room import MarketPlayer, MarketRoomServed
+from dealroom.server.market_room import MarketPlayer, MarketRoomServed, SellerHouse
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
 from dealroom.server.mcp_app import build_app
 from dealroom.server.negotiation import RoomLimits
+from dealroom.server.room_settings import House
 from dealroom.server.rooms import RoomRegistry
 from fake_openai import Brain, market_buyer, market_seats, serve, with_latency
 from scripted_llm import FAST_RETRY
@@ -206,3 +209,28 @@ async def test_an_llm_house_seller_sells_to_a_client_beside_an_llm_house_buyer()
     assert "error" not in market.played["seller"] and "error" not in market.played["b2"]
     assert_reads_only_its_thread("\n".join(replies), market, "b1")
     assert_reads_only_its_thread(str(market.played["b2"]["conversation"]), market, "b2")
+
+
+async def test_a_player_that_raises_is_counted_absent_and_stalls_nobody() -> None:
+    async def broken(room: MarketRoomServed, seat: str) -> None:
+        raise RuntimeError("a bug in the player")
+
+    market = REQUEST.run_secret()
+    room = MarketRoomServed(
+        "r",
+        market_at(market, 0, "mid", 3),
+        DEFAULT_MARKET_RULES,
+        seller=SellerHouse("auctioneer", market_seller("auctioneer")),
+        buyers={"b3": House("linear", house_resolver("linear"))},
+        seed=market,
+        run="r",
+        writer=None,
+        players={"b2": MarketPlayer("broken", broken)},
+    )
+    seat = ServedMarketBuyer(room, "b1")
+    with anyio.fail_after(60):
+        await room.play()
+        async with Client(build_app(lambda: seat, series=False)) as client:
+            await buyer_plays(client, [])
+    assert room.turns.absent == {"b2"} and not room.is_open
+    assert room.record().buyers == ("mcp", "broken", "linear")

@@ -69,9 +69,13 @@ class ServedSellerSeat:
 async def play_served_seller(room: MarketRoomServed, player: LLMPlayer) -> None:
     """Play ``room``'s seller seat with ``player``'s model to the end of the market; its data
     (``MarketGame.extra``, with ``name``) is the room's ``played["seller"]``."""
-    game = MarketGame(player, ServedSellerSeat(room), market_view(room.market, room.rules))
+    seat = ServedSellerSeat(room)
+    game = MarketGame(player, seat, market_view(room.market, room.rules))
     try:
         await game.run()
+    except Exception as exc:  # a failure outside the model's turns (MarketGame keeps those)
+        game.error = f"{type(exc).__name__}: {exc}"
+        await seat.finish(leave=True)
     finally:
         room.played[SELLER] = {"name": player.name, **game.extra()}
 

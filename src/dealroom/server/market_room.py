@@ -233,7 +233,17 @@ class MarketRoomServed:
         async with anyio.create_task_group() as group:
             for seat, player in self.players.items():
                 if seat not in self.turns.absent and not self.turns.closed(seat):
-                    group.start_soon(player.play, self, seat, name=f"{player.spec}/{seat}")
+                    group.start_soon(self._player, seat, player, name=f"{player.spec}/{seat}")
+
+    async def _player(self, seat: str, player: MarketPlayer) -> None:
+        """One player's task: a bug of its own must not end the server's other tasks; its seat
+        is then counted absent, so that it stalls nobody."""
+        try:
+            await player.play(self, seat)
+        except Exception:
+            log.exception("market player failed", room=self.id, seat=seat)
+            self.turns.set_absent(seat)
+            self.clients.changed()
 
     def set_players_absent(self) -> None:
         """After a restart: every in-process player whose thread is open is counted absent for
