@@ -12,10 +12,12 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import httpx2
 import pytest
 from market_support import assert_reads_only_its_thread, buyer_plays, sell
 from mcp import Client
-from mcp_support import house_resolver, secret_of
+from mcp_support import ADMIN, HttpServer, house_resolver, secret_of, tls
+from test_faults import serve_process
 
 from dealroom.agents.llm import LLMPlayer, LLMSettings
 from dealroom.agents.llm_market_served import model_market_player
@@ -30,6 +32,7 @@ from dealroom.server.mcp_app import build_app
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room_settings import House
 from dealroom.server.rooms import RoomRegistry
+from dealroom.store.results import ResultsStore
 from fake_openai import Brain, market_buyer, market_seats, serve, with_latency
 from scripted_llm import FAST_RETRY
 
@@ -234,3 +237,40 @@ async def test_a_player_that_raises_is_counted_absent_and_stalls_nobody() -> Non
             await buyer_plays(client, [])
     assert room.turns.absent == {"b2"} and not room.is_open
     assert room.record().buyers == ("mcp", "broken", "linear")
+
+
+@pytest.mark.slow
+async def test_a_served_market_room_plays_its_llm_house_seats_with_the_servers_llm_flags(
+    tmp_path: Path,
+) -> None:
+    """``dealroom serve --transport http --base-url ...`` in its own process: a room with an
+    ``llm:`` house seller and house buyer, and a client in ``b1``; the market is stored with
+    the model's seats named, and the admin view shows their usage."""
+    results = tmp_path / "results.db"
+    with serve(market_seats()) as fake, anyio.fail_after(90):
+        flags = ("--base-url", fake.base_url, "--model-timeout", "5")
+        async with serve_process(results, *flags) as (url, _):
+            server = HttpServer(url, None)  # type: ignore[arg-type]  (no registry in this process)
+            created = await server.create_room(
+                buyers=3,
+                house_seller="llm:fake",
+                house_buyers={"b2": "llm:fake", "b3": "linear"},
+                secret=secret_of(38).hex(),
+            )
+            assert list(created["tokens"]) == ["b1"]
+            async with server.seat(created["tokens"]["b1"]) as client:
+                end = await buyer_plays(client, [])
+            assert end["outcome"] is not None
+            admin = f"{url}/admin/rooms/{created['room']}"
+            headers = {"Authorization": f"Bearer {ADMIN}"}
+            async with httpx2.AsyncClient(verify=tls()) as http:
+                while True:  # the models' plays return once they have read the end
+                    view = (await http.get(admin, headers=headers)).json()
+                    if all(p["ended_by"] is not None for p in view["players"].values()):
+                        break
+                    await anyio.sleep(0.05)
+    assert set(view["players"]) == {"seller", "b2"} and view["stored"]
+    assert all(p["model_calls"] >= 1 and "error" not in p for p in view["players"].values())
+    with ResultsStore(results) as store:
+        (record,) = dict(store.iter_markets()).values()
+    assert record.seller == "llm:fake" and record.buyers == ("mcp", "llm:fake", "linear")
