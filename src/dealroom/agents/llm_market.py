@@ -75,7 +75,7 @@ class MarketSellerSeat:
             self.calls.sit_out()
 
 
-class SellerSeat(Protocol):
+class ModelSellerSeat(Protocol):
     """What ``MarketGame`` plays: a seller seat for a model's raw calls, counted in ``stats``
     (``MarketSellerSeat`` on a bare ``MarketRoom``; a served room's seller,
     ``dealroom.agents.llm_market_served``)."""
@@ -93,11 +93,13 @@ class SellerSeat(Protocol):
 class MarketGame:
     """One market of an LLM seller: its seat, its conversation and its counters."""
 
-    def __init__(self, player: LLMPlayer, room: MarketRoom | SellerSeat, view: MarketView) -> None:
+    def __init__(
+        self, player: LLMPlayer, room: MarketRoom | ModelSellerSeat, view: MarketView
+    ) -> None:
         self.player = player
         self.settings = settings = player.settings
         self.view = view
-        self.seat: SellerSeat = (
+        self.seat: ModelSellerSeat = (
             MarketSellerSeat(room, ToolStats()) if isinstance(room, MarketRoom) else room
         )
         self.stats = self.seat.stats

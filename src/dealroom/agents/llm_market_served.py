@@ -31,8 +31,9 @@ SIT_OUT_WAIT_S = 20.0
 
 
 class ServedSellerSeat:
-    """A served market's seller seat for a model's raw calls, counted (``llm_market.SellerSeat``):
-    each call is checked against its tool's signature and made at the seller's turn."""
+    """A served market's seller seat for a model's raw calls, counted
+    (``llm_market.ModelSellerSeat``): each call is checked against its tool's signature and
+    made at the seller's turn."""
 
     def __init__(self, room: MarketRoomServed) -> None:
         self.room = room
