@@ -407,3 +407,41 @@ def market_seller(*, waits: int = 4, ask: float = 1.3) -> Brain:
         return ToolCalls((("accept", {"buyer": buyer, "offer_id": offer_id}),))
 
     return brain
+
+
+_SELLER_ASK = re.compile(r"seller (o\d+) at \$([0-9,]+\.\d\d)")
+
+
+def market_buyer(*, start: float = 0.6, step: float = 1.1, wakes: int = 6) -> Brain:
+    """A brain in a market's buyer seat: it bids ``start`` times the value its briefing names
+    and waits; on each wake it accepts the seller's live offer if it is at most its value,
+    else raises its bid by ``step`` (at most 95% of its value) and waits again; after
+    ``wakes`` wakes, or once its thread is over, it replies in text."""
+
+    def brain(request: dict[str, Any]) -> Reply:
+        messages = request.get("messages", [])
+        found = re.search(r"Your private value is \$([0-9,]+\.\d\d)", _text(messages[0]))
+        assert found is not None, "the briefing names the buyer's value"
+        value = float(found.group(1).replace(",", ""))
+        names = answered_tools(messages)
+        last = _text(messages[-1]) if names else ""
+        if "outcome: " in last or names.count("wait_for_opponent") >= wakes:
+            return Text("That is all from me.")
+        asks = _SELLER_ASK.findall(next((x for x in last.splitlines() if "live offers" in x), ""))
+        if asks and float(asks[0][1].replace(",", "")) <= value:
+            return ToolCalls((("accept", {"offer_id": asks[0][0]}),))
+        bid = round(min(0.95, start * step ** names.count("make_offer")) * value, 2)
+        return ToolCalls((("make_offer", {"price": bid}), ("wait_for_opponent", {"timeout_s": 20})))
+
+    return brain
+
+
+def market_seats() -> Brain:
+    """``market_seller`` in a market's seller seat, ``market_buyer`` in a buyer's (one model
+    in several seats of one market)."""
+    seller, buyer = market_seller(), market_buyer()
+
+    def brain(request: dict[str, Any]) -> Reply:
+        return (seller if seat_role(request) == "seller" else buyer)(request)
+
+    return brain

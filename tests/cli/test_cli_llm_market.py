@@ -75,13 +75,3 @@ def test_a_failing_model_walks_the_seller_out_of_the_market(
     assert code == 1
     assert "Outcome: no sale (walk_away)" in out
     assert out.splitlines()[-1].startswith("  error (seller): model call failed after 1 attempt")
-
-
-def test_a_model_buyer_in_a_market_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["match", "--buyers", "2", "--seller", "auctioneer", "--buyer", "linear,llm:m"])
-    out, err = capsys.readouterr()
-    assert (code, out) == (2, "")
-    assert err == (
-        "dealroom: error: --buyer: a market's buyers are scripted agents for now (a model "
-        "plays only the seller's seat: --seller llm:MODEL)\n"
-    )

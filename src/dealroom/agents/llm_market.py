@@ -17,7 +17,7 @@ and the error is kept beside the record.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from dealroom.agents._llm_chat import Conversation, Sampling
 from dealroom.agents._llm_loop import TurnLoop
@@ -66,18 +66,45 @@ class MarketSellerSeat:
             return stats.error(reply.text)
         return reply.text
 
+    async def finish(self, *, leave: bool) -> None:
+        """The model's play has ended: sit out to the end of the market, after walking away
+        from it if ``leave`` (its model failed)."""
+        if leave:
+            self.calls.leave()
+        else:
+            self.calls.sit_out()
+
+
+class ModelSellerSeat(Protocol):
+    """What ``MarketGame`` plays: a seller seat for a model's raw calls, counted in ``stats``
+    (``MarketSellerSeat`` on a bare ``MarketRoom``; a served room's seller,
+    ``dealroom.agents.llm_market_served``)."""
+
+    stats: ToolStats
+
+    @property
+    def over(self) -> bool: ...
+
+    async def call(self, name: str, raw: str) -> str: ...
+
+    async def finish(self, *, leave: bool) -> None: ...
+
 
 class MarketGame:
     """One market of an LLM seller: its seat, its conversation and its counters."""
 
-    def __init__(self, player: LLMPlayer, room: MarketRoom, view: MarketView) -> None:
+    def __init__(
+        self, player: LLMPlayer, room: MarketRoom | ModelSellerSeat, view: MarketView
+    ) -> None:
         self.player = player
         self.settings = settings = player.settings
         self.view = view
-        self.stats = ToolStats()
+        self.seat: ModelSellerSeat = (
+            MarketSellerSeat(room, ToolStats()) if isinstance(room, MarketRoom) else room
+        )
+        self.stats = self.seat.stats
         self.meter = Meter(settings.retry)
         self.turns = TurnLoop(self.meter, settings.max_tool_rounds)
-        self.seat = MarketSellerSeat(room, self.stats)
         self.definitions = market_tools(view.rules.rules)
         self.chat: Conversation | None = None
         self.error: str | None = None
@@ -96,14 +123,10 @@ class MarketGame:
         try:
             await self.turns.run(chat, seat.call, lambda: seat.over)
         except LLMError as exc:
-            self._failed(str(exc))
+            self.error = str(exc)
         except Exception as exc:  # the SDK's own errors (e.g. ModelBehaviorError), as LLMPlayer
-            self._failed(f"{type(exc).__name__}: {exc}")
-        seat.calls.sit_out()
-
-    def _failed(self, message: str) -> None:
-        self.error = message
-        self.seat.calls.leave()
+            self.error = f"{type(exc).__name__}: {exc}"
+        await seat.finish(leave=self.error is not None)
 
     def extra(self) -> dict[str, Any]:
         """What is kept beside the record for the seller: usage, counts, cost, the error if

@@ -27,6 +27,7 @@ from dealroom.store.writer import ResultWriter
 
 if TYPE_CHECKING:
     from dealroom.play.players import Player
+    from dealroom.server.market_room import MarketPlayer
     from dealroom.server.rooms import RoomRegistry
 
 STORE_BUSY_S = 5.0
@@ -101,6 +102,7 @@ def run_http(args: argparse.Namespace, worker: tuple[int, str] | None = None) ->
             resolve_player=lambda spec: room_player(spec, args, players),
             token_prefix=prefix,
             resolve_seller=market_seller,
+            resolve_market_player=lambda spec: market_room_player(spec, args, players),
         )
         with contextlib.ExitStack() as owned:
             # No two processes serve one store's rooms: both would restore and play them.
@@ -166,6 +168,23 @@ def say_ready(host: str, port: int) -> None:
     sys.stderr.write(
         f"dealroom: serving MCP at {url}/mcp, web pages at {url}/web/ ({', '.join(PAGES)})\n"
     )
+
+
+def market_room_player(
+    spec: str, args: argparse.Namespace, built: dict[str, Player]
+) -> MarketPlayer | None:
+    """A market room's seat played in process (``llm:MODEL``, the seller's or a buyer's), or
+    None for a house agent; shares ``room_player``'s players (one per spec). Any other seat
+    player is a ValueError: the admin API refuses the room."""
+    from dealroom.agents.llm import LLMPlayer
+    from dealroom.agents.llm_market_served import model_market_player
+
+    if room_player(spec, args, built) is None:
+        return None
+    player = built[spec]
+    if not isinstance(player, LLMPlayer):
+        raise ValueError(f"{spec}: a market room's house seat is a scripted agent or llm:MODEL")
+    return model_market_player(player)
 
 
 def room_player(spec: str, args: argparse.Namespace, built: dict[str, Player]) -> SeatPlayer | None:

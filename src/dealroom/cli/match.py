@@ -46,7 +46,7 @@ def add(commands: Commands) -> None:
         "--buyers",
         type=market_size,
         help="play a market of this many buyers (1 to 16) against the one seller; --buyer is "
-        "one scripted spec for every buyer, or one per buyer separated by commas",
+        "one spec (scripted or llm:MODEL) for every buyer, or one per buyer separated by commas",
     )
     add_scenario_flags(match, public=True)
     match.add_argument("--json", action="store_true", help="print one JSON object")
@@ -91,8 +91,9 @@ def market_size(text: str) -> int:
 
 
 def run_market(args: argparse.Namespace) -> int:
-    """Play one market on the virtual clock and print it: scripted agents, or a model in the
-    seller's seat (``--seller llm:MODEL``) against scripted buyers."""
+    """Play one market on the virtual clock and print it: scripted agents, a model in the
+    seller's seat (``--seller llm:MODEL``) against scripted buyers, or models in buyer seats
+    (``--buyer llm:MODEL``, alone or among scripted specs) against a scripted or model seller."""
     if args.scenario is not None:
         raise usage_error("--scenario is for bilateral matches: a market draws its own")
     if args.clock == "wall" or args.server or args.results is not None:
@@ -103,18 +104,20 @@ def run_market(args: argparse.Namespace) -> int:
     if len(specs) not in (1, args.buyers):
         raise usage_error(f"--buyer: one spec, or {args.buyers} (one per buyer); got {len(specs)}")
     specs = specs * args.buyers if len(specs) == 1 else specs
-    if any(is_llm_spec(spec) for spec in specs):
-        raise usage_error(
-            "--buyer: a market's buyers are scripted agents for now (a model plays only the "
-            "seller's seat: --seller llm:MODEL)"
-        )
+    model_buyers = any(is_llm_spec(spec) for spec in specs)
     try:
         seller = None if is_llm_spec(args.seller) else market_seller(args.seller)
-        buyers = [resolve(spec) for spec in specs]
+        buyers = [resolve(spec) for spec in specs if not is_llm_spec(spec)]
     except AgentSpecError as exc:
         raise usage_error(str(exc)) from None
     secret, given = run_secret(args, public=True)
     market = market_at(secret, 0, args.tier, args.buyers)
+    if model_buyers:
+        from dealroom.cli import _llm_market_buyers
+
+        status = _llm_market_buyers.run(args, market, specs, secret)
+        report_fresh_secret(secret, given)
+        return status
     if seller is None:
         from dealroom.cli import _llm_market
 

@@ -61,8 +61,9 @@ def add(commands: Commands) -> None:
     market.add_argument(
         "--house-buyers",
         metavar="B=SPEC,...",
-        help="a market room's house buyers by name, e.g. b1=linear,b2=boulware (with "
-        "--house-seller, a market seller such as auctioneer); each other seat gets a token",
+        help="a market room's house buyers by name, e.g. b1=linear,b2=llm:MODEL (with "
+        "--house-seller, a market seller such as auctioneer, or llm:MODEL); each other seat gets "
+        "a token",
     )
     market.add_argument(
         "--seller-actions", type=int, metavar="N", help="a market room's seller turn budget"

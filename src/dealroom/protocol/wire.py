@@ -228,8 +228,9 @@ class RoomRequest(Model):
     ``b1`` .. ``bN``, one market on the virtual clock, ``dealroom.server.market_room``)."""
     house_buyers: dict[str, str] | None = None
     """A market room: the agent spec of each buyer seat a house agent plays, by name (``b1``:
-    ``linear``); every other buyer seat, and the seller's unless ``house_seller`` names a
-    market seller such as ``auctioneer``, is a client's, with its own token (at least one)."""
+    ``linear``, or ``llm:MODEL`` played by the server); every other buyer seat, and the seller's
+    unless ``house_seller`` names a market seller such as ``auctioneer`` (or ``llm:MODEL``), is
+    a client's, with its own token (at least one)."""
     seller_actions: int | None = Field(default=None, ge=1)
     """A market room: the seller's turn budget (``MarketRules.seller_actions``)."""
     buyers_know_count: bool = True

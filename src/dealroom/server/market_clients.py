@@ -15,7 +15,8 @@ Nobody holds the market forever:
   the others play on; its next call brings it back, woken at the clock's present (from then on
   the record depends on when it came back);
 - a ``wait_for_opponent`` blocks at most ``timeout_s`` (and ``max_wait_s``) wall seconds, then
-  replies ``woke: pending`` with its seat still asleep: its next call waits for its wake;
+  replies ``woke: pending`` with its seat still asleep: its next call waits for its wake
+  (``wait_limit``; no limit where ``max_wait_s`` is infinite);
 - when every client has been silent for ``abandon_s`` (no call in flight), every client seat is
   counted absent and the market runs to its end (``tick``, called by the server's reaper).
 
@@ -25,6 +26,7 @@ each seat's calls are served one at a time, at most ``SEAT_CALLS_IN_FLIGHT`` que
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -156,6 +158,15 @@ class MarketClients:
                 pause = min(pause, remaining)
             with anyio.move_on_after(pause):
                 await changed.wait()
+
+    def wait_limit(self, timeout_s: float) -> float | None:
+        """Wall seconds a ``wait_for_opponent`` of ``timeout_s`` blocks at most before it
+        replies ``woke: pending``; None (until its wake) when ``max_wait_s`` is infinite: a
+        market whose every driven seat plays in this process, where the wall clock plays no
+        part (``dealroom.play.market_players``)."""
+        if math.isinf(self.limits.max_wait_s):
+            return None
+        return min(max(timeout_s, 0.0), self.limits.max_wait_s) + 0.05
 
     def changed(self) -> None:
         """Wake every waiting call to look again (call after any change to the schedule)."""

@@ -22,7 +22,7 @@ succeeds. A server that journals its rooms journals a market room too
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,8 +65,21 @@ class SellerHouse:
     factory: MarketAgentFactory
 
 
+@dataclass(frozen=True, slots=True)
+class MarketPlayer:
+    """An in-process player of a market room's buyer seat (an ``llm:`` seat): its spec
+    (recorded) and how it plays seat ``name`` of the room to the end of its thread
+    (``dealroom.play.market_players.market_house_player``). Its seat is driven as a client's
+    is, with no token: it takes its turns and follows the same idle and abandon rules
+    (``dealroom.server.market_clients``)."""
+
+    spec: str
+    play: Callable[[MarketRoomServed, str], Coroutine[Any, Any, None]]
+
+
 class MarketRoomServed:
-    """One market served to its client seats; the other seats house agents."""
+    """One market served to its client seats; the other seats house agents or in-process
+    players."""
 
     def __init__(
         self,
@@ -80,18 +93,22 @@ class MarketRoomServed:
         run: str,
         writer: ResultWriter | None,
         client_name: str = REMOTE_NAME,
+        client_names: Mapping[str, str] | None = None,
+        players: Mapping[str, MarketPlayer] | None = None,
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
         seats = (SELLER, *market.buyers)
+        players = dict(players or {})
         houses: dict[str, str] = {name: house.spec for name, house in buyers.items()}
         if seller is not None:
             houses[SELLER] = seller.spec
-        unknown = sorted(set(houses) - set(seats))
+        unknown = sorted((set(houses) | set(players)) - set(seats))
         if unknown:
             raise ValueError(f"house_buyers: no seat {', '.join(unknown)} in this market")
-        clients = tuple(seat for seat in seats if seat not in houses)
-        if not clients:
+        driven = tuple(seat for seat in seats if seat not in houses)
+        clients = tuple(seat for seat in driven if seat not in players)
+        if not driven:
             raise ValueError(
                 "house_buyers: a market room serves at least one client seat; here every seat "
                 "is a house agent (leave a buyer out of house_buyers, or house_seller out)"
@@ -104,8 +121,16 @@ class MarketRoomServed:
         self.writer = writer
         self.client_seats: tuple[str, ...] = clients
         """The seats played by clients (each has its own token), the seller first."""
-        self.names: dict[str, str] = {seat: houses.get(seat, client_name) for seat in seats}
-        """Who sits in each seat, as recorded: a house agent's spec, or the client's name."""
+        self.players = players
+        """The buyer seats played in this process (no token), by seat."""
+        self.played: dict[str, dict[str, Any]] = {}
+        """What each in-process player has to show so far (usage, counts, conversation,
+        error), by seat: the admin API's view (``players``)."""
+        names_of_players = {seat: player.spec for seat, player in players.items()}
+        named = {**(client_names or {}), **names_of_players, **houses}
+        self.names: dict[str, str] = {seat: named.get(seat, client_name) for seat in seats}
+        """Who sits in each seat, as recorded: a house agent's spec, or the client's name
+        (``client_names``' for its seat, else ``client_name``)."""
         seller_agent: MarketAgent | None = None
         if seller is not None:
             view = market_view(market, rules)
@@ -123,9 +148,9 @@ class MarketRoomServed:
         """Where the room journals its inputs (``server.market_journal``); None: nowhere."""
         self.turns = JournaledTurns(self.engine, self._note)
         """Whose turn the clock waits for."""
-        self.seller_calls = MarketSellerCalls(self.turns) if SELLER in clients else None
+        self.seller_calls = MarketSellerCalls(self.turns) if SELLER in driven else None
         self.buyer_calls: dict[str, MarketBuyerCalls] = {
-            name: MarketBuyerCalls(self.turns, name) for name in clients if name != SELLER
+            name: MarketBuyerCalls(self.turns, name) for name in driven if name != SELLER
         }
         self._calls: dict[str, MarketSeatCalls] = {**self.buyer_calls}
         if self.seller_calls is not None:
@@ -187,6 +212,7 @@ class MarketRoomServed:
             "clients": list(self.client_seats),
             "turn": self.turns.turn,
             "absent": sorted(self.turns.absent),
+            "players": {seat: self._player_view(seat) for seat in self.players},
             "market": self.market.id,
             "open": self.is_open,
             "events": len(self.engine.referee.log),
@@ -194,6 +220,39 @@ class MarketRoomServed:
             "key": self.key,
             "stored": self.stored,
         }
+
+    def _player_view(self, seat: str) -> dict[str, Any]:
+        """An in-process player's data, less its conversation (admin view)."""
+        data = self.played.get(seat, {"name": self.players[seat].spec})
+        return {key: value for key, value in data.items() if key != "conversation"}
+
+    async def play(self) -> None:
+        """Run the in-process players until each one's thread ends (the registry runs it while
+        it serves, and cancels it when it forgets the room); a restored room's players are
+        counted absent instead (``set_players_absent``)."""
+        async with anyio.create_task_group() as group:
+            for seat, player in self.players.items():
+                if seat not in self.turns.absent and not self.turns.closed(seat):
+                    group.start_soon(self._player, seat, player, name=f"{player.spec}/{seat}")
+
+    async def _player(self, seat: str, player: MarketPlayer) -> None:
+        """One player's task: a bug of its own must not end the server's other tasks; its seat
+        is then counted absent, so that it stalls nobody."""
+        try:
+            await player.play(self, seat)
+        except Exception:
+            log.exception("market player failed", room=self.id, seat=seat)
+            self.turns.set_absent(seat)
+            self.clients.changed()
+
+    def set_players_absent(self) -> None:
+        """After a restart: every in-process player whose thread is open is counted absent for
+        the rest of the market (journaled), since its conversation did not survive: a model
+        woken with a fresh one in the middle of a market would read another game. It sits out
+        its wakes; its live offer can still be accepted."""
+        for seat in self.players:
+            self.turns.set_absent(seat)
+        self.clients.changed()
 
     def replay(self, entries: Sequence[tuple[int, Op]]) -> None:
         """Rebuild the market from its journal, input by input (not journaled again)."""
@@ -276,10 +335,12 @@ def open_market(
     resolve_seller: Callable[[str], MarketAgentFactory] | None,
     writer: ResultWriter | None,
     limits: RoomLimits = DEFAULT_LIMITS,
+    resolve_player: Callable[[str], MarketPlayer | None] | None = None,
 ) -> MarketRoomServed:
     """The market room a request asks for (``buyers`` >= 2); raises ValueError, one line, for
     a bad request (``check_market_request``, a seat that is not in the market, no client seat,
-    a bad agent spec)."""
+    a bad agent spec). A house seat whose spec ``resolve_player`` names (``llm:MODEL``) is
+    played in process (``MarketPlayer``)."""
     check_market_request(request)
     names = buyer_ids(request.buyers)
     houses = request.house_buyers or {}
@@ -290,19 +351,34 @@ def open_market(
             f"({', '.join(names)})"
         )
     buyers: dict[str, House] = {}
+    players: dict[str, MarketPlayer] = {}
     for name, spec in houses.items():
         try:
-            buyers[name] = House(spec, resolve_house(spec))
+            player = None if resolve_player is None else resolve_player(spec)
+            if player is not None:
+                players[name] = player
+            else:
+                buyers[name] = House(spec, resolve_house(spec))
         except ValueError as exc:
             raise ValueError(f"house_buyers.{name}: {exc}") from None
     seller: SellerHouse | None = None
     if request.house_seller is not None:
-        if resolve_seller is None:
-            raise ValueError("house_seller: this server has no market sellers")
+        named = request.house_seller
         try:
-            seller = SellerHouse(request.house_seller, resolve_seller(request.house_seller))
+            player = None if resolve_player is None else resolve_player(named)
+            if player is not None:
+                players[SELLER] = player
+            elif resolve_seller is None:
+                raise ValueError("this server has no market sellers")
+            else:
+                seller = SellerHouse(named, resolve_seller(named))
         except ValueError as exc:
             raise ValueError(f"house_seller: {exc}") from None
+    if len(players) + len(buyers) + (seller is not None) == len(names) + 1:
+        raise ValueError(
+            "house_buyers: a market room serves at least one client seat; here every seat is "
+            "a house agent (leave a buyer out of house_buyers, or house_seller out)"
+        )
     secret = request.run_secret()
     spec = DEFAULT_MARKET_SPEC
     if request.deadline is not None:
@@ -322,12 +398,14 @@ def open_market(
         seed=secret,
         run=request.participant or room_id,
         writer=writer,
+        players=players,
         limits=limits,
     )
 
 
 __all__ = [
     "SELLER",
+    "MarketPlayer",
     "MarketRoomServed",
     "SellerHouse",
     "check_market_request",

@@ -86,7 +86,7 @@ class ServedMarketBuyer:
         ``woke: pending`` (still asleep) if other clients are still deciding after
         ``timeout_s`` (at most the room's ``max_wait_s``) wall seconds."""
         clients = self.room.clients
-        limit = min(max(timeout_s, 0.0), clients.limits.max_wait_s) + 0.05
+        limit = clients.wait_limit(timeout_s)
         async with clients.call(self.name):
             begin = self.calls.begin_wait
             result = await clients.served(self.name, lambda: begin(timeout_s), limit=limit)
@@ -170,9 +170,7 @@ class ServedMarketSeller:
         except ArgumentError as error:
             return error.payload.text(), None
         clients = self.room.clients
-        limit = None
-        if isinstance(move, Wait):
-            limit = min(max(move.timeout_s, 0.0), clients.limits.max_wait_s) + 0.05
+        limit = clients.wait_limit(move.timeout_s) if isinstance(move, Wait) else None
         try:
             async with clients.call(SELLER, move.action if isinstance(move, Addressed) else None):
                 served = await clients.served(SELLER, lambda: self.calls.begin(move), limit=limit)

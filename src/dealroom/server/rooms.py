@@ -31,7 +31,13 @@ from dealroom.server.journal import (
     RoomJournal,
     reason_of,
 )
-from dealroom.server.market_room import SELLER, MarketRoomServed, check_market_request, open_market
+from dealroom.server.market_room import (
+    SELLER,
+    MarketPlayer,
+    MarketRoomServed,
+    check_market_request,
+    open_market,
+)
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import Room
@@ -79,6 +85,7 @@ class RoomRegistry:
         resolve_player: PlayerResolver | None = None,
         token_prefix: str = "",
         resolve_seller: SellerResolver | None = None,
+        resolve_market_player: Callable[[str], MarketPlayer | None] | None = None,
     ) -> None:
         self.writer = writer
         self.token_prefix = token_prefix
@@ -90,6 +97,7 @@ class RoomRegistry:
         self._resolve_house = resolve_house
         self._resolve_player = resolve_player
         self._resolve_seller = resolve_seller
+        self._resolve_market_player = resolve_market_player
         self._timer = timer
         self._group: TaskGroup | None = None
         self._playing: dict[str, anyio.CancelScope] = {}
@@ -160,6 +168,7 @@ class RoomRegistry:
             resolve_seller=self._resolve_seller,
             writer=self.writer,
             limits=self.limits,
+            resolve_player=self._resolve_market_player,
         )
         tokens = {seat: new_token(self.token_prefix) for seat in market.client_seats}
         spectator = new_token(self.token_prefix)
@@ -179,6 +188,7 @@ class RoomRegistry:
             self.tokens.grant(digest(token), room_id, seat)
         self.tokens.grant(digest(spectator), room_id, None)
         self.markets[room_id] = market
+        self._play_market(market)
         log.info("room created", room=room_id, buyers=request.buyers, seats=list(tokens))
         return RoomCreated(room=room_id, tokens=tokens, spectator=spectator)
 
@@ -269,6 +279,7 @@ class RoomRegistry:
                 resolve_seller=self._resolve_seller,
                 writer=self.writer,
                 limits=self.limits,
+                resolve_player=self._resolve_market_player,
             )
             market.replay(journal.entries)
         except Exception as exc:  # one bad journal must not stop the server or the others
@@ -286,6 +297,7 @@ class RoomRegistry:
                 self.unrestored[room_id] = "its journal missed inputs (set aside)"
                 return 0
         market.journal = reopened
+        market.set_players_absent()
         for seat, hexdigest in journal.header["tokens"].items():
             if seat in market.client_seats:
                 self.tokens.grant(bytes.fromhex(hexdigest), room_id, seat)
@@ -397,11 +409,26 @@ class RoomRegistry:
             try:
                 for room in self.rooms.values():  # rooms restored before serving
                     self._play(room)
+                for market in self.markets.values():
+                    self._play_market(market)
                 while True:
                     await anyio.sleep(interval)
                     await self.tick()
             finally:
                 self._group = None
+
+    def _play_market(self, market: MarketRoomServed) -> None:
+        """Run a market room's in-process players (``MarketRoomServed.play``) until the room
+        is forgotten. Only while ``reap`` runs."""
+        if not market.players or self._group is None or market.id in self._playing:
+            return
+        scope = self._playing[market.id] = anyio.CancelScope()
+
+        async def play() -> None:
+            with scope:
+                await market.play()
+
+        self._group.start_soon(play, name=f"players/{market.id}")
 
     def _play(self, room: Room) -> None:
         """Run a room's in-process players (an LLM seat) until the room is forgotten: each of
