@@ -266,11 +266,17 @@ async def test_a_served_market_room_plays_its_llm_house_seats_with_the_servers_l
             async with httpx2.AsyncClient(verify=tls()) as http:
                 while True:  # the models' plays return once they have read the end
                     view = (await http.get(admin, headers=headers)).json()
-                    if all(p["ended_by"] is not None for p in view["players"].values()):
+                    ended = all(p["ended_by"] is not None for p in view["players"].values())
+                    if ended and view["stored"]:  # stored once the players are done
                         break
                     await anyio.sleep(0.05)
     assert set(view["players"]) == {"seller", "b2"} and view["stored"]
     assert all(p["model_calls"] >= 1 and "error" not in p for p in view["players"].values())
     with ResultsStore(results) as store:
         (record,) = dict(store.iter_markets()).values()
+        (extra,) = store.market_extras().values()
     assert record.seller == "llm:fake" and record.buyers == ("mcp", "llm:fake", "linear")
+    assert set(extra) == {"seller", "b2"}  # the models' usage and conversations, kept
+    for seat, data in extra.items():
+        assert data["model_calls"] == view["players"][seat]["model_calls"]
+        assert data["conversation"] and data["ended_by"] == view["players"][seat]["ended_by"]

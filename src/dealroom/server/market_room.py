@@ -125,7 +125,10 @@ class MarketRoomServed:
         """The buyer seats played in this process (no token), by seat."""
         self.played: dict[str, dict[str, Any]] = {}
         """What each in-process player has to show so far (usage, counts, conversation,
-        error), by seat: the admin API's view (``players``)."""
+        error), by seat: the admin API's view (``players``), stored with the market."""
+        self._playing: set[str] = set()
+        """The in-process players whose task still runs (the market is stored once they are
+        done, with their final data)."""
         names_of_players = {seat: player.spec for seat, player in players.items()}
         named = {**(client_names or {}), **names_of_players, **houses}
         self.names: dict[str, str] = {seat: named.get(seat, client_name) for seat in seats}
@@ -238,12 +241,16 @@ class MarketRoomServed:
     async def _player(self, seat: str, player: MarketPlayer) -> None:
         """One player's task: a bug of its own must not end the server's other tasks; its seat
         is then counted absent, so that it stalls nobody."""
+        self._playing.add(seat)
         try:
             await player.play(self, seat)
         except Exception:
             log.exception("market player failed", room=self.id, seat=seat)
             self.turns.set_absent(seat)
             self.clients.changed()
+        finally:
+            self._playing.discard(seat)
+        await self.save()
 
     def set_players_absent(self) -> None:
         """After a restart: every in-process player whose thread is open is counted absent for
@@ -278,15 +285,18 @@ class MarketRoomServed:
         await self.save()
 
     async def save(self) -> None:
-        """Store the finished market once (nothing while it runs, or without a writer); a write
-        that fails is logged and tried again by the next call or ``tick``."""
+        """Store the finished market once, with its in-process players' final data beside it
+        (``markets.extra``, by seat): nothing while it runs, while a player's task still
+        reports, or without a writer; a write that fails is logged and tried again by the next
+        call or ``tick``."""
         async with self._store_lock:
-            if self.stored or self.is_open or self.writer is None:
+            if self.stored or self.is_open or self._playing or self.writer is None:
                 return
             store, record = self.writer.store, self.record()
+            extra = {seat: dict(data) for seat, data in self.played.items()} or None
             try:
                 await anyio.to_thread.run_sync(
-                    lambda: store.add_market(self.key, record, run=self.run)
+                    lambda: store.add_market(self.key, record, run=self.run, extra=extra)
                 )
             except Exception:  # the store's failure must not fail the call that ended the market
                 log.exception("market not stored yet", room=self.id)
