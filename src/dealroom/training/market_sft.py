@@ -13,6 +13,11 @@ what a model in ``MarketSellerEnv`` reads and would have written to play that ma
 - then one ``assistant`` message per tool call and one ``tool`` message with its result;
 - ``tools`` is ``market_tools(rules)``, what TRL builds from the environment's methods.
 
+A model seller's market was stored with the conversation its model read and wrote
+(``markets.extra``: ``{"seller": {"conversation": ...}}``); ``market_conversation_example``
+writes that conversation in the same shapes (its assistant messages may hold several calls, and
+a last one in text), so rows of scripted and model sellers mix in one file.
+
 Played through the seat, a market is not the market its seller plays in place (``play_market``):
 each action after the first of a wake costs the clock's least step (1 ms) more, as for every
 model seat, so the row comes with its own record (the metadata holds its outcome).
@@ -20,7 +25,7 @@ model seat, so the row comes with its own record (the metadata holds its outcome
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +47,8 @@ from dealroom.protocol.market_text import market_briefing
 from dealroom.protocol.model_seat import ArgumentsForm, Bound, call_messages, with_arguments
 from dealroom.protocol.secret import Seed
 from dealroom.protocol.tools import ToolName
+from dealroom.training.sft import ANOTHER_SURFACE as SURFACE
+from dealroom.training.sft import NotReplayable
 
 MAX_CALLS = 2_000
 """Calls after which a seller that never lets the clock run is stopped (it then sits out)."""
@@ -106,22 +113,73 @@ def market_sft_example(
     for n, made in enumerate(calls, start=1):
         asked, answered = call_messages(f"call_{n}", made.name, dict(made.arguments), made.text)
         messages += [with_arguments(asked, arguments), answered]
+    return {"messages": messages, "tools": market_tools(rules.rules), "metadata": _metadata(record)}
+
+
+def market_conversation_example(
+    record: MarketRecord,
+    conversation: Mapping[str, Any],
+    *,
+    rules: MarketRules = DEFAULT_MARKET_RULES,
+    arguments: ArgumentsForm = "object",
+) -> dict[str, Any] | None:
+    """A model seller's stored conversation of one market as ``{"messages", "tools",
+    "metadata"}`` in ``market_sft_example``'s shapes: the briefing, each assistant message as
+    the model wrote it (its text, ``""`` if none, and its calls with their arguments in the
+    ``arguments`` form), each tool result with the name of the tool it answers. Nothing is
+    added that the model did not read. None if the model made no call. Raises NotReplayable
+    (``another surface``) for a conversation not in the one model seat's form (a system
+    message, a user message after the briefing, a tool result answering no call)."""
+    stored = list(conversation.get("messages") or [])
+    if len(stored) < 2:
+        return None
+    first = stored[0]
+    if first.get("role") != "user" or not isinstance(first.get("content"), str):
+        raise NotReplayable(SURFACE, f"{record.scenario.id} seller: no briefing first")
+    messages = model_seat.opening(first["content"])
+    called: dict[str, str] = {}
+    for message in stored[1:]:
+        match message.get("role"):
+            case "assistant":
+                calls = list(message.get("tool_calls") or [])
+                called |= {call["id"]: call["function"]["name"] for call in calls}
+                asked: dict[str, Any] = {
+                    "role": "assistant",
+                    "content": message.get("content") or "",
+                }
+                if calls:
+                    asked["tool_calls"] = calls
+                messages.append(with_arguments(asked, arguments))
+            case "tool" if message.get("tool_call_id") in called:
+                call_id = message["tool_call_id"]
+                name, text = called[call_id], message.get("content") or ""
+                messages.append(
+                    {"role": "tool", "tool_call_id": call_id, "name": name, "content": text}
+                )
+            case role:
+                raise NotReplayable(SURFACE, f"{record.scenario.id} seller: a {role} message")
+    return {"messages": messages, "tools": market_tools(rules.rules), "metadata": _metadata(record)}
+
+
+def _metadata(record: MarketRecord) -> dict[str, Any]:
     outcome = record.outcome
     return {
-        "messages": messages,
-        "tools": market_tools(rules.rules),
-        "metadata": {
-            "role": "seller",
-            "agent": record.seller,
-            "opponent": pool_name(record.buyers),
-            "buyers": len(market.buyers),
-            "scenario_id": market.id,
-            "tier": market.base.tier,
-            "status": outcome.status,
-            "end_reason": outcome.end_reason,
-            "seller_share": outcome.seller_share,
-        },
+        "role": "seller",
+        "agent": record.seller,
+        "opponent": pool_name(record.buyers),
+        "buyers": len(record.scenario.buyers),
+        "scenario_id": record.scenario.id,
+        "tier": record.scenario.base.tier,
+        "status": outcome.status,
+        "end_reason": outcome.end_reason,
+        "seller_share": outcome.seller_share,
     }
 
 
-__all__ = ["MAX_CALLS", "MarketCall", "market_sft_example", "seller_calls"]
+__all__ = [
+    "MAX_CALLS",
+    "MarketCall",
+    "market_conversation_example",
+    "market_sft_example",
+    "seller_calls",
+]

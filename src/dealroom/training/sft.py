@@ -70,6 +70,14 @@ OPPOSITE_REMOTE = "opposite a remote client"
 """Why a scripted seat whose other side was a server's client seat is not replayed (expected:
 only a scripted pair replays)."""
 
+ANOTHER_SURFACE = "another surface"
+"""Why a stored conversation is not exported: it is not the one model seat's form (a system
+message, or news as user messages), which would teach a model a conversation it is never served."""
+
+ERRORED = "ended in an error"
+"""Why a model's stored conversation is not exported: its model call failed for good (the seat
+walked away), so its last turn is not the model's own."""
+
 
 class NotReplayable(DealroomError):
     """A record whose seat cannot be replayed into the conversation it had; ``reason`` is a
@@ -213,7 +221,7 @@ def conversation_example(
         m.get("role") in ("system", "user") for m in messages[1:]
     ):
         raise NotReplayable(
-            "another surface", f"{record.scenario.id} {role}: not the one model seat's form"
+            ANOTHER_SURFACE, f"{record.scenario.id} {role}: not the one model seat's form"
         )
     meta = _metadata(record, role, {"source": "conversation", **(metadata or {})})
     return {"messages": messages, "tools": model_seat.tools(rules), "metadata": meta}
