@@ -5,6 +5,7 @@ its turns as a client seat does, under the same idle rule; a restored room count
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from test_faults import serve_process
 from dealroom.agents.llm import LLMPlayer, LLMSettings
 from dealroom.agents.llm_market_served import model_market_player
 from dealroom.agents.market import market_seller
+from dealroom.cli import main
 from dealroom.protocol import RoomRequest
 from dealroom.protocol.market import DEFAULT_MARKET_RULES
 from dealroom.protocol.market_scenarios import market_at
@@ -280,3 +282,12 @@ async def test_a_served_market_room_plays_its_llm_house_seats_with_the_servers_l
     for seat, data in extra.items():
         assert data["model_calls"] == view["players"][seat]["model_calls"]
         assert data["conversation"] and data["ended_by"] == view["players"][seat]["ended_by"]
+    # export-sft --markets clones the model seller's conversation as it was stored.
+    out = tmp_path / "rows.jsonl"
+    assert main(["export-sft", str(results), "--markets", "--out", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    conversation = extra["seller"]["conversation"]
+    assert row["tools"] == conversation["tools"] and row["metadata"]["source"] == "conversation"
+    assert [m["content"] for m in row["messages"]] == [
+        m["content"] or "" for m in conversation["messages"]
+    ]

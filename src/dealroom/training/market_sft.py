@@ -127,7 +127,9 @@ def market_conversation_example(
     "metadata"}`` in ``market_sft_example``'s shapes: the briefing, each assistant message as
     the model wrote it (its text, ``""`` if none, and its calls with their arguments in the
     ``arguments`` form), each tool result with the name of the tool it answers. Nothing is
-    added that the model did not read. None if the model made no call. Raises NotReplayable
+    added that the model did not read; ``tools`` are those stored with it (a market room's
+    rules need not be its run's), else ``market_tools(rules)``. None if the model made no
+    call. Raises NotReplayable
     (``another surface``) for a conversation not in the one model seat's form (a system
     message, a user message after the briefing, a tool result answering no call)."""
     stored = list(conversation.get("messages") or [])
@@ -158,7 +160,8 @@ def market_conversation_example(
                 )
             case role:
                 raise NotReplayable(SURFACE, f"{record.scenario.id} seller: a {role} message")
-    return {"messages": messages, "tools": market_tools(rules.rules), "metadata": _metadata(record)}
+    tools = list(conversation.get("tools") or market_tools(rules.rules))  # what it was offered
+    return {"messages": messages, "tools": tools, "metadata": _metadata(record)}
 
 
 def _metadata(record: MarketRecord) -> dict[str, Any]:
