@@ -60,7 +60,7 @@ def test_one_buyer_spec_each(capsys: pytest.CaptureFixture[str]) -> None:
         (["--seller", "auction"], "unknown agent 'auction'"),
         (["--seller", "auctioneer:x=1"], "has no parameter 'x'"),
         (["--buyer", "human"], "plays through a seat"),
-        (["--results", "x.db"], "markets play on the virtual clock"),
+        (["--clock", "wall"], "markets play on the virtual clock"),
     ],
 )
 def test_bad_market_flags_are_one_line_errors(

@@ -69,3 +69,15 @@ def test_a_server_says_in_one_line_on_stderr_where_it_serves(tmp_path: Path, wor
     pages = "room, seat, tournament, study"
     assert first == f"dealroom: serving MCP at {url}/mcp, web pages at {url}/web/ ({pages})\n"
     assert (process.returncode, out) == (0, "")
+
+
+def test_a_market_seller_is_a_house_seat_of_a_served_market_room() -> None:
+    from dealroom.cli import build_parser
+    from dealroom.cli._serving import market_room_player
+    from dealroom.play.players import Player
+
+    args = build_parser(["serve"]).parse_args(["serve", "--transport", "http"])
+    built: dict[str, Player] = {}
+    for spec in ["auctioneer", "sequential:e=2", "linear"]:  # the registry builds each
+        assert market_room_player(spec, args, built) is None, spec
+    assert built == {}

@@ -206,6 +206,12 @@ def per_thread(factory: AgentFactory) -> MarketAgentFactory:
     return lambda view, rng: PerThread(view, rng, factory)
 
 
+def is_market_seller(spec: str) -> bool:
+    """True if a spec names one of the market sellers (``auctioneer``, ``sequential``), with
+    or without parameters: an agent that only a market's seller seat plays."""
+    return spec.strip().partition(":")[0] in MARKET_SELLERS
+
+
 def market_seller(spec: str) -> MarketAgentFactory:
     """The market seller a spec names: a market seller (``auctioneer``, ``sequential``) or
     any bilateral scripted spec run per thread. AgentSpecError in one sentence otherwise."""

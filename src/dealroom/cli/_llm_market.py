@@ -19,7 +19,7 @@ from dealroom.agents.llm import LLMPlayer
 from dealroom.agents.llm_market import play_llm_market
 from dealroom.analysis.market import format_market
 from dealroom.cli._common import usage_error
-from dealroom.cli._players import player
+from dealroom.cli._players import KeepMarket, player
 from dealroom.play.players import closing
 from dealroom.protocol import AgentFactory
 from dealroom.protocol.market import MarketScenario
@@ -32,6 +32,7 @@ def run(
     buyers: Sequence[AgentFactory],
     specs: Sequence[str],
     seed: Seed,
+    keep: KeepMarket,
 ) -> int:
     """Play and print; exit status 1 if the seller's model failed (its error is printed)."""
     seller = player(args.seller, args)
@@ -43,6 +44,7 @@ def run(
             lambda: play_llm_market(market, seller, buyers, buyer_names=specs, seed=seed),
         )
     )
+    keep(record, {"seller": extra})
     if args.json:
         body: dict[str, Any] = json.loads(record.model_dump_json())
         body["extra"] = {"seller": extra}

@@ -24,7 +24,7 @@ from dealroom.agents.llm_market_served import model_market_player
 from dealroom.agents.market import market_seller
 from dealroom.analysis.market import format_market
 from dealroom.cli._common import usage_error
-from dealroom.cli._players import player
+from dealroom.cli._players import KeepMarket, player
 from dealroom.engine.market_turns import SELLER
 from dealroom.play.market_players import play_served_market
 from dealroom.play.players import closing
@@ -35,7 +35,13 @@ from dealroom.server.market_room import MarketPlayer, SellerHouse
 from dealroom.server.room_settings import House
 
 
-def run(args: argparse.Namespace, market: MarketScenario, specs: Sequence[str], seed: Seed) -> int:
+def run(
+    args: argparse.Namespace,
+    market: MarketScenario,
+    specs: Sequence[str],
+    seed: Seed,
+    keep: KeepMarket,
+) -> int:
     """Play and print; exit status 1 if a model seat failed (its error is printed)."""
     built: dict[str, LLMPlayer] = {}
 
@@ -72,6 +78,7 @@ def run(args: argparse.Namespace, market: MarketScenario, specs: Sequence[str], 
             ),
         )
     )
+    keep(record, played)
     if args.json:
         body: dict[str, Any] = json.loads(record.model_dump_json())
         body["extra"] = played

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +23,13 @@ from dealroom.play.settings import (
     PlaySettings,
     SeatSettings,
 )
+from dealroom.protocol.market import pool_name
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
 
 if TYPE_CHECKING:
     from dealroom.agents.lineup import Lineup
     from dealroom.play.players import Player
+    from dealroom.protocol.market_referee import MarketRecord
     from dealroom.protocol.record import NegotiationRecord
 
 
@@ -122,7 +124,8 @@ def add_mcp_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--results",
         type=Path,
-        help="also store the negotiation (with LLM players' usage and errors) in this store",
+        help="also store the negotiation or market (with LLM players' usage and errors) in this "
+        "store",
     )
 
 
@@ -136,6 +139,50 @@ def store_match(path: Path, record: NegotiationRecord, extra: Mapping[str, Any])
             store.add(key, record, run="match", extra=extra)
     except (OSError, StoreError) as exc:
         raise usage_error(f"{path}: cannot write the results store ({exc})") from None
+
+
+KeepMarket = Callable[["MarketRecord", Mapping[str, Any]], None]
+"""Stores a finished market match with its model seats' data by seat (``--results``)."""
+
+MARKET_MATCH_RUN = "market-match"
+"""The run that ``dealroom match --buyers N --results`` stores its markets under (apart from
+the bilateral matches' ``match``: a report reads one run as negotiations or as markets)."""
+
+
+def market_match_key(market_id: str, seller: str, buyers: Sequence[str]) -> str:
+    """A market match's key in the results store: the same market (its id, from the secret),
+    seller and buyers give the same key, so it is stored once."""
+    return f"{MARKET_MATCH_RUN}/{market_id}/{seller}/{pool_name(buyers)}"
+
+
+def check_market_unstored(path: Path, key: str) -> None:
+    """A usage error, before anything is played, if ``path`` is not a results store that can
+    take the market ``key`` (a file that is no store, or one that holds the key already)."""
+    from dealroom.store.results import ResultsStore, StoreError
+
+    if not path.exists():
+        return
+    try:
+        with ResultsStore(path, create=False) as store:
+            stored = key in store.market_keys(MARKET_MATCH_RUN)
+    except (OSError, StoreError) as exc:
+        raise usage_error(f"{path}: cannot write the results store ({exc})") from None
+    if stored:
+        raise usage_error(f"{path}: market {key!r} is already stored (give another --secret)")
+
+
+def store_market(path: Path, key: str, record: MarketRecord, extra: Mapping[str, Any]) -> None:
+    """Add one market match to a results store under ``key`` (``market_match_key``); a usage
+    error if the key is stored already (nothing is written twice)."""
+    from dealroom.store.results import ResultsStore, StoreError
+
+    try:
+        with ResultsStore(path) as store:
+            added = store.add_market(key, record, run=MARKET_MATCH_RUN, extra=extra)
+    except (OSError, StoreError) as exc:
+        raise usage_error(f"{path}: cannot write the results store ({exc})") from None
+    if not added:
+        raise usage_error(f"{path}: market {key!r} is already stored (give another --secret)")
 
 
 def seat_settings(args: argparse.Namespace) -> SeatSettings:

@@ -174,12 +174,14 @@ def market_room_player(
     spec: str, args: argparse.Namespace, built: dict[str, Player]
 ) -> MarketPlayer | None:
     """A market room's seat played in process (``llm:MODEL``, the seller's or a buyer's), or
-    None for a house agent; shares ``room_player``'s players (one per spec). Any other seat
-    player is a ValueError: the admin API refuses the room."""
+    None for a house agent (a market seller, ``auctioneer`` or ``sequential``, included: the
+    registry's ``resolve_seller`` builds it); shares ``room_player``'s players (one per spec).
+    Any other seat player is a ValueError: the admin API refuses the room."""
     from dealroom.agents.llm import LLMPlayer
     from dealroom.agents.llm_market_served import model_market_player
+    from dealroom.agents.market import is_market_seller
 
-    if room_player(spec, args, built) is None:
+    if is_market_seller(spec) or room_player(spec, args, built) is None:
         return None
     player = built[spec]
     if not isinstance(player, LLMPlayer):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from dealroom.agents import MissingExtraError, entries, families, seat_entries
 from dealroom.agents.market import MARKET_SELLERS, market_seller
@@ -19,13 +22,23 @@ from dealroom.cli._common import (
     scenario,
     usage_error,
 )
-from dealroom.cli._players import add_llm_flags, add_mcp_flags, needs_mcp, store_match
+from dealroom.cli._players import (
+    KeepMarket,
+    add_llm_flags,
+    add_mcp_flags,
+    check_market_unstored,
+    market_match_key,
+    needs_mcp,
+    store_market,
+    store_match,
+)
 from dealroom.engine.market import play_market
 from dealroom.engine.match import play
 from dealroom.play.registry import AgentSpecError, is_llm_spec, resolve, split_specs
 from dealroom.protocol.market import MAX_BUYERS
+from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.market_scenarios import market_at
-from dealroom.protocol.secret import seed_json
+from dealroom.protocol.secret import Seed, seed_json
 
 
 def add(commands: Commands) -> None:
@@ -96,10 +109,8 @@ def run_market(args: argparse.Namespace) -> int:
     (``--buyer llm:MODEL``, alone or among scripted specs) against a scripted or model seller."""
     if args.scenario is not None:
         raise usage_error("--scenario is for bilateral matches: a market draws its own")
-    if args.clock == "wall" or args.server or args.results is not None:
-        raise usage_error(
-            "markets play on the virtual clock for now (no --clock wall, --server or --results)"
-        )
+    if args.clock == "wall" or args.server:
+        raise usage_error("markets play on the virtual clock for now (no --clock wall or --server)")
     specs = split_specs(args.buyer)
     if len(specs) not in (1, args.buyers):
         raise usage_error(f"--buyer: one spec, or {args.buyers} (one per buyer); got {len(specs)}")
@@ -112,22 +123,38 @@ def run_market(args: argparse.Namespace) -> int:
         raise usage_error(str(exc)) from None
     secret, given = run_secret(args, public=True)
     market = market_at(secret, 0, args.tier, args.buyers)
+    keep = _keeper(args.results, market_match_key(market.id, args.seller, specs), secret)
     if model_buyers:
         from dealroom.cli import _llm_market_buyers
 
-        status = _llm_market_buyers.run(args, market, specs, secret)
+        status = _llm_market_buyers.run(args, market, specs, secret, keep)
         report_fresh_secret(secret, given)
         return status
     if seller is None:
         from dealroom.cli import _llm_market
 
-        status = _llm_market.run(args, market, buyers, specs, secret)
+        status = _llm_market.run(args, market, buyers, specs, secret, keep)
         report_fresh_secret(secret, given)
         return status
     record = play_market(market, seller, buyers, names=(args.seller, specs), seed=secret)
+    keep(record, {})
     sys.stdout.write((record.model_dump_json() if args.json else format_market(record)) + "\n")
     report_fresh_secret(secret, given)
     return 0
+
+
+def _keeper(results: Path | None, key: str, secret: Seed) -> KeepMarket:
+    """What stores the finished market (``--results``: under ``key``, its model seats' data by
+    seat and the secret beside it), after checking that the store can take it before any play;
+    nothing without ``--results``."""
+    if results is None:
+        return lambda record, extra: None
+    check_market_unstored(results, key)
+
+    def keep(record: MarketRecord, extra: Mapping[str, Any]) -> None:
+        store_market(results, key, record, {**extra, **seed_json(secret)})
+
+    return keep
 
 
 def run_agents(args: argparse.Namespace) -> int:

@@ -1,0 +1,120 @@
+"""``dealroom match --buyers N --results FILE.db``: the market is stored once, in the store's
+``markets`` table under a deterministic key of the run ``market-match``, with its model seats'
+data by seat, and ``dealroom report`` reads it as a market run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dealroom.cli import main
+from dealroom.protocol.market_referee import MarketRecord
+from dealroom.store.results import ResultsStore
+from fake_openai import market_seats, serve
+
+S = "b1d3eb8f32936fa9cf89d2240bd10734"
+OTHER = "0f" * 16
+MARKET = ["match", "--buyers", "3", "--seller", "auctioneer", "--buyer", "linear"]
+FAST = ["--model-timeout", "1", "--model-attempts", "2", "--model-backoff", "0.01"]
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+
+
+def stored(path: Path) -> dict[str, tuple[str, MarketRecord]]:
+    with ResultsStore(path, create=False) as store:
+        extras = store.market_extras()
+        return {
+            key: (json.dumps(extras.get(key, {}), sort_keys=True), record)
+            for key, record in store.iter_markets("market-match")
+        }
+
+
+def test_a_stored_market_is_the_printed_one_under_its_key_and_the_report_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.db"
+    assert main([*MARKET, "--secret", S, "--json", "--results", str(db)]) == 0
+    printed = MarketRecord.model_validate_json(capsys.readouterr().out)
+    rows = stored(db)
+    key = f"market-match/{printed.scenario.id}/auctioneer/linear"
+    assert list(rows) == [key]
+    extra, record = rows[key]
+    assert record == printed
+    assert json.loads(extra) == {"secret": S}
+    assert main(["report", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Market run 'market-match': 1 markets of 3 buyers")
+    assert "  auctioneer           1  " in out
+
+
+def test_the_same_market_twice_is_refused_before_play_and_stored_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.db"
+    assert main([*MARKET, "--secret", S, "--results", str(db)]) == 0
+    capsys.readouterr()
+    before = db.read_bytes()
+    assert main([*MARKET, "--secret", S, "--results", str(db)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and "is already stored (give another --secret)" in err
+    assert db.read_bytes() == before
+    assert main([*MARKET, "--secret", OTHER, "--results", str(db)]) == 0  # another market
+    assert len(stored(db)) == 2
+
+
+def test_model_seats_data_is_stored_by_seat_and_the_report_counts_the_model_seller(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.db"
+    with serve(market_seats()) as fake:
+        argv = [
+            "match", "--buyers", "3", "--seller", "llm:fake", "--buyer", "llm:fake,linear,llm:fake",
+            "--base-url", fake.base_url, "--secret", S, *FAST, "--json", "--results", str(db),
+        ]  # fmt: skip
+        assert main(argv) == 0
+    body = json.loads(capsys.readouterr().out)
+    printed = body.pop("extra")
+    [(key, (extra, record))] = stored(db).items()
+    assert key == f"market-match/{record.scenario.id}/llm:fake/llm:fake+linear+llm:fake"
+    assert record == MarketRecord.model_validate(body)
+    assert json.loads(extra) == {**printed, "secret": S}
+    assert list(printed) == ["seller", "b1", "b3"]
+    assert main(["report", str(db), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [row["seller"] for row in report["models"]] == ["llm:fake"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seller", "auction"], "unknown agent 'auction'"),
+        (["--clock", "wall"], "markets play on the virtual clock"),
+        (["--scenario", "mid-0"], "--scenario is for bilateral matches"),
+    ],
+)
+def test_bad_input_with_results_is_one_line_and_creates_no_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    db = tmp_path / "r.db"
+    assert main([*MARKET, "--secret", S, "--results", str(db), *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and message in err
+    assert not db.exists()
+
+
+def test_a_file_that_is_no_store_is_refused_before_play_and_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "notes.db"
+    db.write_text("not a database\n")
+    assert main([*MARKET, "--secret", S, "--results", str(db)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "cannot write the results store" in err
+    assert db.read_text() == "not a database\n"
