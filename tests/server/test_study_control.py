@@ -17,7 +17,7 @@ import httpx2
 import pytest
 from mcp_support import ADMIN, http_server, tls
 from test_study import SECRET, registry
-from test_study_dropouts import pairs, study_of
+from test_study_dropouts import four_in_play
 
 from dealroom.cli import main as cli_main
 from dealroom.protocol import MakeOffer, WalkAway
@@ -38,12 +38,8 @@ async def test_a_closed_study_ends_every_part_once_its_negotiation_has_ended(
     tmp_path: Path,
 ) -> None:
     rooms = registry(tmp_path)
-    study, people = study_of(rooms, pairs(participants=["a", "b", "c", "d"]))
-    a, b, c, d = (people[label] for label in "abcd")
-    study.agree(a)
-    study.agree(b)  # a and b negotiate
-    study.agree(c)  # c waits
-    study.arrive(d)  # d reads the consent and does not agree
+    study, (a, b, c, d) = four_in_play(rooms)
+    people = study.participants
     seated = study.current(a)
     assert seated is not None
     room, role = seated

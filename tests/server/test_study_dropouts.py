@@ -73,6 +73,19 @@ def closed_for(who: Participant, seconds: float) -> None:
     who.heard = min(who.heard, who.closed_at)
 
 
+def four_in_play(
+    rooms: RoomRegistry,
+) -> tuple[Study, tuple[Participant, Participant, Participant, Participant]]:
+    """A pair study of a, b, c, d: a and b negotiate, c waits, d reads the consent."""
+    study, people = study_of(rooms, pairs(participants=["a", "b", "c", "d"]))
+    a, b, c, d = (people[label] for label in "abcd")
+    study.agree(a)
+    study.agree(b)  # a and b negotiate
+    study.agree(c)  # c waits
+    study.arrive(d)  # d reads the consent and does not agree
+    return study, (a, b, c, d)
+
+
 def rows(text: str) -> dict[str, dict[str, str]]:
     return {row["participant"]: row for row in csv.DictReader(io.StringIO(text))}
 
@@ -271,12 +284,7 @@ async def test_everyone_who_consented_has_a_payment_line_and_states_survive_a_re
     tmp_path: Path,
 ) -> None:
     rooms = registry(tmp_path)
-    study, people = study_of(rooms, pairs(participants=["a", "b", "c", "d"]))
-    a, b, c, d = (people[label] for label in "abcd")
-    study.agree(a)
-    study.agree(b)  # a and b negotiate
-    study.agree(c)  # c waits
-    study.arrive(d)  # d reads the consent and does not agree
+    study, (a, _, c, _) = four_in_play(rooms)
     closed_for(a, CLOSE_GRACE_S)
     await study.tick()  # a leaves mid-way
     c.waiting_since = (c.waiting_since or 0) - 301

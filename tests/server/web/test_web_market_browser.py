@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from browser_support import (
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import ok, secret_of
+from test_web_market_room import sell
 
 from dealroom.protocol import OfferMade
 
@@ -46,27 +46,6 @@ async def mcp_seat(url: str, token: str) -> AsyncIterator[Client]:
         Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,  # type: ignore[arg-type]
     ):
         yield client
-
-
-async def sell(client: Client) -> dict[str, Any]:
-    """Wait for bids; accept the highest once it clears the cost by 5%."""
-    view = await ok(client, "get_state")
-    floor = Decimal(str(view["private_value"])) * Decimal("1.05")
-    for _ in range(100):
-        if view["outcome"] is not None:
-            return view
-        bids = [
-            (Decimal(str(offer["price"])), thread["buyer"], offer["offer_id"])
-            for thread in view["threads"]
-            for offer in thread["live_offers"]
-            if offer["by"] == "buyer"
-        ]
-        if bids and max(bids)[0] >= floor:
-            _, buyer, offer_id = max(bids)
-            view = await ok(client, "accept", buyer=buyer, offer_id=offer_id)
-        else:
-            view = await ok(client, "wait_for_opponent", timeout_s=10)
-    raise AssertionError("the market did not end")
 
 
 _COLUMNS = """
