@@ -281,6 +281,37 @@ def test_a_scripted_match_can_be_stored_and_prints_the_same(
     assert row.extra == {"secret": SECRET}  # stored with the match, so it can be replayed
 
 
+def test_a_match_is_stored_once_and_a_repeat_is_refused_before_it_plays(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The same secret and players are the same match: its key is fixed (it had a random
+    suffix, and the same negotiation was stored twice), and a repeat is refused before anyone
+    plays, so no model is paid for a result that would not be stored."""
+    results = tmp_path / "r.db"
+    argv = ["match", "--buyer", "boulware", "--seller", "linear", "--secret", SECRET]
+    assert main([*argv, "--results", str(results)]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--results", str(results)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"dealroom: error: {results}: match 'match/")
+    assert line.endswith("/boulware/linear' is already stored (give another --secret)")
+    with ResultsStore(results) as store:
+        assert len(store) == 1
+    with serve(scripted([], then=Status(500))) as fake:
+        llm = [
+            *("match", "--buyer", "llm:fake", "--seller", "boulware", "--secret", SECRET),
+            *("--base-url", fake.base_url, *FAST, "--results", str(results)),
+        ]
+        assert main(llm) == 1  # the model failed: a recorded walk-away, stored
+        capsys.readouterr()
+        asked = len(fake.requests)
+        assert main(llm) == 2
+        assert "is already stored" in capsys.readouterr().err
+        assert len(fake.requests) == asked  # refused before the model was asked anything
+    with ResultsStore(results) as store:
+        assert len(store) == 2
+
+
 def test_a_wall_clock_needs_a_player_that_is_not_scripted(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

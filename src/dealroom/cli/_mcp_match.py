@@ -23,7 +23,7 @@ from dealroom.cli._common import (
     scenario,
     usage_error,
 )
-from dealroom.cli._players import player, store_match
+from dealroom.cli._players import check_unstored, match_key, player, store_match
 from dealroom.play.players import closing
 from dealroom.play.remote import RemoteMatchError, play_remote_match
 from dealroom.play.runner import MatchResult, play_match
@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
     else:
         chosen = scenario(args, secret)
+        if args.results is not None:
+            check_unstored(args.results, match_key(chosen.id, buyer.name, seller.name))
         result = anyio.run(
             lambda: closing(
                 (buyer, seller),

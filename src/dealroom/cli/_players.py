@@ -8,7 +8,6 @@ when an LLM actually plays.
 from __future__ import annotations
 
 import argparse
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -129,46 +128,62 @@ def add_mcp_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def store_match(path: Path, record: NegotiationRecord, extra: Mapping[str, Any]) -> None:
-    """Add one match to a results store (a fresh key each time: matches are not deduplicated)."""
-    from dealroom.store.results import ResultsStore, StoreError
-
-    key = f"match/{record.scenario.id}/{record.buyer}/{record.seller}/{secrets.token_hex(4)}"
-    try:
-        with ResultsStore(path) as store:
-            store.add(key, record, run="match", extra=extra)
-    except (OSError, StoreError) as exc:
-        raise usage_error(f"{path}: cannot write the results store ({exc})") from None
-
-
-KeepMarket = Callable[["MarketRecord", Mapping[str, Any]], None]
-"""Stores a finished market match with its model seats' data by seat (``--results``)."""
-
 MARKET_MATCH_RUN = "market-match"
 """The run that ``dealroom match --buyers N --results`` stores its markets under (apart from
 the bilateral matches' ``match``: a report reads one run as negotiations or as markets)."""
 
 
-def market_match_key(market_id: str, seller: str, buyers: Sequence[str]) -> str:
-    """A market match's key in the results store: the same market (its id, from the secret),
-    seller and buyers give the same key, so it is stored once."""
-    return f"{MARKET_MATCH_RUN}/{market_id}/{seller}/{pool_name(buyers)}"
+MATCH_RUN = "match"
+"""The run that ``dealroom match --results`` stores its negotiations under."""
 
 
-def check_market_unstored(path: Path, key: str) -> None:
+def match_key(scenario_id: str, buyer: str, seller: str) -> str:
+    """A match's key in the results store: the same scenario (its id, from the secret), buyer
+    and seller give the same key, so a match is stored once."""
+    return f"{MATCH_RUN}/{scenario_id}/{buyer}/{seller}"
+
+
+def check_unstored(path: Path, key: str, *, market: bool = False) -> None:
     """A usage error, before anything is played, if ``path`` is not a results store that can
-    take the market ``key`` (a file that is no store, or one that holds the key already)."""
+    take ``key`` (a file that is no store, or one that holds the key already): the
+    negotiation, or with ``market`` the market (run ``market-match``)."""
     from dealroom.store.results import ResultsStore, StoreError
 
     if not path.exists():
         return
     try:
         with ResultsStore(path, create=False) as store:
-            stored = key in store.market_keys(MARKET_MATCH_RUN)
+            stored = key in (store.market_keys(MARKET_MATCH_RUN) if market else store.keys())
     except (OSError, StoreError) as exc:
         raise usage_error(f"{path}: cannot write the results store ({exc})") from None
     if stored:
-        raise usage_error(f"{path}: market {key!r} is already stored (give another --secret)")
+        what = "market" if market else "match"
+        raise usage_error(f"{path}: {what} {key!r} is already stored (give another --secret)")
+
+
+def store_match(path: Path, record: NegotiationRecord, extra: Mapping[str, Any]) -> None:
+    """Add one match to a results store under its ``match_key``; a usage error if the key is
+    stored already (nothing is written twice)."""
+    from dealroom.store.results import ResultsStore, StoreError
+
+    key = match_key(record.scenario.id, record.buyer, record.seller)
+    try:
+        with ResultsStore(path) as store:
+            added = store.add(key, record, run=MATCH_RUN, extra=extra)
+    except (OSError, StoreError) as exc:
+        raise usage_error(f"{path}: cannot write the results store ({exc})") from None
+    if not added:
+        raise usage_error(f"{path}: match {key!r} is already stored (give another --secret)")
+
+
+KeepMarket = Callable[["MarketRecord", Mapping[str, Any]], None]
+"""Stores a finished market match with its model seats' data by seat (``--results``)."""
+
+
+def market_match_key(market_id: str, seller: str, buyers: Sequence[str]) -> str:
+    """A market match's key in the results store: the same market (its id, from the secret),
+    seller and buyers give the same key, so it is stored once."""
+    return f"{MARKET_MATCH_RUN}/{market_id}/{seller}/{pool_name(buyers)}"
 
 
 def store_market(path: Path, key: str, record: MarketRecord, extra: Mapping[str, Any]) -> None:

@@ -26,8 +26,9 @@ from dealroom.cli._players import (
     KeepMarket,
     add_llm_flags,
     add_mcp_flags,
-    check_market_unstored,
+    check_unstored,
     market_match_key,
+    match_key,
     needs_mcp,
     store_market,
     store_match,
@@ -87,6 +88,8 @@ def run_match(args: argparse.Namespace) -> int:
     buyer, seller = agent(args.buyer), agent(args.seller)
     secret, given = run_secret(args, public=True)
     chosen = scenario(args, secret)
+    if args.results is not None:
+        check_unstored(args.results, match_key(chosen.id, args.buyer, args.seller))
     record = play(chosen, buyer, seller, names=(args.buyer, args.seller), seed=secret)
     if args.results is not None:
         store_match(args.results, record, seed_json(secret))
@@ -149,7 +152,7 @@ def _keeper(results: Path | None, key: str, secret: Seed) -> KeepMarket:
     nothing without ``--results``."""
     if results is None:
         return lambda record, extra: None
-    check_market_unstored(results, key)
+    check_unstored(results, key, market=True)
 
     def keep(record: MarketRecord, extra: Mapping[str, Any]) -> None:
         store_market(results, key, record, {**extra, **seed_json(secret)})
