@@ -97,13 +97,13 @@ def test_model_and_scripted_sellers_play_the_same_markets_stored_once_and_ranked
         assert model.scenario == scripted.scenario and model.seller == "trained"
     lines = text.splitlines()
     assert sorted(line.split()[0] for line in lines[4:6]) == ["auctioneer", "trained"]
-    table = lines.index("Model sellers")
-    assert lines[table + 2].split()[:4] == ["trained", "2", "14", "0"]
+    table = lines.index("Model seats")
+    assert lines[table + 2].split()[:5] == ["trained", "seller", "2", "14", "0"]
     assert main(["report", str(out)]) == 0
     assert capsys.readouterr().out == text
     assert main(["report", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert [row["seller"] for row in report["models"]] == ["trained"]
+    assert [(row["model"], row["role"]) for row in report["models"]] == [("trained", "seller")]
     assert report["models"][0]["model_calls"] == 14
 
 
@@ -114,7 +114,7 @@ def test_an_llm_spec_sells_on_the_base_url_as_in_dealroom_tournament(
     with serve(market_seller()) as fake:
         argv = markets(out, "--sellers", "sequential,llm:fake", "--base-url", fake.base_url)
         assert main([*argv, "--per-pool", "1"]) == 0
-    assert "Model sellers" in capsys.readouterr().out
+    assert "Model seats" in capsys.readouterr().out
     assert {r["model"] for r in fake.requests} == {"fake"}
     assert set(extras(out)) == {"markets/sequential/linear/mid/0", "markets/llm:fake/linear/mid/0"}
 

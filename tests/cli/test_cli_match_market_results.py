@@ -69,7 +69,7 @@ def test_the_same_market_twice_is_refused_before_play_and_stored_once(
     assert len(stored(db)) == 2
 
 
-def test_model_seats_data_is_stored_by_seat_and_the_report_counts_the_model_seller(
+def test_model_seats_data_is_stored_by_seat_and_the_report_counts_every_model_seat(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "r.db"
@@ -88,7 +88,20 @@ def test_model_seats_data_is_stored_by_seat_and_the_report_counts_the_model_sell
     assert list(printed) == ["seller", "b1", "b3"]
     assert main(["report", str(db), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert [row["seller"] for row in report["models"]] == ["llm:fake"]
+    rows = {(row["model"], row["role"]): row for row in report["models"]}
+    assert list(rows) == [("llm:fake", "buyer"), ("llm:fake", "seller")]
+    buyers, seller = rows["llm:fake", "buyer"], rows["llm:fake", "seller"]
+    assert (buyers["seats"], seller["seats"]) == (2, 1)
+    for key in ("model_calls", "input_tokens", "output_tokens", "invalid_tool_calls"):
+        assert buyers[key] == printed["b1"][key] + printed["b3"][key] > 0 or key.startswith("inv")
+        assert seller[key] == printed["seller"][key]
+    assert main(["report", str(db)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    table = text.index("Model seats")
+    assert [line.split()[:4] for line in text[table + 2 : table + 4]] == [
+        ["llm:fake", "buyer", "2", str(buyers["model_calls"])],
+        ["llm:fake", "seller", "1", str(seller["model_calls"])],
+    ]
 
 
 @pytest.mark.parametrize(

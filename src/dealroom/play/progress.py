@@ -1,10 +1,12 @@
 """How far a tournament run is (``Progress``), and what one session may spend on models
-(``Budget``)."""
+(``Budget``): of negotiations (``dealroom tournament``) and of markets (``dealroom markets``)
+alike."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from dealroom.play.jobs import Played
 
@@ -53,10 +55,19 @@ class Progress:
 
     def count(self, played: Played) -> None:
         """Add one finished negotiation."""
+        self.add(
+            deal=played.row.status == "deal",
+            failed=bool(played.extra.get("errors")),
+            seats=played.extra.get("players", {}).values(),
+        )
+
+    def add(self, *, deal: bool, failed: bool, seats: Iterable[Mapping[str, Any]]) -> None:
+        """Add one finished game (a negotiation, or a market: a sale is its deal): whether a
+        player failed, and what each of its model seats reported."""
         self.done += 1
-        self.deals += played.row.status == "deal"
-        self.failures += bool(played.extra.get("errors"))
-        for data in played.extra.get("players", {}).values():
+        self.deals += deal
+        self.failures += failed
+        for data in seats:
             self.requests += int(data.get("model_calls", 0)) + int(data.get("failed_attempts", 0))
             self.input_tokens += int(data.get("input_tokens", 0))
             self.output_tokens += int(data.get("output_tokens", 0))
