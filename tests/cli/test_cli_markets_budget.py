@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_cli_markets_models import CALLS_PER_MARKET, markets, roster
 
 from dealroom.cli import main
 from fake_openai import market_seller, serve
-from test_cli_markets_models import CALLS_PER_MARKET, markets, roster
 
 COST_PER_MARKET = (11 * 7 * 1.0 + 49 * 2.0) / 1e6
 """What one of ``market_seller()``'s markets costs at the roster's prices (1 and 2 USD per
