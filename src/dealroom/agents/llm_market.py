@@ -16,7 +16,7 @@ and the error is kept beside the record.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from dealroom.agents._llm_chat import Conversation, Sampling
@@ -26,6 +26,7 @@ from dealroom.agents._llm_tools import ToolStats
 from dealroom.agents.llm import LLMPlayer, call_usage, usage_fields
 from dealroom.engine.market import MarketRoom, buyer_agents, market_record, market_view
 from dealroom.engine.market_calls import MarketSellerCalls
+from dealroom.play.players import OnModelCall
 from dealroom.protocol import AgentFactory, model_seat
 from dealroom.protocol.market import (
     DEFAULT_MARKET_RULES,
@@ -88,10 +89,6 @@ class ModelSellerSeat(Protocol):
     async def call(self, name: str, raw: str) -> str: ...
 
     async def finish(self, *, leave: bool) -> None: ...
-
-
-OnModelCall = Callable[[Mapping[str, Any]], None]
-"""Sees each model call's usage the moment it returns (``SeatContext.on_model_call``)."""
 
 
 class MarketGame:

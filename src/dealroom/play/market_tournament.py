@@ -35,7 +35,7 @@ import anyio
 from dealroom.analysis.market_report import model_seats
 from dealroom.engine.market import play_market
 from dealroom.play.jobs import DEFAULT_SEAT_CONCURRENCY
-from dealroom.play.players import Endpoint, close_players
+from dealroom.play.players import Endpoint, OnModelCall, close_players
 from dealroom.play.progress import NO_BUDGET, Budget, Progress, ProgressCallback
 from dealroom.play.registry import resolve
 from dealroom.play.tournament import ConfigMismatchError, RunExistsError, config_differences
@@ -74,7 +74,7 @@ class SeatSeller(Protocol):
         buyer_names: Sequence[str],
         rules: MarketRules,
         seed: Seed,
-        on_model_call: Callable[[Mapping[str, Any]], None] | None = None,
+        on_model_call: OnModelCall | None = None,
     ) -> tuple[MarketRecord, Mapping[str, Any]]:
         """Play the market to its end: its record, and what to store beside it;
         ``on_model_call`` gets each model call's usage the moment it returns."""
