@@ -6,13 +6,13 @@ loopback endpoint of ``tests/fake_openai.py`` (nothing leaves the machine)."""
 
 from __future__ import annotations
 
-import io
 import sqlite3
 import sys
 from pathlib import Path
 
 import pytest
 from test_cli_markets_models import CALLS_PER_MARKET, markets, roster
+from test_cli_tournament import FakeTerminal
 
 from dealroom.cli import main
 from fake_openai import market_seller, serve
@@ -84,11 +84,6 @@ def test_max_cost_refuses_a_model_seller_without_prices_in_one_line(
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "--max-cost needs a price for every LLM entry; 'llm:fake' has none" in err
     assert not out.exists()
-
-
-class FakeTerminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
 
 
 def test_the_progress_line_of_a_market_run_is_drawn_on_a_terminal(

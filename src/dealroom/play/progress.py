@@ -88,7 +88,9 @@ class Budget:
     negotiations in flight spend. On a backend that plays seats (Ray) the unit is a task: the
     check is made as each task returns, no new task starts once the limit is reached, and the
     tasks in flight finish and are stored. A resumed run is a new session with its own budget:
-    it plays on past the point where the last one stopped.
+    it plays on past the point where the last one stopped. In a tournament of markets
+    (``dealroom.play.market_tournament``) a market is the unit, checked as each model seller's
+    market would start.
     """
 
     max_cost_usd: float | None = None
