@@ -72,17 +72,25 @@ def test_a_budget_stops_a_market_run_cleanly_and_resume_goes_on(
     assert len(stored_keys(out)) == 6
 
 
+@pytest.mark.parametrize("seller", ["llm:fake", "unpriced"])
 def test_max_cost_refuses_a_model_seller_without_prices_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], seller: str
 ) -> None:
     out = tmp_path / "m.db"
     with serve(market_seller()) as fake:
-        argv = markets(out, "--sellers", "auctioneer,llm:fake", "--base-url", fake.base_url)
-        assert main([*argv, "--max-cost", "1"]) == 2
+        models = roster(tmp_path / "r.toml", fake)
+        unpriced = tmp_path / "u.toml"
+        unpriced.write_text(
+            f'[models.unpriced]\nmodel = "fake"\nendpoint = "{fake.base_url}"\nkey_env = ""\n',
+            encoding="utf-8",
+        )
+        argv = markets(out, "--sellers", f"auctioneer,{seller}", "--base-url", fake.base_url)
+        roster_of = {"llm:fake": models, "unpriced": unpriced}[seller]
+        assert main([*argv, "--models", str(roster_of), "--max-cost", "1"]) == 2
         assert not fake.requests
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert "--max-cost needs a price for every LLM entry; 'llm:fake' has none" in err
+    assert f"--max-cost needs a price for every LLM entry; {seller!r} has none" in err
     assert not out.exists()
 
 
