@@ -12,10 +12,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dealroom.cli import main
+from dealroom.store import paid as paid_calls
 from dealroom.store.results import ResultsStore
 from fake_openai import FakeOpenAI, market_seller, serve, with_latency
 
@@ -97,13 +99,13 @@ def test_model_and_scripted_sellers_play_the_same_markets_stored_once_and_ranked
         assert model.scenario == scripted.scenario and model.seller == "trained"
     lines = text.splitlines()
     assert sorted(line.split()[0] for line in lines[4:6]) == ["auctioneer", "trained"]
-    table = lines.index("Model sellers")
-    assert lines[table + 2].split()[:4] == ["trained", "2", "14", "0"]
+    table = lines.index("Model seats")
+    assert lines[table + 2].split()[:5] == ["trained", "seller", "2", "14", "0"]
     assert main(["report", str(out)]) == 0
     assert capsys.readouterr().out == text
     assert main(["report", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert [row["seller"] for row in report["models"]] == ["trained"]
+    assert [(row["model"], row["role"]) for row in report["models"]] == [("trained", "seller")]
     assert report["models"][0]["model_calls"] == 14
 
 
@@ -114,7 +116,7 @@ def test_an_llm_spec_sells_on_the_base_url_as_in_dealroom_tournament(
     with serve(market_seller()) as fake:
         argv = markets(out, "--sellers", "sequential,llm:fake", "--base-url", fake.base_url)
         assert main([*argv, "--per-pool", "1"]) == 0
-    assert "Model sellers" in capsys.readouterr().out
+    assert "Model seats" in capsys.readouterr().out
     assert {r["model"] for r in fake.requests} == {"fake"}
     assert set(extras(out)) == {"markets/sequential/linear/mid/0", "markets/llm:fake/linear/mid/0"}
 
@@ -130,11 +132,21 @@ def _stored(path: Path) -> dict[str, str]:
         return {}
 
 
+def unstored_paid_calls(path: Path) -> list[dict[str, Any]]:
+    """Journaled model calls of markets not (yet) stored: the journal is read first, so a
+    market stored in between counts as stored."""
+    paid = list(paid_calls.read(paid_calls.paid_path(path)))
+    kept = {extra.get("attempt") for extra in extras(path).values()} if path.exists() else set()
+    return [line for line in paid if line["attempt"] not in kept]
+
+
 def test_a_run_killed_mid_way_resumes_playing_only_the_missing_markets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """kill -9 once some of the model's markets are stored; the resumed run plays only the
-    others (its requests are exactly theirs), and the store ends as an uninterrupted run's."""
+    """kill -9 once some of the model's markets are stored and one is in flight, some of its
+    model calls paid for; the resumed run plays only the others (its requests are exactly
+    theirs), the store ends as an uninterrupted run's, and the report counts the lost market's
+    calls as paid, not stored (the journal)."""
     killed, whole = tmp_path / "killed.db", tmp_path / "whole.db"
     with serve(with_latency(market_seller(), 0.02)) as fake:
         models = roster(tmp_path / "r.toml", fake)
@@ -146,7 +158,8 @@ def test_a_run_killed_mid_way_resumes_playing_only_the_missing_markets(
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and child.poll() is None:
-            if sum("/trained/" in key for key in _stored(killed)) >= 2:
+            stored_models = sum("/trained/" in key for key in _stored(killed))
+            if stored_models >= 2 and unstored_paid_calls(killed):
                 break
             time.sleep(0.01)
         child.send_signal(signal.SIGKILL)
@@ -167,6 +180,26 @@ def test_a_run_killed_mid_way_resumes_playing_only_the_missing_markets(
     after = _stored(killed)
     assert {k: v for k, v in after.items() if k in before} == before  # none stored twice
     assert after == _stored(whole) and len(after) == 12
+    # Every model call was journaled as it returned, under its market's key and attempt: the
+    # killed market's calls were paid for and lost, and the report counts them apart.
+    paid = list(paid_calls.read(paid_calls.paid_path(killed)))
+    lost = unstored_paid_calls(killed)
+    assert 1 <= len(lost) <= CALLS_PER_MARKET and len({line["key"] for line in lost}) == 1
+    assert lost[0]["key"] not in before and lost[0]["key"] in after  # replayed on resume
+    assert {(line["run"], line["role"], line["agent"]) for line in paid} == {
+        ("markets", "seller", "trained")
+    }
+    assert len(paid) == 6 * CALLS_PER_MARKET + len(lost)
+    capsys.readouterr()
+    assert main(["report", str(killed), "--json"]) == 0
+    unstored = json.loads(capsys.readouterr().out)["unstored"]
+    assert unstored["calls"] == len(lost)
+    assert unstored["input_tokens"] == sum(line["input_tokens"] for line in lost)
+    assert unstored["cost_usd"] == pytest.approx(sum(line["cost_usd"] for line in lost))
+    assert main(["report", str(killed)]) == 0
+    assert f"Run: paid, not stored: {len(lost)} model calls (" in capsys.readouterr().out
+    assert main(["report", str(whole)]) == 0
+    assert "paid, not stored" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,9 @@ import pytest
 
 from dealroom.cli import main
 from dealroom.protocol.market_referee import MarketRecord
+from dealroom.store import paid as paid_calls
 from dealroom.store.results import ResultsStore
-from fake_openai import market_seats, serve
+from fake_openai import market_seats, market_seller, serve
 
 S = "b1d3eb8f32936fa9cf89d2240bd10734"
 OTHER = "0f" * 16
@@ -69,7 +70,7 @@ def test_the_same_market_twice_is_refused_before_play_and_stored_once(
     assert len(stored(db)) == 2
 
 
-def test_model_seats_data_is_stored_by_seat_and_the_report_counts_the_model_seller(
+def test_model_seats_data_is_stored_by_seat_and_the_report_counts_every_model_seat(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "r.db"
@@ -84,11 +85,57 @@ def test_model_seats_data_is_stored_by_seat_and_the_report_counts_the_model_sell
     [(key, (extra, record))] = stored(db).items()
     assert key == f"market-match/{record.scenario.id}/llm:fake/llm:fake+linear+llm:fake"
     assert record == MarketRecord.model_validate(body)
-    assert json.loads(extra) == {**printed, "secret": S}
+    kept = json.loads(extra)
+    assert kept == {**printed, "secret": S, "attempt": kept["attempt"]}
     assert list(printed) == ["seller", "b1", "b3"]
+    # every model seat's calls were journaled as they returned, under the market's key and
+    # the attempt stored with it: none is paid and not stored
+    paid = list(paid_calls.read(paid_calls.paid_path(db)))
+    assert {(line["run"], line["key"], line["attempt"]) for line in paid} == {
+        ("market-match", key, kept["attempt"])
+    }
+    for seat, role in (("seller", "seller"), ("b1", "buyer"), ("b3", "buyer")):
+        lines = [line for line in paid if line["seat"] == seat]
+        assert {(line["role"], line["agent"]) for line in lines} == {(role, "llm:fake")}
+        assert len(lines) == printed[seat]["model_calls"]
+        assert sum(line["output_tokens"] for line in lines) == printed[seat]["output_tokens"]
     assert main(["report", str(db), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert [row["seller"] for row in report["models"]] == ["llm:fake"]
+    rows = {(row["model"], row["role"]): row for row in report["models"]}
+    assert list(rows) == [("llm:fake", "buyer"), ("llm:fake", "seller")]
+    buyers, seller = rows["llm:fake", "buyer"], rows["llm:fake", "seller"]
+    assert (buyers["seats"], seller["seats"]) == (2, 1)
+    for key in ("model_calls", "input_tokens", "output_tokens", "invalid_tool_calls"):
+        assert buyers[key] == printed["b1"][key] + printed["b3"][key] > 0 or key.startswith("inv")
+        assert seller[key] == printed["seller"][key]
+    assert report["unstored"]["calls"] == 0
+    assert main(["report", str(db)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    table = text.index("Model seats")
+    assert [line.split()[:4] for line in text[table + 2 : table + 4]] == [
+        ["llm:fake", "buyer", "2", str(buyers["model_calls"])],
+        ["llm:fake", "seller", "1", str(seller["model_calls"])],
+    ]
+
+
+def test_a_model_sellers_calls_against_scripted_buyers_are_journaled_under_the_stored_attempt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.db"
+    with serve(market_seller()) as fake:
+        argv = [
+            "match", "--buyers", "3", "--seller", "llm:fake", "--buyer", "linear",
+            "--base-url", fake.base_url, "--secret", S, *FAST, "--results", str(db),
+        ]  # fmt: skip
+        assert main(argv) == 0
+    capsys.readouterr()
+    [(key, (extra, _))] = stored(db).items()
+    kept = json.loads(extra)
+    paid = list(paid_calls.read(paid_calls.paid_path(db)))
+    assert len(paid) == kept["seller"]["model_calls"] == len(fake.requests) > 0
+    assert {(line["key"], line["attempt"], line["seat"]) for line in paid} == {
+        (key, kept["attempt"], "seller")
+    }
 
 
 @pytest.mark.parametrize(

@@ -42,6 +42,19 @@ def test_a_market_is_stored_with_its_extra_and_read_back_by_key(tmp_path: Path) 
         assert store.market_extras("other") == {}
 
 
+def test_the_sales_of_a_run_are_counted_from_the_stored_markets(tmp_path: Path) -> None:
+    records = [_market(i) for i in range(4)]
+    sold = sum(r.outcome.status == "deal" for r in records)
+    with ResultsStore(tmp_path / "r.db") as store:
+        assert store.market_sales("r") == 0
+        for i, record in enumerate(records):
+            store.add_market(f"r/a/{i}", record, run="r")
+        store.add_market("q/a/0", records[0], run="q")
+        assert store.market_sales("r") == sold
+        assert store.market_sales() == sold + (records[0].outcome.status == "deal")
+    assert sold  # the auctioneer sells to linear buyers
+
+
 def test_a_store_from_before_market_extras_gains_the_column_and_keeps_its_markets(
     tmp_path: Path,
 ) -> None:

@@ -59,7 +59,7 @@ def test_evaluate_buyers_sells_on_held_out_markets_stored_as_a_market_run_that_r
         "dealroom: trained as market seller: 4 markets, sale rate 100%, seller share "
     )
     assert out.startswith("Market run 'evaluate': 4 markets of 3 buyers")
-    assert "\nModel sellers\n" in out
+    assert "\nModel seats\n" in out
     with ResultsStore(db, create=False) as store:
         records = dict(store.iter_markets("evaluate"))
         extras = store.market_extras("evaluate")

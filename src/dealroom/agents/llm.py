@@ -191,6 +191,21 @@ def usage_fields(meter: Meter, prices: Prices | None) -> dict[str, Any]:
     return {**usage.as_dict(), "cost_usd": cost}
 
 
+def call_usage(completion: ModelReply, prices: Prices | None) -> dict[str, Any]:
+    """One model call's usage, counted as the meter counts it, as the paid-call journal
+    (``dealroom.store.paid``) takes it the moment the call returns."""
+    tokens_in = reported_tokens(completion.input_tokens)
+    tokens_out = reported_tokens(completion.output_tokens)
+    cached = min(reported_tokens(completion.cached_tokens), tokens_in)
+    return {
+        "model_calls": 1,
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cached_input_tokens": cached,
+        "cost_usd": None if prices is None else prices.cost(tokens_in, tokens_out, cached),
+    }
+
+
 def chat_model(model: SeatModel | Model) -> SeatModel:
     """The seat's contract for a model: a ``SeatModel`` as it is, an SDK model adapted."""
     if hasattr(model, "conversation"):
@@ -303,21 +318,7 @@ class _Game:
     def _on_completion(self, completion: ModelReply) -> None:
         self._report()
         if self.context.on_model_call is not None:
-            self.context.on_model_call(self._call_usage(completion))
-
-    def _call_usage(self, completion: ModelReply) -> dict[str, Any]:
-        """One model call's usage, counted as the meter counts it."""
-        tokens_in = reported_tokens(completion.input_tokens)
-        tokens_out = reported_tokens(completion.output_tokens)
-        cached = min(reported_tokens(completion.cached_tokens), tokens_in)
-        prices = self.settings.prices
-        return {
-            "model_calls": 1,
-            "input_tokens": tokens_in,
-            "output_tokens": tokens_out,
-            "cached_input_tokens": cached,
-            "cost_usd": None if prices is None else prices.cost(tokens_in, tokens_out, cached),
-        }
+            self.context.on_model_call(call_usage(completion, self.settings.prices))
 
     def _on_result(self, name: str, result: CallToolResult) -> None:
         del name

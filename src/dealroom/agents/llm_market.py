@@ -23,9 +23,10 @@ from dealroom.agents._llm_chat import Conversation, Sampling
 from dealroom.agents._llm_loop import TurnLoop
 from dealroom.agents._llm_model import LLMError, Meter
 from dealroom.agents._llm_tools import ToolStats
-from dealroom.agents.llm import LLMPlayer, usage_fields
+from dealroom.agents.llm import LLMPlayer, call_usage, usage_fields
 from dealroom.engine.market import MarketRoom, buyer_agents, market_record, market_view
 from dealroom.engine.market_calls import MarketSellerCalls
+from dealroom.play.players import OnModelCall
 from dealroom.protocol import AgentFactory, model_seat
 from dealroom.protocol.market import (
     DEFAULT_MARKET_RULES,
@@ -91,10 +92,16 @@ class ModelSellerSeat(Protocol):
 
 
 class MarketGame:
-    """One market of an LLM seller: its seat, its conversation and its counters."""
+    """One market of an LLM seller: its seat, its conversation and its counters;
+    ``on_model_call`` sees each model call's usage as it returns (the paid-call journal)."""
 
     def __init__(
-        self, player: LLMPlayer, room: MarketRoom | ModelSellerSeat, view: MarketView
+        self,
+        player: LLMPlayer,
+        room: MarketRoom | ModelSellerSeat,
+        view: MarketView,
+        *,
+        on_model_call: OnModelCall | None = None,
     ) -> None:
         self.player = player
         self.settings = settings = player.settings
@@ -104,6 +111,9 @@ class MarketGame:
         )
         self.stats = self.seat.stats
         self.meter = Meter(settings.retry)
+        if on_model_call is not None:
+            prices = settings.prices
+            self.meter.on_completion = lambda reply: on_model_call(call_usage(reply, prices))
         self.turns = TurnLoop(self.meter, settings.max_tool_rounds)
         self.definitions = market_tools(view.rules.rules)
         self.chat: Conversation | None = None
@@ -160,10 +170,17 @@ class LLMMarketSeller:
         buyer_names: Sequence[str],
         rules: MarketRules,
         seed: Seed,
+        on_model_call: OnModelCall | None = None,
     ) -> tuple[MarketRecord, dict[str, Any]]:
         """Play one market in the seller's seat: its record and the seller's data."""
         return await play_llm_market(
-            market, self.player, buyers, buyer_names=buyer_names, rules=rules, seed=seed
+            market,
+            self.player,
+            buyers,
+            buyer_names=buyer_names,
+            rules=rules,
+            seed=seed,
+            on_model_call=on_model_call,
         )
 
     async def aclose(self) -> None:
@@ -179,11 +196,14 @@ async def play_llm_market(
     buyer_names: Sequence[str] | None = None,
     rules: MarketRules = DEFAULT_MARKET_RULES,
     seed: Seed = 0,
+    on_model_call: OnModelCall | None = None,
 ) -> tuple[MarketRecord, dict[str, Any]]:
     """Play one market with ``player``'s model in the seller's seat and scripted buyers; the
-    record and the seller's data (``MarketGame.extra``). Buyers draw as in ``play_market``."""
+    record and the seller's data (``MarketGame.extra``). Buyers draw as in ``play_market``;
+    ``on_model_call`` sees each model call's usage as it returns."""
     room = MarketRoom(market, rules, buyers=buyer_agents(market, buyers, seed))
-    game = MarketGame(player, room, market_view(market, rules))
+    view = market_view(market, rules)
+    game = MarketGame(player, room, view, on_model_call=on_model_call)
     await game.run()
     names = list(buyer_names or [f"buyer {b}" for b in market.buyers])
     return market_record(room, (player.name, names)), game.extra()

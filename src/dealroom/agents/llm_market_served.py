@@ -20,7 +20,8 @@ from dealroom.agents.llm import LLMPlayer
 from dealroom.agents.llm_market import MarketGame
 from dealroom.engine.market import market_view
 from dealroom.engine.market_turns import SELLER
-from dealroom.play.market_players import market_house_player
+from dealroom.play.market_players import PaidHooks, market_house_player
+from dealroom.play.players import OnModelCall
 from dealroom.protocol import model_seat
 from dealroom.protocol.market_seat import bind_market
 from dealroom.server.market_room import MarketPlayer, MarketRoomServed
@@ -67,11 +68,15 @@ class ServedSellerSeat:
             await self.seller.call("wait_for_opponent", {"timeout_s": SIT_OUT_WAIT_S})
 
 
-async def play_served_seller(room: MarketRoomServed, player: LLMPlayer) -> None:
+async def play_served_seller(
+    room: MarketRoomServed, player: LLMPlayer, *, on_model_call: OnModelCall | None = None
+) -> None:
     """Play ``room``'s seller seat with ``player``'s model to the end of the market; its data
-    (``MarketGame.extra``, with ``name``) is the room's ``played["seller"]``."""
+    (``MarketGame.extra``, with ``name``) is the room's ``played["seller"]``;
+    ``on_model_call`` sees each model call's usage as it returns."""
     seat = ServedSellerSeat(room)
-    game = MarketGame(player, seat, market_view(room.market, room.rules))
+    view = market_view(room.market, room.rules)
+    game = MarketGame(player, seat, view, on_model_call=on_model_call)
     try:
         await game.run()
     except Exception as exc:  # a failure outside the model's turns (MarketGame keeps those)
@@ -81,14 +86,15 @@ async def play_served_seller(room: MarketRoomServed, player: LLMPlayer) -> None:
         room.played[SELLER] = {"name": player.name, **game.extra()}
 
 
-def model_market_player(player: LLMPlayer) -> MarketPlayer:
+def model_market_player(player: LLMPlayer, *, paid: PaidHooks | None = None) -> MarketPlayer:
     """``player`` as the in-process player of a served market's seat: the seller's, or any
-    buyer's."""
-    buyer = market_house_player(player)
+    buyer's; ``paid`` gives the seat's hook for its model calls (the paid-call journal)."""
+    buyer = market_house_player(player, paid=paid)
 
     async def play(room: MarketRoomServed, seat: str) -> None:
         if seat == SELLER:
-            await play_served_seller(room, player)
+            hook = None if paid is None else paid(seat, player.name)
+            await play_served_seller(room, player, on_model_call=hook)
         else:
             await buyer.play(room, seat)
 

@@ -7,22 +7,29 @@ the share of sales to a buyer with the highest value; and the means of the marke
 surplus / the market's gains, 0 without a sale, over markets with gains) and the sale rate.
 Every rate and share has a 95% percentile bootstrap interval over markets
 (``analysis.metrics.ratio_estimate``, seeded per figure). Model sellers are ranked in the same
-table as scripted ones; what their seats stored beside each market (``{"seller": ...}``: model
-calls, tokens, cost, turn-limit ends, errors) is summed per model seller below it.
+table as scripted ones; what every model seat stored beside its market (``markets.extra`` by
+seat: ``{"seller": ...}`` from a tournament, the seller's and each model buyer's from ``dealroom
+match --buyers N --results``: model calls, tokens, cost, turn-limit ends, errors) is summed per
+model and role below it, with the model calls paid for in plays that no stored market kept
+(a run killed mid-market, from the paid-call journal ``<store>.paid.jsonl``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import Field
 
 from dealroom.analysis.market import MarketMeasures, market_measures
 from dealroom.analysis.metrics import Estimate, ratio_estimate
+from dealroom.analysis.usage import Unstored
+from dealroom.engine.market_turns import SELLER
+from dealroom.protocol import Role
 from dealroom.protocol._base import Model
 from dealroom.protocol.market import pool_name
 from dealroom.protocol.market_referee import MarketRecord
+from dealroom.store import paid as paid_calls
 from dealroom.store.results import ResultsStore
 
 
@@ -64,22 +71,27 @@ class PoolRow(Model):
     buyer_share: Figure
 
 
-class ModelSellerRow(Model):
-    """A model seller's usage over the run's markets, summed from what its seat stored."""
+class ModelSeatRow(Model):
+    """A model's usage in one role over the run's markets, summed from what its seats
+    stored."""
 
-    seller: str
-    markets: int
+    model: str
+    """The seat's agent: the seller's name, or a buyer's spec."""
+    role: Role
+    seats: int
+    """Seats it played in this role (a market with two of its buyers counts two)."""
     model_calls: int
     failed_attempts: int
     input_tokens: int
     output_tokens: int
     cost_usd: float | None
-    """None unless every one of its markets has a cost (its roster entry has prices)."""
+    """None unless every one of its seats has a cost (its roster entry has prices)."""
     turn_limit_hits: int
     invalid_tool_calls: int
     refused_tool_calls: int
     errors: int
-    """Markets whose model failed for good (the seller walked away; the error is stored)."""
+    """Seats whose model failed for good (the seller walked away from the market, a buyer
+    from its thread; the error is stored)."""
 
 
 class MarketReport(Model):
@@ -91,8 +103,10 @@ class MarketReport(Model):
     """The numbers of buyers of the run's markets."""
     sellers: list[SellerRow]
     pools: list[PoolRow]
-    models: list[ModelSellerRow] = Field(default_factory=list[ModelSellerRow])
-    """Model sellers' usage (empty for a run of scripted sellers)."""
+    models: list[ModelSeatRow] = Field(default_factory=list[ModelSeatRow])
+    """Model seats' usage by model and role (empty for a run of scripted seats)."""
+    unstored: Unstored = Field(default_factory=Unstored)
+    """Model calls paid for in plays of markets that no stored market kept."""
 
 
 def _mean(values: Iterable[float | int | None]) -> float | None:
@@ -161,12 +175,29 @@ def _count(data: Mapping[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _model_row(name: str, seats: list[Mapping[str, Any]]) -> ModelSellerRow:
+def model_seats(
+    record: MarketRecord, extra: Mapping[str, Any]
+) -> list[tuple[str, Role, Mapping[str, Any]]]:
+    """The model seats of one stored market: (agent, role, what its seat stored), the seller
+    first, then the buyers in order. ``extra`` holds them by seat (``seller``, ``b1`` ..);
+    its other entries (the attempt, the secret) are no seats, nor is a scripted seat."""
+    named: list[tuple[str, Role, str]] = [(record.seller, "seller", SELLER)]
+    for spec, seat in zip(record.buyers, record.scenario.buyers, strict=True):
+        named.append((spec, "buyer", seat))
+    return [
+        (agent, role, cast(Mapping[str, Any], data))
+        for agent, role, seat in named
+        if isinstance(data := extra.get(seat), Mapping)
+    ]
+
+
+def _model_row(name: str, role: Role, seats: list[Mapping[str, Any]]) -> ModelSeatRow:
     costs = [seat.get("cost_usd") for seat in seats]
     priced = all(isinstance(c, int | float) and not isinstance(c, bool) for c in costs)
-    return ModelSellerRow(
-        seller=name,
-        markets=len(seats),
+    return ModelSeatRow(
+        model=name,
+        role=role,
+        seats=len(seats),
         **{
             key: sum(_count(seat, key) for seat in seats)
             for key in (
@@ -183,12 +214,14 @@ def build_market_report(
     records: Iterable[MarketRecord],
     *,
     run: str,
-    seats: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    seats: Iterable[tuple[str, Role, Mapping[str, Any]]] = (),
+    unstored: Unstored | None = None,
     resamples: int = 1000,
     seed: int = 0,
 ) -> MarketReport:
-    """The report of one market run; ``seats``: each model seller's name and what its seat
-    stored beside one market (``dealroom.store.results.ResultsStore.market_extras``)."""
+    """The report of one market run; ``seats``: each model seat's agent, role and what it
+    stored beside one market (``model_seats``); ``unstored``: calls paid for in plays no
+    stored market kept."""
     by_seller: dict[str, list[MarketRecord]] = {}
     by_pool: dict[str, list[MarketRecord]] = {}
     sizes: set[int] = set()
@@ -200,32 +233,36 @@ def build_market_report(
         by_pool.setdefault(pool_name(record.buyers), []).append(record)
     sellers = [_seller_row(n, rs, resamples, seed) for n, rs in by_seller.items()]
     sellers.sort(key=lambda row: -(row.seller_share.value or 0.0))
-    by_model: dict[str, list[Mapping[str, Any]]] = {}
-    for name, data in seats:
-        by_model.setdefault(name, []).append(data)
+    by_model: dict[tuple[str, Role], list[Mapping[str, Any]]] = {}
+    for name, role, data in seats:
+        by_model.setdefault((name, role), []).append(data)
     return MarketReport(
         run=run,
         markets=count,
         buyers=sorted(sizes),
         sellers=sellers,
         pools=[_pool_row(n, rs, resamples, seed) for n, rs in by_pool.items()],
-        models=[_model_row(name, data) for name, data in sorted(by_model.items())],
+        models=[_model_row(*model, data) for model, data in sorted(by_model.items())],
+        unstored=unstored or Unstored(),
     )
 
 
 def stored_market_report(
     store: ResultsStore, run: str, *, resamples: int = 1000, seed: int = 0
 ) -> MarketReport:
-    """The report of a market run as a store holds it, model sellers' usage included."""
+    """The report of a market run as a store holds it, its model seats' usage included, and
+    the calls its journal (``<store>.paid.jsonl``) holds of plays no stored market kept."""
     extras = store.market_extras(run)
     records: list[MarketRecord] = []
-    seats: list[tuple[str, Mapping[str, Any]]] = []
+    seats: list[tuple[str, Role, Mapping[str, Any]]] = []
     for key, record in store.iter_markets(run):
         records.append(record)
-        data = extras.get(key, {}).get("seller")
-        if isinstance(data, Mapping):
-            seats.append((record.seller, dict(data)))  # pyright: ignore[reportUnknownArgumentType]
-    return build_market_report(records, run=run, seats=seats, resamples=resamples, seed=seed)
+        seats += model_seats(record, extras.get(key, {}))
+    kept = [a for extra in extras.values() if isinstance(a := extra.get("attempt"), str)]
+    unstored = Unstored.of(paid_calls.read(paid_calls.paid_path(store.path), run), kept)
+    return build_market_report(
+        records, run=run, seats=seats, unstored=unstored, resamples=resamples, seed=seed
+    )
 
 
 def _cell(figure: Figure) -> str:
@@ -270,21 +307,24 @@ def format_market_report(report: MarketReport) -> str:
             f"{_cell(pool.buyer_share)}"
         )
     if report.models:
-        lines += ["", "Model sellers", _MODEL_HEADER]
+        lines += ["", "Model seats", _MODEL_HEADER]
         lines += [_model_line(row) for row in report.models]
+    if report.unstored.calls:
+        lines += ["", f"Run: {report.unstored.text()}"]
     return "\n".join(lines)
 
 
 _MODEL_HEADER = (
-    f"  {'seller':<16} {'n':>5}  {'calls':>6}  {'failed':>6}  {'tokens in':>10}  "
+    f"  {'model':<16} {'role':<6} {'n':>5}  {'calls':>6}  {'failed':>6}  {'tokens in':>10}  "
     f"{'tokens out':>10}  {'cost USD':>10}  turn limit  invalid  refused  errors"
 )
 
 
-def _model_line(row: ModelSellerRow) -> str:
+def _model_line(row: ModelSeatRow) -> str:
     cost = "n/a" if row.cost_usd is None else f"{row.cost_usd:.4f}"
     return (
-        f"  {row.seller:<16} {row.markets:>5}  {row.model_calls:>6}  {row.failed_attempts:>6}  "
+        f"  {row.model:<16} {row.role:<6} {row.seats:>5}  {row.model_calls:>6}  "
+        f"{row.failed_attempts:>6}  "
         f"{row.input_tokens:>10,}  {row.output_tokens:>10,}  {cost:>10}  "
         f"{row.turn_limit_hits:>10}  {row.invalid_tool_calls:>7}  {row.refused_tool_calls:>7}  "
         f"{row.errors:>6}"

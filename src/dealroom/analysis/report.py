@@ -31,7 +31,7 @@ from dealroom.analysis.report_models import (
     TierCell,
     TierRow,
 )
-from dealroom.analysis.usage import ModelUsage, UsageCollector, UsageReport
+from dealroom.analysis.usage import ModelUsage, Unstored, UsageCollector, UsageReport
 from dealroom.protocol import TIERS, offer_of
 from dealroom.protocol.record import NegotiationRecord
 from dealroom.store.results import StoredNegotiation
@@ -339,14 +339,13 @@ def usage_totals(usage: UsageReport) -> str:
         f"{t.input_tokens:,} input and {t.output_tokens:,} output tokens, cost {cost}, "
         f"{t.failures:,} failed seats"
     )
-    if t.unstored_calls:
-        lost = "" if t.unstored_cost_usd is None else f", ${t.unstored_cost_usd:,.4f}"
-        line += (
-            f"; paid, not stored: {t.unstored_calls:,} model calls ({t.unstored_input_tokens:,} "
-            f"input and {t.unstored_output_tokens:,} output tokens{lost}) of plays lost before "
-            "they were stored"
-        )
-    return line
+    lost = Unstored(
+        calls=t.unstored_calls,
+        input_tokens=t.unstored_input_tokens,
+        output_tokens=t.unstored_output_tokens,
+        cost_usd=t.unstored_cost_usd,
+    )
+    return f"{line}; {lost.text()}" if lost.calls else line
 
 
 def usage_lines(usage: UsageReport) -> list[str]:

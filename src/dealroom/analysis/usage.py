@@ -73,6 +73,47 @@ class UsageTotals(BaseModel):
     unstored_cost_usd: float | None = None
 
 
+class Unstored(BaseModel):
+    """Model calls paid for in plays that no stored row kept (a run killed before it stored
+    them, replayed on ``--resume``), from the paid-call journal (``dealroom.store.paid``): of
+    negotiations and of markets alike."""
+
+    model_config = ConfigDict(frozen=True)
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    """None if no lost call had a price."""
+
+    @classmethod
+    def of(cls, paid: Iterable[Mapping[str, Any]], kept: Iterable[str]) -> Unstored:
+        """The journaled calls (``paid``) of attempts no stored row names (``kept``)."""
+        stored = set(kept)
+        lost = [line for line in paid if line.get("attempt") not in stored]
+
+        def total(key: str) -> int:
+            return sum(n for line in lost if isinstance(n := line.get(key), int) and n >= 0)
+
+        costs = [c for line in lost if isinstance(c := line.get("cost_usd"), int | float)]
+        return cls(
+            calls=len(lost),
+            input_tokens=total("input_tokens"),
+            output_tokens=total("output_tokens"),
+            cost_usd=round(sum(costs), 6) if costs else None,
+        )
+
+    def text(self) -> str:
+        """The reports' sentence for them (empty when there are none)."""
+        if not self.calls:
+            return ""
+        lost = "" if self.cost_usd is None else f", ${self.cost_usd:,.4f}"
+        return (
+            f"paid, not stored: {self.calls:,} model calls ({self.input_tokens:,} input and "
+            f"{self.output_tokens:,} output tokens{lost}) of plays lost before they were stored"
+        )
+
+
 class UsageReport(BaseModel):
     """Per-model usage and the run's totals."""
 
@@ -145,8 +186,8 @@ class UsageCollector:
     def report(self, paid: Iterable[Mapping[str, Any]] = ()) -> UsageReport | None:
         """The per-model rows (by agent name) and the totals; ``paid``: the run's journaled
         model calls, of which those of attempts no stored row kept are counted apart."""
-        lost = [line for line in paid if line.get("attempt") not in self._kept]
-        if not self._by_agent and not lost:
+        lost = Unstored.of(paid, self._kept)
+        if not self._by_agent and not lost.calls:
             return None
         rows = tuple(_row(agent, s) for agent, s in sorted(self._by_agent.items()))
         sums = list(self._by_agent.values())
@@ -158,22 +199,12 @@ class UsageCollector:
             output_tokens=sum(s.tokens_out for s in sums),
             cost_usd=round(sum(s.cost for s in priced), 6) if priced else None,
             failures=sum(s.failures for s in sums),
-            **_unstored(lost),
+            unstored_calls=lost.calls,
+            unstored_input_tokens=lost.input_tokens,
+            unstored_output_tokens=lost.output_tokens,
+            unstored_cost_usd=lost.cost_usd,
         )
         return UsageReport(models=rows, totals=totals)
-
-
-def _unstored(lost: list[Mapping[str, Any]]) -> dict[str, Any]:
-    def total(key: str) -> int:
-        return sum(n for line in lost if isinstance(n := line.get(key), int) and n >= 0)
-
-    costs = [c for line in lost if isinstance(c := line.get("cost_usd"), int | float)]
-    return {
-        "unstored_calls": len(lost),
-        "unstored_input_tokens": total("input_tokens"),
-        "unstored_output_tokens": total("output_tokens"),
-        "unstored_cost_usd": round(sum(costs), 6) if costs else None,
-    }
 
 
 def _ratio(a: float, b: float) -> float | None:

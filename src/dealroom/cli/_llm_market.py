@@ -38,10 +38,13 @@ def run(
     seller = player(args.seller, args)
     if not isinstance(seller, LLMPlayer):
         raise usage_error(f"--seller {args.seller}: a market seller is scripted or llm:MODEL")
+    paid = keep.paid("seller", seller.name)
     record, extra = anyio.run(
         lambda: closing(
             (seller,),
-            lambda: play_llm_market(market, seller, buyers, buyer_names=specs, seed=seed),
+            lambda: play_llm_market(
+                market, seller, buyers, buyer_names=specs, seed=seed, on_model_call=paid
+            ),
         )
     )
     keep(record, {"seller": extra})

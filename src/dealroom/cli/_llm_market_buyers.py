@@ -51,7 +51,7 @@ def run(
             if not isinstance(chosen, LLMPlayer):
                 raise usage_error(f"{spec}: a market's seat is a scripted agent or llm:MODEL")
             built[spec] = chosen
-        return model_market_player(built[spec])
+        return model_market_player(built[spec], paid=keep.paid)
 
     seller: SellerHouse | MarketPlayer
     if is_llm_spec(args.seller):

@@ -8,7 +8,9 @@ when an LLM actually plays.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,10 +26,11 @@ from dealroom.play.settings import (
 )
 from dealroom.protocol.market import pool_name
 from dealroom.protocol.model_seat import MAX_TOOL_ROUNDS
+from dealroom.protocol.secret import Seed, seed_json
 
 if TYPE_CHECKING:
     from dealroom.agents.lineup import Lineup
-    from dealroom.play.players import Player
+    from dealroom.play.players import OnModelCall, Player
     from dealroom.protocol.market_referee import MarketRecord
     from dealroom.protocol.record import NegotiationRecord
 
@@ -128,6 +131,42 @@ def add_mcp_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class KeepMarket:
+    """What keeps a market match (``--results``): its model seats' calls journaled as they
+    return (``paid``: ``<results>.paid.jsonl``, as a tournament journals them, under the
+    market's key and this play's attempt), then the finished market stored under ``key`` with
+    its model seats' data by seat, the secret, and the attempt if a model played. Nothing
+    without ``--results``."""
+
+    results: Path | None
+    key: str
+    secret: Seed
+    attempt: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def paid(self, seat: str, agent: str) -> OnModelCall | None:
+        """The journal's hook for the model calls of ``agent`` in ``seat`` (``seller``,
+        ``b1`` ..), or None without ``--results``."""
+        if self.results is None:
+            return None
+        from dealroom.store import paid as paid_calls
+
+        log = paid_calls.paid_path(self.results)
+        role = "seller" if seat == "seller" else "buyer"
+        line = {"run": MARKET_MATCH_RUN, "key": self.key, "attempt": self.attempt}
+        line |= {"role": role, "seat": seat, "agent": agent}
+        return lambda usage: paid_calls.append(log, {**line, **usage})
+
+    def __call__(self, record: MarketRecord, extra: Mapping[str, Any]) -> None:
+        """Store the finished market (``extra``: its model seats' data by seat)."""
+        if self.results is None:
+            return
+        kept = {**extra, **seed_json(self.secret)}
+        if extra:
+            kept["attempt"] = self.attempt
+        store_market(self.results, self.key, record, kept)
+
+
 MARKET_MATCH_RUN = "market-match"
 """The run that ``dealroom match --buyers N --results`` stores its markets under (apart from
 the bilateral matches' ``match``: a report reads one run as negotiations or as markets)."""
@@ -174,10 +213,6 @@ def store_match(path: Path, record: NegotiationRecord, extra: Mapping[str, Any])
         raise usage_error(f"{path}: cannot write the results store ({exc})") from None
     if not added:
         raise usage_error(f"{path}: match {key!r} is already stored (give another --secret)")
-
-
-KeepMarket = Callable[["MarketRecord", Mapping[str, Any]], None]
-"""Stores a finished market match with its model seats' data by seat (``--results``)."""
 
 
 def market_match_key(market_id: str, seller: str, buyers: Sequence[str]) -> str:

@@ -22,13 +22,21 @@ from dealroom.cli._common import (
 )
 from dealroom.cli._players import add_llm_flags, seat_settings
 from dealroom.cli.match import market_size
+from dealroom.cli.tournament import (
+    BUDGET_STOP,
+    ProgressBar,
+    add_budget_flags,
+    budget_of,
+    usage_text,
+)
 from dealroom.play.market_tournament import (
     MarketPlan,
     MarketPlanError,
     MarketSellerResolver,
     run_markets,
 )
-from dealroom.play.registry import AgentSpecError, split_specs
+from dealroom.play.progress import NO_BUDGET, Budget
+from dealroom.play.registry import AgentSpecError, is_llm_spec, split_specs
 from dealroom.play.tournament import ConfigMismatchError, RunExistsError, stored_seed
 from dealroom.protocol.market import pool_members
 from dealroom.protocol.scenario import TIERS
@@ -95,6 +103,7 @@ def add(commands: Commands) -> None:
         help="markets with a model seller in flight at once, in all; each endpoint also keeps "
         "its own limit (default: %(default)s)",
     )
+    add_budget_flags(parser, "market")
     add_llm_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -148,6 +157,8 @@ def _sellers(
 def run(args: argparse.Namespace) -> int:
     """Play the pending markets, then print the run's report."""
     sellers, seller_of, entries = _sellers(args)
+    models = [spec for spec in sellers if spec in entries or is_llm_spec(spec)]
+    budget = budget_of(args.max_cost, args.max_calls, models, entries)
     seed, given = _seed(args)
     try:
         plan = MarketPlan(
@@ -161,7 +172,9 @@ def run(args: argparse.Namespace) -> int:
         )
     except (AgentSpecError, MarketPlanError) as exc:
         raise usage_error(str(exc)) from None
-    status = play_plan(plan, seller_of, args.out, args.run, args.resume, args.llm_concurrency)
+    status = play_plan(
+        plan, seller_of, args.out, args.run, args.resume, args.llm_concurrency, budget
+    )
     if isinstance(seed, Secret):
         report_fresh_secret(seed, given)
     return status
@@ -174,27 +187,46 @@ def play_plan(
     run: str,
     resume: bool,
     concurrency: int,
+    budget: Budget = NO_BUDGET,
 ) -> int:
-    """Play a market tournament's pending markets into ``out``, then print its report."""
+    """Play a market tournament's pending markets into ``out`` (progress on stderr, as
+    ``dealroom tournament``'s), then print its report; ``BUDGET_STOP`` if ``budget`` stopped
+    the run."""
     started = time.perf_counter()
     try:
         store = ResultsStore(out)
     except StoreError as exc:
         raise usage_error(str(exc)) from None
+    bar = ProgressBar(sys.stderr)
     with store:
         try:
-            played, skipped = run_markets(
-                store, plan, run, seller_of, resume=resume, concurrency=concurrency
+            progress = run_markets(
+                store,
+                plan,
+                run,
+                seller_of,
+                resume=resume,
+                on_progress=bar.update,
+                concurrency=concurrency,
+                budget=budget,
             )
         except (RunExistsError, ConfigMismatchError) as exc:
             raise resume_error(exc, out, "markets") from None
         except (AgentSpecError, MarketPlanError) as exc:
             raise usage_error(str(exc)) from None
+        finally:
+            bar.close()
         report = stored_market_report(store, run)
     seconds = time.perf_counter() - started
     sys.stderr.write(
-        f"dealroom: {played:,} markets played ({skipped:,} already stored) in {seconds:.1f} s "
-        f"-> {out} run {run!r}\n"
+        f"dealroom: {progress.done:,} markets played ({progress.skipped:,} already stored) in "
+        f"{seconds:.1f} s{usage_text(progress)} -> {out} run {run!r}\n"
     )
     sys.stdout.write(format_market_report(report) + "\n")
+    if progress.stopped is not None:
+        sys.stderr.write(
+            f"dealroom: stopped: {progress.stopped}; {progress.remaining:,} markets left: "
+            "rerun with --resume to continue\n"
+        )
+        return BUDGET_STOP
     return 0

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from dealroom.agents import MissingExtraError, entries, families, seat_entries
 from dealroom.agents.market import MARKET_SELLERS, market_seller
@@ -30,14 +28,12 @@ from dealroom.cli._players import (
     market_match_key,
     match_key,
     needs_mcp,
-    store_market,
     store_match,
 )
 from dealroom.engine.market import play_market
 from dealroom.engine.match import play
 from dealroom.play.registry import AgentSpecError, is_llm_spec, resolve, split_specs
 from dealroom.protocol.market import MAX_BUYERS
-from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.market_scenarios import market_at
 from dealroom.protocol.secret import Seed, seed_json
 
@@ -150,14 +146,9 @@ def _keeper(results: Path | None, key: str, secret: Seed) -> KeepMarket:
     """What stores the finished market (``--results``: under ``key``, its model seats' data by
     seat and the secret beside it), after checking that the store can take it before any play;
     nothing without ``--results``."""
-    if results is None:
-        return lambda record, extra: None
-    check_unstored(results, key, market=True)
-
-    def keep(record: MarketRecord, extra: Mapping[str, Any]) -> None:
-        store_market(results, key, record, {**extra, **seed_json(secret)})
-
-    return keep
+    if results is not None:
+        check_unstored(results, key, market=True)
+    return KeepMarket(results, key, secret)
 
 
 def run_agents(args: argparse.Namespace) -> int:

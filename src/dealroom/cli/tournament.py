@@ -8,8 +8,9 @@ import math
 import os
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from dealroom.cli._common import (
     Commands,
@@ -108,21 +109,28 @@ def add(commands: Commands) -> None:
         help="roster of LLM entries (name, model, endpoint, key variable, sampling, concurrency, "
         "prices); every entry joins --agents under its name",
     )
-    llm.add_argument(
+    add_budget_flags(parser, "negotiation")
+    add_llm_flags(parser)
+    parser.set_defaults(handler=run)
+
+
+def add_budget_flags(parser: argparse.ArgumentParser, unit: str) -> None:
+    """--max-cost and --max-calls: a ``Budget`` on this invocation's model seats, a game
+    (``unit``: a negotiation, a market) being what it stops starting."""
+    group = parser.add_argument_group("model budget")
+    group.add_argument(
         "--max-cost",
         type=_usd,
         metavar="USD",
-        help="start no new negotiation once this session's model cost reaches USD (needs "
+        help=f"start no new {unit} once this session's model cost reaches USD (needs "
         "prices in the roster); the ones in flight finish; --resume continues",
     )
-    llm.add_argument(
+    group.add_argument(
         "--max-calls",
         type=positive_int,
         metavar="N",
         help="the same for model calls (failed attempts included)",
     )
-    add_llm_flags(parser)
-    parser.set_defaults(handler=run)
 
 
 def _usd(text: str) -> float:
@@ -196,19 +204,27 @@ BUDGET_STOP = 3
 
 
 def _budget(run: RunSettings, players: Lineup) -> Budget:
-    if run.max_cost_usd is not None:
-        entries = players.entries
-        unpriced = [
-            name
-            for name in players.agents
-            if (entries[name]["input_price"] is None if name in entries else not scripted(name))
-        ]
+    models = [name for name in players.agents if name in players.entries or not scripted(name)]
+    return budget_of(run.max_cost_usd, run.max_calls, models, players.entries)
+
+
+def budget_of(
+    max_cost: float | None,
+    max_calls: int | None,
+    models: Iterable[str],
+    entries: Mapping[str, Mapping[str, Any]],
+) -> Budget:
+    """The run's ``Budget``; a usage error if --max-cost is given and one of its model seats
+    (``models``: roster entries by name, ``llm:`` specs) has no price (an ``llm:`` spec never
+    has one)."""
+    if max_cost is not None:
+        unpriced = [name for name in models if entries.get(name, {}).get("input_price") is None]
         if unpriced:
             raise usage_error(
                 f"--max-cost needs a price for every LLM entry; {unpriced[0]!r} has none "
                 "(give input_price and output_price in the --models roster)"
             )
-    return Budget(max_cost_usd=run.max_cost_usd, max_requests=run.max_calls)
+    return Budget(max_cost_usd=max_cost, max_requests=max_calls)
 
 
 def _seed(play: PlaySettings, run: RunSettings) -> Seed:

@@ -32,7 +32,7 @@ import structlog
 
 from dealroom.client.seat import SeatClient
 from dealroom.engine.market_turns import SELLER
-from dealroom.play.players import Player, PlayerFailed, SeatContext
+from dealroom.play.players import OnModelCall, Player, PlayerFailed, SeatContext
 from dealroom.play.runner import FAILED_MESSAGE
 from dealroom.protocol import WalkAway
 from dealroom.protocol.market import MarketRules, MarketScenario
@@ -44,6 +44,11 @@ from dealroom.server.negotiation import RoomLimits
 from dealroom.server.room_settings import House
 
 log = structlog.stdlib.get_logger(__name__)
+
+PaidHooks = Callable[[str, str], OnModelCall | None]
+"""Given a seat (``seller``, ``b1`` ..) and its player's name, the hook that sees each of its
+model calls' usage as it returns (``SeatContext.on_model_call``: the paid-call journal), or
+None."""
 
 CLEANUP_S = 30.0
 """Wall seconds a failed seat's walk-away may wait for its turn."""
@@ -60,13 +65,21 @@ async def play_market_seat(
     *,
     seed: Seed,
     report: Callable[[Mapping[str, Any]], None] | None = None,
+    on_model_call: OnModelCall | None = None,
 ) -> dict[str, Any]:
     """Play buyer seat ``name`` of ``room`` with ``player`` to the end of its thread: what the
     player returned (``{"name": ..., **data}``), with ``error`` if it failed or stopped early;
     then the seat walks away from its thread (bounded by ``CLEANUP_S``). ``report`` gets the
-    player's data each time it changes (``SeatContext.report``)."""
+    player's data each time it changes (``SeatContext.report``), ``on_model_call`` each model
+    call's usage as it returns."""
     seat = ServedMarketBuyer(room, name)
-    context = SeatContext(role="buyer", rules=room.rules.rules, seed=seed, report=report)
+    context = SeatContext(
+        role="buyer",
+        rules=room.rules.rules,
+        seed=seed,
+        on_model_call=on_model_call,
+        report=report,
+    )
     error: str | None = None
     data: Mapping[str, Any] = {}
     try:
@@ -87,16 +100,20 @@ async def play_market_seat(
     return played
 
 
-def market_house_player(player: Player) -> MarketPlayer:
+def market_house_player(player: Player, *, paid: PaidHooks | None = None) -> MarketPlayer:
     """``player`` as the in-process player of a market room's buyer seat (``--house-buyers
     b2=llm:MODEL``): it plays the seat as a client would, and its data (usage, counts, its
-    conversation, its error) is the room's ``played[seat]``, kept up to date as it plays."""
+    conversation, its error) is the room's ``played[seat]``, kept up to date as it plays;
+    ``paid`` gives the seat's hook for its model calls."""
 
     async def play(room: MarketRoomServed, seat: str) -> None:
         def report(data: Mapping[str, Any]) -> None:
             room.played[seat] = {"name": player.name, **data}
 
-        played = await play_market_seat(room, seat, player, seed=room.seed, report=report)
+        hook = None if paid is None else paid(seat, player.name)
+        played = await play_market_seat(
+            room, seat, player, seed=room.seed, report=report, on_model_call=hook
+        )
         room.played[seat] = played
 
     return MarketPlayer(spec=player.name, play=play)
@@ -147,6 +164,7 @@ async def play_served_market(
 
 __all__ = [
     "NO_WALL_LIMITS",
+    "PaidHooks",
     "market_house_player",
     "play_market_seat",
     "play_served_market",

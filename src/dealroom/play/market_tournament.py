@@ -13,20 +13,30 @@ markets run after the scripted ones in one event loop, at most ``concurrency`` a
 most each endpoint's own limit on each endpoint; what a seat seller reports (model calls,
 tokens, cost, its conversation, its error) is stored beside its market as ``{"seller": ...}``.
 The resolver that turns specs into sellers is passed in: this layer does not know the agents.
+
+As in a tournament of negotiations (``dealroom.play.tournament``): every model call of a seat
+seller is journaled the moment it returns (``dealroom.store.paid``, keyed by the market and an
+attempt, which the stored market names), so calls paid for in a market lost to a kill are
+reported as "paid, not stored"; a ``Budget`` stops the run cleanly by its rule, a market being
+its unit; ``on_progress`` sees the ``Progress`` after each stored market.
 """
 
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
+from dealroom.analysis.market_report import model_seats
 from dealroom.engine.market import play_market
 from dealroom.play.jobs import DEFAULT_SEAT_CONCURRENCY
-from dealroom.play.players import Endpoint, close_players
+from dealroom.play.players import Endpoint, OnModelCall, close_players
+from dealroom.play.progress import NO_BUDGET, Budget, Progress, ProgressCallback
 from dealroom.play.registry import resolve
 from dealroom.play.tournament import ConfigMismatchError, RunExistsError, config_differences
 from dealroom.protocol import AgentFactory
@@ -43,6 +53,7 @@ from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.market_scenarios import market_at
 from dealroom.protocol.scenario import TIERS, Tier
 from dealroom.protocol.secret import Secret, Seed, seed_json
+from dealroom.store import paid as paid_calls
 from dealroom.store.results import ResultsStore
 
 
@@ -63,8 +74,10 @@ class SeatSeller(Protocol):
         buyer_names: Sequence[str],
         rules: MarketRules,
         seed: Seed,
+        on_model_call: OnModelCall | None = None,
     ) -> tuple[MarketRecord, Mapping[str, Any]]:
-        """Play the market to its end: its record, and what to store beside it."""
+        """Play the market to its end: its record, and what to store beside it;
+        ``on_model_call`` gets each model call's usage the moment it returns."""
         ...
 
 
@@ -88,6 +101,11 @@ class MarketJob:
     pool: tuple[str, ...]
     tier: Tier
     index: int
+
+    @property
+    def run(self) -> str:
+        """The run it belongs to (the key's first part: a run's name has no '/')."""
+        return self.key.split("/", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,16 +196,30 @@ def play_job(plan: MarketPlan, job: MarketJob, seller: MarketAgentFactory) -> Ma
 
 
 async def sell_job(
-    plan: MarketPlan, job: MarketJob, seller: SeatSeller
+    plan: MarketPlan, job: MarketJob, seller: SeatSeller, *, paid_log: Path | None = None
 ) -> tuple[MarketRecord, Mapping[str, Any]]:
     """Play one market of the plan with a seat seller: the same market and buyers as
-    ``play_job``'s; its record, and what to store beside it."""
+    ``play_job``'s; its record, and what to store beside it (the seller's data, and the
+    attempt its model calls were journaled under in ``paid_log``)."""
     market = market_at(plan.seed, job.index, job.tier, plan.buyers)
     buyers = [resolve(spec) for spec in job.pool]
+    attempt = uuid.uuid4().hex
+    line = {
+        "run": job.run,
+        "key": job.key,
+        "attempt": attempt,
+        "role": "seller",
+        "agent": job.seller,
+    }
+
+    def paid(usage: Mapping[str, Any]) -> None:
+        if paid_log is not None:
+            paid_calls.append(paid_log, {**line, **usage})
+
     record, extra = await seller.sell(
-        market, buyers, buyer_names=job.pool, rules=plan.rules, seed=plan.seed
+        market, buyers, buyer_names=job.pool, rules=plan.rules, seed=plan.seed, on_model_call=paid
     )
-    return record, {"seller": dict(extra)}
+    return record, {"seller": dict(extra), "attempt": attempt}
 
 
 def run_markets(
@@ -197,44 +229,68 @@ def run_markets(
     seller_of: MarketSellerResolver,
     *,
     resume: bool = False,
-    on_stored: Callable[[MarketRecord], None] | None = None,
+    on_progress: ProgressCallback | None = None,
     concurrency: int = DEFAULT_SEAT_CONCURRENCY,
-) -> tuple[int, int]:
-    """Play every pending market of the run, storing each as it finishes; (played, skipped).
-    Scripted sellers' markets first, then seat sellers' in one event loop (see the module's
-    docstring); seat sellers are closed at the end however the run ends."""
+    budget: Budget = NO_BUDGET,
+) -> Progress:
+    """Play every pending market of the run, storing each as it finishes; the run's
+    ``Progress`` (``stopped`` set if ``budget`` stopped it). Scripted sellers' markets first,
+    then seat sellers' in one event loop (see the module's docstring); seat sellers are closed
+    at the end however the run ends."""
     sellers = {spec: seller_of(spec) for spec in plan.sellers}  # AgentSpecError up front
     seats = {spec: s for spec, s in sellers.items() if isinstance(s, SeatSeller)}
     try:
         jobs = pending_markets(store, plan, run, resume=resume)
+        total = len(plan.jobs(run))
+        progress = Progress(
+            total=total, skipped=total - len(jobs), skipped_deals=store.market_sales(run)
+        )
+        driver = _Driver(store, run, progress, on_progress)
         for job in jobs:
             seller = sellers[job.seller]
             if not isinstance(seller, SeatSeller):
-                record = play_job(plan, job, seller)
-                store.add_market(job.key, record, run=run)
-                if on_stored is not None:
-                    on_stored(record)
+                driver.save(job, play_job(plan, job, seller), {})
         seated = [job for job in jobs if job.seller in seats]
     except BaseException:
         anyio.run(close_players, list(seats.values()))
         raise
     if seats:
-        anyio.run(_sell_all, store, plan, run, seated, seats, concurrency, on_stored)
-    return len(jobs), len(plan.jobs(run)) - len(jobs)
+        anyio.run(_sell_all, driver, plan, seated, seats, concurrency, budget)
+    return progress
+
+
+@dataclass(slots=True)
+class _Driver:
+    """Stores each finished market (committed at once) and counts it."""
+
+    store: ResultsStore
+    run: str
+    progress: Progress
+    on_progress: ProgressCallback | None
+
+    def save(self, job: MarketJob, record: MarketRecord, extra: Mapping[str, Any]) -> None:
+        self.progress.new_rows += self.store.add_market(job.key, record, run=self.run, extra=extra)
+        seats = [data for _, _, data in model_seats(record, extra)]
+        failed = any("error" in data for data in seats)
+        self.progress.add(deal=record.outcome.status == "deal", failed=failed, seats=seats)
+        if self.on_progress is not None:
+            self.on_progress(self.progress)
 
 
 async def _sell_all(
-    store: ResultsStore,
+    driver: _Driver,
     plan: MarketPlan,
-    run: str,
     jobs: list[MarketJob],
     seats: Mapping[str, SeatSeller],
     concurrency: int,
-    on_stored: Callable[[MarketRecord], None] | None,
+    budget: Budget,
 ) -> None:
     """Every job in its own task, started in order as its endpoint's slot and then one of the
     ``concurrency`` shared slots free up (endpoint first: no task holds a shared slot while it
-    waits for a busy endpoint); the event loop's thread alone writes the store."""
+    waits for a busy endpoint); the event loop's thread alone writes the store. Once the
+    budget is reached (checked as each market would start) no market starts; those in flight
+    finish and are stored."""
+    progress, paid_log = driver.progress, paid_calls.paid_path(driver.store.path)
     shared = anyio.CapacityLimiter(concurrency)
     endpoints: dict[str, anyio.CapacityLimiter] = {}
     for seller in seats.values():
@@ -249,10 +305,12 @@ async def _sell_all(
             if endpoint is not None:
                 await stack.enter_async_context(endpoints[endpoint.key])
             await stack.enter_async_context(shared)
-            record, extra = await sell_job(plan, job, seller)
-        store.add_market(job.key, record, run=run, extra=extra)
-        if on_stored is not None:
-            on_stored(record)
+            if progress.stopped is None:
+                progress.stopped = budget.reached(progress)
+            if progress.stopped is not None:
+                return
+            record, extra = await sell_job(plan, job, seller, paid_log=paid_log)
+        driver.save(job, record, extra)
 
     try:
         async with anyio.create_task_group() as group:

@@ -32,6 +32,10 @@ from dealroom.protocol import (
 from dealroom.protocol.errors import DealroomError
 from dealroom.protocol.secret import Seed
 
+OnModelCall = Callable[[Mapping[str, Any]], None]
+"""Sees one model call's usage (tokens, cost) the moment it returns: the paid-call journal's
+hook (``dealroom.store.paid``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class SeatContext:
@@ -41,7 +45,7 @@ class SeatContext:
     rules: Rules
     seed: Seed = 0
     """What players that draw random numbers draw under (the room's secret in served play)."""
-    on_model_call: Callable[[Mapping[str, Any]], None] | None = None
+    on_model_call: OnModelCall | None = None
     """Set by a tournament: a player that calls a model hands it each call's usage (tokens,
     cost) the moment the call returns, so calls paid for are known even if the negotiation is
     never stored (``dealroom.store.paid``)."""

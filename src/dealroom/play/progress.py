@@ -1,10 +1,12 @@
 """How far a tournament run is (``Progress``), and what one session may spend on models
-(``Budget``)."""
+(``Budget``): of negotiations (``dealroom tournament``) and of markets (``dealroom markets``)
+alike."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from dealroom.play.jobs import Played
 
@@ -53,10 +55,19 @@ class Progress:
 
     def count(self, played: Played) -> None:
         """Add one finished negotiation."""
+        self.add(
+            deal=played.row.status == "deal",
+            failed=bool(played.extra.get("errors")),
+            seats=played.extra.get("players", {}).values(),
+        )
+
+    def add(self, *, deal: bool, failed: bool, seats: Iterable[Mapping[str, Any]]) -> None:
+        """Add one finished game (a negotiation, or a market: a sale is its deal): whether a
+        player failed, and what each of its model seats reported."""
         self.done += 1
-        self.deals += played.row.status == "deal"
-        self.failures += bool(played.extra.get("errors"))
-        for data in played.extra.get("players", {}).values():
+        self.deals += deal
+        self.failures += failed
+        for data in seats:
             self.requests += int(data.get("model_calls", 0)) + int(data.get("failed_attempts", 0))
             self.input_tokens += int(data.get("input_tokens", 0))
             self.output_tokens += int(data.get("output_tokens", 0))
@@ -77,7 +88,9 @@ class Budget:
     negotiations in flight spend. On a backend that plays seats (Ray) the unit is a task: the
     check is made as each task returns, no new task starts once the limit is reached, and the
     tasks in flight finish and are stored. A resumed run is a new session with its own budget:
-    it plays on past the point where the last one stopped.
+    it plays on past the point where the last one stopped. In a tournament of markets
+    (``dealroom.play.market_tournament``) a market is the unit, checked as each model seller's
+    market would start.
     """
 
     max_cost_usd: float | None = None

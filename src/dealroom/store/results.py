@@ -404,6 +404,10 @@ class ResultsStore:
         """Keys of the markets already stored (of one run, or all)."""
         return {key for key, _ in self._market_rows("SELECT key, NULL", run)}
 
+    def market_sales(self, run: str | None = None) -> int:
+        """Stored markets that sold (of one run, or all)."""
+        return sum(status == "deal" for _, status in self._market_rows("SELECT key, status", run))
+
     def iter_markets(self, run: str | None = None) -> Iterator[tuple[str, MarketRecord]]:
         """Every stored market (of one run, or all) with its key, in key order."""
         for key, record in self._market_rows("SELECT key, record", run):
