@@ -160,14 +160,15 @@ def _counted_phrase(code: ErrorCode, rules: Rules) -> str | None:
             assert_never(code)
 
 
-def forfeit_rule(rules: Rules) -> str:
-    """The forfeit rule as it is enforced: which refusals count, and how many forfeit."""
+def forfeit_rule(rules: Rules, *, ends: str = "the negotiation ends without a deal") -> str:
+    """The forfeit rule as it is enforced: which refusals count, and how many forfeit (then
+    ``ends``: a market's seller reads that the market ends without a sale)."""
     phrases = [_counted_phrase(c, rules) for c in ErrorCode if counts_toward_forfeit(c)]
     kinds = ", ".join(dict.fromkeys(p for p in phrases if p is not None))
     return (
         f"A move the rules refuse ({kinds}) changes nothing but the clock; after "
-        f"{rules.max_invalid_actions} of them you forfeit and the negotiation ends without a "
-        "deal. A price left empty, at 0 or below is refused without counting."
+        f"{rules.max_invalid_actions} of them you forfeit and {ends}. A price left empty, at 0 "
+        "or below is refused without counting."
     )
 
 
