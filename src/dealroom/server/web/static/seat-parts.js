@@ -72,6 +72,7 @@ DR.seat = (() => {
     walk_away: "a side walked away",
     forfeit: "a side forfeited (too many refused moves)",
     action_limit: "the move limit was reached",
+    sold_elsewhere: "the seller sold the item to another buyer",
   };
 
   // `events` and `role` (optional) say who walked away.

@@ -32,6 +32,11 @@
   }
 
   function render(next) {
+    if (next.kind === "market_seller") {
+      DR.marketSeat.render(next);  // a market seller's page: seat-market.js
+      return;
+    }
+    DR.keepMain("main");
     view = next;
     const was = state;
     state = stateOf(view);
@@ -123,6 +128,9 @@
     // On a phone the chart (and its clock) is below the controls: the time left is here too.
     setText("time-left", clockTime(Math.max(s.deadline - o.now, 0)) + " left");
     setText("hint", v.hint);
+    // A market's buyer: whose turn the market's clock waits for (market_seat_views).
+    show("turn", Boolean(v.turn) && !o.outcome);
+    setText("turn", v.turn ? v.turn.text : "");
     const over = Boolean(o.outcome);
     const theirs = o.live_offers.find((offer) => offer.by !== v.role);
     const offerShown = Boolean(theirs) && !over;
