@@ -12,14 +12,26 @@ from typing import get_args
 import pytest
 
 from dealroom.engine.market import market_view
-from dealroom.protocol import ErrorCode, people_text
-from dealroom.protocol.market import MarketEndReason, MarketRules, MarketSeatOutcome
+from dealroom.protocol import (
+    Accept,
+    ErrorCode,
+    MakeOffer,
+    Reject,
+    RuleViolation,
+    SendMessage,
+    WalkAway,
+    people_text,
+)
+from dealroom.protocol.market import Addressed, MarketEndReason, MarketRules, MarketSeatOutcome
+from dealroom.protocol.market_referee import MarketReferee
 from dealroom.protocol.market_scenarios import DEFAULT_MARKET_SPEC, market_at
 from dealroom.protocol.market_text import WakeHead, market_briefing, market_facts, wake_head
 from dealroom.protocol.people_market import (
     LEAVE_MARKET,
+    MARKET_COUNTED,
     market_ending,
     seller_briefing,
+    seller_counts_toward_forfeit,
     seller_outcome,
     seller_reply,
     turn_line,
@@ -95,3 +107,38 @@ def test_the_turn_line_names_no_other_seat() -> None:
     ]
     assert len(set(lines)) == 4  # over; absent; yours; waiting
     assert not [line for line in lines if any(b in line for b in MARKET.buyers)]
+
+
+SELLER_ACTIONS: dict[ErrorCode, Addressed] = {
+    ErrorCode.OFFER_NOT_FOUND: Addressed("b1", Accept(offer_id="o99")),
+    ErrorCode.OFFER_NOT_LIVE: Addressed("b1", Reject(offer_id="o2")),
+    ErrorCode.OWN_OFFER: Addressed("b1", Accept(offer_id="o1")),
+    ErrorCode.PRICE_NOT_FINITE: Addressed("b1", MakeOffer(price=Decimal("NaN"))),
+    ErrorCode.PRICE_OUT_OF_RANGE: Addressed("b1", MakeOffer(price=Decimal("1e9"))),
+    ErrorCode.MESSAGE_TOO_LONG: Addressed("b1", SendMessage(text="x" * 3000)),
+    ErrorCode.MESSAGE_EMPTY: Addressed("b1", SendMessage(text=" ")),
+    ErrorCode.UNKNOWN_BUYER: Addressed("b9", MakeOffer(price=Decimal(2000))),
+    ErrorCode.NEGOTIATION_CLOSED: Addressed("b2", MakeOffer(price=Decimal(2000))),
+}
+
+
+@pytest.mark.parametrize("code", list(ErrorCode))
+def test_the_refusals_a_person_seller_is_told_count_are_those_the_market_counts(
+    code: ErrorCode,
+) -> None:
+    """With one invalid action allowed, a counted refusal forfeits the market at once."""
+    referee = MarketReferee(MARKET, MarketRules(rules=Rules(max_invalid_actions=1)))
+    referee.apply_seller(Addressed("b1", MakeOffer(price=Decimal(2000))), 1.0)  # o1
+    referee.apply_buyer("b1", MakeOffer(price=Decimal(800)), 2.0)  # o2, replaced by o3
+    referee.apply_buyer("b1", MakeOffer(price=Decimal(850)), 3.0)
+    referee.apply_buyer("b2", WalkAway(), 4.0)  # b2's thread has ended
+    item = SELLER_ACTIONS.get(code)
+    if item is None:  # the market's end refuses: nothing left to count
+        assert not seller_counts_toward_forfeit(code)
+        return
+    with pytest.raises(RuleViolation) as refused:
+        referee.apply_seller(item, 5.0)
+    assert refused.value.code == code
+    forfeited = referee.outcome is not None and referee.outcome.end_reason == "forfeit"
+    assert forfeited == seller_counts_toward_forfeit(code)
+    assert (MARKET_COUNTED.get(code, "") in seller_briefing(VIEW)) or code not in MARKET_COUNTED

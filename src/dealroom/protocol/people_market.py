@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import assert_never, get_args
 
+from dealroom.protocol.errors import ErrorCode
 from dealroom.protocol.market import (
     MarketEndReason,
     MarketObservation,
@@ -24,6 +25,7 @@ from dealroom.protocol.people_text import (
     MESSAGE_FIELD,
     PRICE_FIELD,
     control,
+    counts_toward_forfeit,
     forfeit_rule,
     refusal,
 )
@@ -33,6 +35,21 @@ from dealroom.protocol.wire import ToolErrorPayload
 LEAVE_MARKET = "Leave the market"
 """The seller's page's button that walks away from the whole market (``walk_away`` with no
 buyer); each buyer's column has its own walk-away button (``people_text.WEB_BUTTONS``)."""
+
+
+MARKET_COUNTED: dict[ErrorCode, str] = {
+    ErrorCode.UNKNOWN_BUYER: "an action naming no buyer, or one not in the market",
+    ErrorCode.NEGOTIATION_CLOSED: "an action in a buyer's thread that has ended",
+}
+"""The seller's refusals that ``MarketReferee`` counts besides the bilateral referee's
+(``people_text.counts_toward_forfeit``), each in a few words: it counts every refused action
+of the seller's while the market is open."""
+
+
+def seller_counts_toward_forfeit(code: ErrorCode) -> bool:
+    """True for the refusals of a market's seller that raise its invalid-action count (while
+    the market is open; its end refuses without counting)."""
+    return code in MARKET_COUNTED or counts_toward_forfeit(code)
 
 
 def seller_briefing(view: MarketView) -> str:
@@ -53,7 +70,9 @@ def seller_briefing(view: MarketView) -> str:
         f'end the whole market without a sale, press "{LEAVE_MARKET}".',
         f"- To hear from the buyers, {control('wait_for_opponent', 'web')}.",
     ]
-    ends = "the market ends without a sale"
+    forfeit = forfeit_rule(
+        rules, ends="the market ends without a sale", also=list(MARKET_COUNTED.values())
+    )
     return f"""{facts.opening}
 
 Rules:
@@ -61,7 +80,7 @@ Rules:
 - {facts.offers}
 - {facts.clock}
 - {facts.budget}
-- {forfeit_rule(rules, ends=ends)} Refused moves count across the market.
+- {forfeit} Refused moves count across the market.
 
 How to play:
 {chr(10).join(moves)}
@@ -159,8 +178,10 @@ def turn_line(*, your_turn: bool, absent: bool, over: bool) -> str:
 
 __all__ = [
     "LEAVE_MARKET",
+    "MARKET_COUNTED",
     "market_ending",
     "seller_briefing",
+    "seller_counts_toward_forfeit",
     "seller_hint",
     "seller_outcome",
     "seller_reply",
