@@ -38,12 +38,13 @@ buyer); each buyer's column has its own walk-away button (``people_text.WEB_BUTT
 
 
 MARKET_COUNTED: dict[ErrorCode, str] = {
-    ErrorCode.UNKNOWN_BUYER: "an action naming no buyer, or one not in the market",
+    ErrorCode.UNKNOWN_BUYER: "an action for a buyer who is not in the market",
     ErrorCode.NEGOTIATION_CLOSED: "an action in a buyer's thread that has ended",
 }
 """The seller's refusals that ``MarketReferee`` counts besides the bilateral referee's
 (``people_text.counts_toward_forfeit``), each in a few words: it counts every refused action
-of the seller's while the market is open."""
+of the seller's while the market is open (a call that names no buyer is refused before it acts,
+``invalid_arguments``, and counts for nothing)."""
 
 
 def seller_counts_toward_forfeit(code: ErrorCode) -> bool:

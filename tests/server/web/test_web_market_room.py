@@ -198,7 +198,8 @@ async def test_room_create_prints_a_market_rooms_seat_and_spectator_links(
         view, _ = await room_page(server, created["spectator"])
         assert view.room == created["room"]
     assert lines[0].startswith("room room-") and lines[1].startswith("seller ")
-    assert lines[2].startswith("seller page    http://127.0.0.1:") and "/web/seat#token=" in lines[2]
+    assert lines[2].startswith("seller page    http://127.0.0.1:")
+    assert "/web/seat#token=" in lines[2]
     assert lines[3].startswith("spectator page http://127.0.0.1:") and "#token=" in lines[3]
 
 

@@ -4,7 +4,8 @@ tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in
 
     GET  /web/room#token=SPECTATOR      the room page (offers chart, messages, clock, outcome;
                                         a market room's: its threads side by side)
-    GET  /web/seat#token=SEAT           the seat page (briefing, controls, live offers)
+    GET  /web/seat#token=SEAT           the seat page (briefing, controls, live offers; a
+                                        market seller's: every thread, controls per buyer)
     GET  /web/tournament#token=ADMIN    the tournament page (progress, the report with plots)
     GET  /web/static/NAME               the pages' scripts and stylesheet
     GET  /web/api/room[/events]         spectator view (JSON, or live)      spectator token

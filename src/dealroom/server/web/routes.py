@@ -6,12 +6,13 @@ routes only, a spectator token its room's page only, the admin token the tournam
 The pages themselves are static files with no data in them; their scripts read the token from
 the link's fragment (``#token=...``, never sent to the server) and send it as a header.
 
-A seat's page calls its tools through ``POST /web/api/seat/call``: the tool must be one the
-seat is offered (``dealroom.protocol.tools``), its arguments are validated strictly by
+A seat's page calls its tools through ``POST /web/api/seat/call`` (``seat_calls``): the tool must
+be one the seat is offered (``dealroom.protocol.tools``), its arguments are validated strictly by
 ``validate_arguments`` and the call goes through ``dispatch``, exactly as an MCP call does. The
 reply's ``result`` is the JSON an MCP client gets; its ``text``, and a refusal's, are in a
 person's words (``dealroom.protocol.people_text``: the page's buttons, never a tool name), with
-the refusal's stable ``code`` beside it.
+the refusal's stable ``code`` beside it. A market room's seat tokens are answered by
+``market_seat`` on the same paths, before they reach these routes.
 """
 
 from __future__ import annotations
