@@ -304,3 +304,29 @@ async def test_a_buyers_page_call_waits_for_its_turn_and_says_whose_it_is(tmp_pa
             assert any(e["by"] == "buyer" and e.get("price") == 300.0 for e in thread["events"])
         body = json.dumps(await get_view(server, buyer))
         no_other_buyer(body, server.registry.markets[created["room"]], "b2")
+
+
+async def test_a_market_seats_page_is_live_and_takes_no_study_step(tmp_path: Path) -> None:
+    async with (
+        http_server(tmp_path) as server,
+        httpx2.AsyncClient(verify=tls(), timeout=10) as http,
+    ):
+        created = await server.create_room(buyers=3, house_buyers=LINEAR, secret=SECRET)
+        token = created["tokens"]["seller"]
+        url = f"{server.url}/web/api/seat/events"
+        async with http.stream("GET", url, headers=auth(token)) as stream:
+            assert stream.status_code == 200
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            async for line in stream.aiter_lines():
+                if line.startswith("data: "):
+                    view = MarketSellerPageView.model_validate_json(line.removeprefix("data: "))
+                    assert view.room == created["room"] and len(view.threads) == 3
+                    break
+            else:
+                raise AssertionError("the stream sent no view")
+        for step in ("quiz", "form"):
+            response = await http.post(
+                f"{server.url}/web/api/seat/{step}", json={"answers": []}, headers=auth(token)
+            )
+            assert response.status_code == 400
+            assert response.json() == {"error": "this is a study participant's request"}

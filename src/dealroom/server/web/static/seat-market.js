@@ -14,8 +14,6 @@ DR.marketSeat = (() => {
   const columns = new Map(); // buyer -> { col, parts: the controls' nodes }
   const heard = new Map(); // buyer -> lines of its thread already announced
   let first = true;
-  let busy = false;
-  let queued = null;
   let current = null;
 
   function setText(id, value) {
@@ -191,46 +189,22 @@ DR.marketSeat = (() => {
     announce("Refused: " + text);
   }
 
-  // Controls are never disabled while a call runs (a disabled button loses keyboard focus):
-  // they say so with aria-disabled and ignore presses until the reply; the last press made
-  // meanwhile is sent once the reply is in (on the market's clock a call waits for its turn).
-  function setBusy(value) {
-    busy = value;
-    for (const node of document.querySelectorAll("#market-seat button")) {
-      node.setAttribute("aria-disabled", String(value));
-    }
+  async function refresh() {
+    try { render(await DR.api("/web/api/seat")); } catch (problem) { setText("status", String(problem.message)); }
   }
 
-  async function act(tool, args) {
-    if (busy) {
-      queued = [tool, args];
-      setText("m-notice", "Sent once your last action is answered.");
-      return;
-    }
-    setBusy(true);
-    try {
-      const reply = await DR.api("/web/api/seat/call", { tool, arguments: args });
-      if (reply.error) {
-        refused(reply.error.text);
-      } else {
-        setText("m-notice", "");
-        byId("m-replies").prepend(el("li", {}, (args.buyer ? args.buyer + ": " : "") + reply.text));
-        const suffix = args.buyer ? "-" + args.buyer : "";
-        if (tool === "make_offer" || tool === "reject") byId("m-offer-message" + suffix).value = "";
-        if (tool === "send_message") byId("m-message" + suffix).value = "";
-      }
-    } catch (problem) {
-      refused(String(problem.message || problem));
-    } finally {
-      setBusy(false);
-      try { render(await DR.api("/web/api/seat")); } catch (problem) { setText("status", String(problem.message)); }
-      if (queued) {
-        const [next, nextArgs] = queued;
-        queued = null;
-        act(next, nextArgs);
-      }
-    }
-  }
+  const act = DR.seat.caller({
+    buttons: "#market-seat button",
+    notice: "m-notice",
+    refused,
+    refresh,
+    replied: (tool, args, reply) => {
+      byId("m-replies").prepend(el("li", {}, (args.buyer ? args.buyer + ": " : "") + reply.text));
+      const suffix = args.buyer ? "-" + args.buyer : "";
+      if (tool === "make_offer" || tool === "reject") byId("m-offer-message" + suffix).value = "";
+      if (tool === "send_message") byId("m-message" + suffix).value = "";
+    },
+  });
 
   function bind() {
     byId("m-wait").addEventListener("click", () => act("wait_for_opponent", {}));
