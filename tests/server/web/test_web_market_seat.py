@@ -151,6 +151,9 @@ async def test_the_sellers_page_shows_every_thread_its_own_cost_and_the_budget()
         f"Sold to {best.buyer} at ${best.price:,.2f}; your surplus ${over.outcome.surplus:,.2f}."
     )
     assert over.measures is not None and over.measures.probed == 1
+    for thread in over.threads:  # the others' threads: sold to another buyer, by this seller
+        if thread.buyer != best.buyer:
+            assert thread.log[-1].endswith("you sold the item to another buyer.")
     body = over.model_dump_json()
     assert "early_sale_loss" not in body and "efficiency" not in body
     for value in room.market.buyer_values:
