@@ -10,18 +10,12 @@
 
 DR.marketSeat = (() => {
   const { el, fill, money, clockTime } = DR;
+  const { setText } = DR.seat;
   const byId = (id) => document.getElementById(id);
   const columns = new Map(); // buyer -> { col, parts: the controls' nodes }
   const heard = new Map(); // buyer -> lines of its thread already announced
   let first = true;
   let current = null;
-
-  function setText(id, value) {
-    const node = byId(id);
-    const next = value === null || value === undefined ? "" : String(value);
-    if (node.textContent !== next) node.textContent = next;
-    return node;
-  }
 
   function show(node, visible) {
     if (node.classList.contains("hidden") !== !visible) node.classList.toggle("hidden", !visible);
