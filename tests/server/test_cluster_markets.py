@@ -1,7 +1,8 @@
 """Market rooms (one seller, N buyers) in a cluster (``dealroom serve --transport http --workers
 N``): created through the front, a market room lands on a worker as any room does, and every
 token it issues (each client seat's, the spectator's) names that worker, so each client plays
-over MCP through the front, the spectator page reads it, the admin view finds it, and the market
+over MCP through the front, the seat pages and the spectator page read it, the admin view finds
+it, and the market
 is stored once; a worker killed mid-market comes back with it."""
 
 from __future__ import annotations
@@ -100,6 +101,11 @@ async def test_a_market_room_is_served_whole_by_the_worker_that_created_it(
             shown = await admin.get(f"{c.url}/admin/rooms/{room}")
         assert shown.status_code == 200, shown.text
         assert shown.json()["clients"] == ["seller", "b1", "b2"] and shown.json()["open"]
+        for name, kind in (("seller", "market_seller"), ("b1", "seat")):  # their seat pages
+            async with http(tokens[name]) as page:
+                view = await page.get(f"{c.url}/web/api/seat")
+            assert view.status_code == 200, view.text
+            assert view.json()["kind"] == kind and view.json()["room"] == room
         ends: dict[str, dict[str, Any]] = {}
 
         async def seller() -> None:

@@ -159,7 +159,7 @@ def run_create(args: argparse.Namespace) -> int:
     created = RoomCreated.model_validate(
         admin_json("POST", f"{base_url(args.server)}/admin/rooms", body)
     )
-    links = web_links(base_url(args.server), created, seat_pages=request.buyers == 1)
+    links = web_links(base_url(args.server), created)
     if args.json:
         body = {
             "room": created.room,
@@ -187,15 +187,11 @@ def _house_buyers(given: str | None) -> dict[str, str] | None:
     return {name: spec for name, _, spec in pairs}
 
 
-def web_links(server: str, created: RoomCreated, *, seat_pages: bool = True) -> dict[str, str]:
-    """The room's web pages: the spectator's, and one per client seat (the token rides in the
-    link's fragment, which a browser never sends to the server) unless ``seat_pages`` is false
-    (a market room's seat plays over MCP only)."""
-    links = (
-        {role: f"{server}/web/seat#token={token}" for role, token in created.tokens.items()}
-        if seat_pages
-        else {}
-    )
+def web_links(server: str, created: RoomCreated) -> dict[str, str]:
+    """The room's web pages: one per client seat (a market room's too: its seller's page
+    shows every thread, a buyer's its own) and the spectator's (the token rides in the link's
+    fragment, which a browser never sends to the server)."""
+    links = {role: f"{server}/web/seat#token={token}" for role, token in created.tokens.items()}
     if created.spectator is not None:
         links["spectator"] = f"{server}/web/room#token={created.spectator}"
     return links

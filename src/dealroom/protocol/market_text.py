@@ -12,7 +12,7 @@ its outcome.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from dealroom.protocol.briefing import item_lines, timing
 from dealroom.protocol.events import Event
@@ -26,39 +26,67 @@ WakeHead = Literal["news", "timeout", "ended", "pending"]
 served room, the wait's wall time ran out while other clients were still deciding."""
 
 
-def market_briefing(view: MarketView) -> str:
-    """The market seller's briefing: the first user message of its conversation. States the
-    market's rules as ``MarketReferee`` enforces them, and only the seller's own cost."""
+class MarketFacts(NamedTuple):
+    """The market seller's situation and the market's rules, in sentences that name no tool:
+    the model's briefing (``market_briefing``) and a person's (``people_market``) state them
+    alike, each adding how to act on its surface."""
+
+    opening: str
+    """Who the seller is, the item, its own cost and what it scores."""
+    threads: str
+    offers: str
+    clock: str
+    budget: str
+
+
+def market_facts(view: MarketView) -> MarketFacts:
+    """The seller's facts (``MarketFacts``) from its own view: only its own cost."""
     market, rules = view.market, view.rules
     bilateral = rules.rules
     s = market.scenario
     cost = money(view.private_value, s.currency)
     names = ", ".join(market.buyers)
     count = f"{len(market.buyers)} buyer{'s' if len(market.buyers) > 1 else ''}"
-    addressed = " and ".join([", ".join(BUYER_TOOLS[:-1]), BUYER_TOOLS[-1]])
-    return f"""You are the seller in a one-item market with {count}: {names}.
+    opening = f"""You are the seller in a one-item market with {count}: {names}.
 
 {item_lines(s)}
 Your private cost is {cost}: the least you can accept. Your surplus is the price minus {cost}; \
 selling for less loses you money. Each buyer has its own private value, which you do not know. \
 Never reveal your cost.
 Goal: sell as dearly as you can. Your score is your surplus: no sale scores zero, a losing sale \
-below zero.
+below zero."""
+    return MarketFacts(
+        opening=opening,
+        threads="Each buyer bargains with you in a thread of its own and sees only that thread: "
+        "never your offers or messages to another buyer, nor the other buyers' moves.",
+        offers="Offers are binding: the first offer accepted, by you or a buyer, in any thread, "
+        "sells the item at its price at once and ends every other thread. You have at most one "
+        "live offer per buyer; a new one to that buyer replaces it. Messages are cheap talk: "
+        "they bind no one.",
+        clock=f"The clock runs for {s.deadline:g} s for the whole market; at the deadline it "
+        f"ends without a sale. {timing(bilateral, 'virtual', 'you and the buyers')} Your "
+        "actions to different buyers follow each other on your one clock.",
+        budget=f"You have {rules.seller_budget} actions in the whole market (your turn budget); "
+        "the one that spends it is your last: every thread still open then ends.",
+    )
+
+
+def market_briefing(view: MarketView) -> str:
+    """The market seller's briefing: the first user message of its conversation. States the
+    market's rules as ``MarketReferee`` enforces them, and only the seller's own cost."""
+    facts = market_facts(view)
+    bilateral = view.rules.rules
+    addressed = " and ".join([", ".join(BUYER_TOOLS[:-1]), BUYER_TOOLS[-1]])
+    return f"""{facts.opening}
 
 Rules:
-- Each buyer bargains with you in a thread of its own and sees only that thread: never your \
-offers or messages to another buyer, nor the other buyers' moves.
+- {facts.threads}
 - Name the buyer in every action: {addressed} take a buyer (accept also that buyer's offer id; \
 offer ids count within each thread). walk_away with a buyer leaves that thread for good; with \
 none, the whole market.
-- Offers are binding: the first offer accepted, by you or a buyer, in any thread, sells the item \
-at its price at once and ends every other thread. You have at most one live offer per buyer; a \
-new one to that buyer replaces it. Messages are cheap talk: they bind no one.
-- The clock runs for {s.deadline:g} s for the whole market; at the deadline it ends without a \
-sale. {timing(bilateral, "virtual", "you and the buyers")} Your actions to different buyers \
-follow each other on your one clock.
-- You have {rules.seller_budget} actions in the whole market (your turn budget); the one that \
-spends it is your last: every thread still open then ends.
+- {facts.offers}
+- {facts.clock}
+- {facts.budget}
 - A refused action changes nothing but the clock; after {bilateral.max_invalid_actions} refused \
 actions, counted across the market, you forfeit and the market ends without a sale (a call \
 refused before it acts, as invalid_arguments, does not count).
@@ -184,9 +212,11 @@ def market_state_text(observation: MarketObservation) -> str:
 
 
 __all__ = [
+    "MarketFacts",
     "WakeHead",
     "buyer_market_text",
     "market_briefing",
+    "market_facts",
     "market_news",
     "market_state_text",
     "market_update_text",

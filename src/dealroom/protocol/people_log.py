@@ -116,6 +116,8 @@ def event_line(event: Event, currency: str, role: Role) -> str | None:
             return f"{who} said: {quoted(event.text)}"
         case WalkedAway():
             return f"{who} walked away{_said(event.message)}"
+        case NegotiationEnded() if event.reason == "sold_elsewhere" and role == "seller":
+            return "The negotiation ended: you sold the item to another buyer."  # a market's
         case NegotiationEnded():
             price = "" if event.price is None else f" at {money(event.price, currency)}"
             return f"The negotiation ended: {ending(event.reason)}{price}."

@@ -134,7 +134,7 @@ def counts_toward_forfeit(code: ErrorCode) -> bool:
         ):
             return True
         case ErrorCode.UNKNOWN_BUYER:
-            return False  # a market's seller only: no bilateral room (where people sit) has it
+            return False  # a market's seller only: counted there (people_market)
         case ErrorCode.NEGOTIATION_CLOSED | ErrorCode.DEADLINE_PASSED | ErrorCode.INVALID_ACTION:
             return False
         case _:
@@ -160,14 +160,21 @@ def _counted_phrase(code: ErrorCode, rules: Rules) -> str | None:
             assert_never(code)
 
 
-def forfeit_rule(rules: Rules) -> str:
-    """The forfeit rule as it is enforced: which refusals count, and how many forfeit."""
+def forfeit_rule(
+    rules: Rules,
+    *,
+    ends: str = "the negotiation ends without a deal",
+    also: Sequence[str] = (),
+) -> str:
+    """The forfeit rule as it is enforced: which refusals count, and how many forfeit (a
+    market's seller: ``also`` the market's own counted refusals, and ``ends`` that the market
+    ends without a sale: ``people_market``)."""
     phrases = [_counted_phrase(c, rules) for c in ErrorCode if counts_toward_forfeit(c)]
-    kinds = ", ".join(dict.fromkeys(p for p in phrases if p is not None))
+    kinds = ", ".join(dict.fromkeys([*(p for p in phrases if p is not None), *also]))
     return (
         f"A move the rules refuse ({kinds}) changes nothing but the clock; after "
-        f"{rules.max_invalid_actions} of them you forfeit and the negotiation ends without a "
-        "deal. A price left empty, at 0 or below is refused without counting."
+        f"{rules.max_invalid_actions} of them you forfeit and {ends}. A price left empty, at 0 "
+        "or below is refused without counting."
     )
 
 

@@ -25,7 +25,7 @@ from mcp_support import ADMIN, free_port, house_resolver
 
 from dealroom.protocol import RoomCreated, RoomRequest
 from dealroom.server.mcp_http import build_http_app, uvicorn_config
-from dealroom.server.rooms import RoomRegistry
+from dealroom.server.rooms import RoomRegistry, SellerResolver
 from dealroom.store.results import ResultsStore
 from dealroom.store.writer import ResultWriter
 
@@ -79,9 +79,12 @@ class ThreadServer:
 
 
 @contextmanager
-def server_thread(tmp_path: Path, *, reap: bool = False) -> Iterator[ThreadServer]:
+def server_thread(
+    tmp_path: Path, *, reap: bool = False, resolve_seller: SellerResolver | None = None
+) -> Iterator[ThreadServer]:
     """``dealroom serve --transport http`` on a free loopback port, in a thread; with ``reap``,
-    its reaper too (wall clocks' deadlines, a study's dropouts and timeouts), as served."""
+    its reaper too (wall clocks' deadlines, a study's dropouts and timeouts), as served; with
+    ``resolve_seller``, market rooms' house sellers."""
     port = free_port()
     box: dict[str, Any] = {}
     ready = threading.Event()
@@ -95,7 +98,11 @@ def server_thread(tmp_path: Path, *, reap: bool = False) -> Iterator[ThreadServe
 
     def run() -> None:
         with ResultsStore(tmp_path / "results.db") as store:
-            registry = RoomRegistry(writer=ResultWriter(store), resolve_house=house_resolver)
+            registry = RoomRegistry(
+                writer=ResultWriter(store),
+                resolve_house=house_resolver,
+                resolve_seller=resolve_seller,
+            )
             app = build_http_app(registry, admin_token=ADMIN, host="127.0.0.1", port=port)
             config = uvicorn_config(app, host="127.0.0.1", port=port, timeout_graceful_shutdown=1)
             box["server"] = uvicorn.Server(config)

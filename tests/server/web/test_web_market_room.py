@@ -178,7 +178,7 @@ async def test_only_a_market_rooms_spectator_token_opens_its_room_page(tmp_path:
         assert (await http.post(server.mcp, json={}, headers=auth(spectator))).status_code == 401
 
 
-async def test_room_create_prints_a_market_rooms_spectator_link(
+async def test_room_create_prints_a_market_rooms_seat_and_spectator_links(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DEALROOM_ADMIN_TOKEN", ADMIN)
@@ -189,13 +189,18 @@ async def test_room_create_prints_a_market_rooms_spectator_link(
         lines = capsys.readouterr().out.splitlines()
         assert await anyio.to_thread.run_sync(cli_main, [*argv, "--json"]) == 0
         created = json.loads(capsys.readouterr().out)
-        assert list(created["tokens"]) == ["seller"] and set(created["links"]) == {"spectator"}
+        assert list(created["tokens"]) == ["seller"]
+        assert set(created["links"]) == {"seller", "spectator"}
         link = created["links"]["spectator"]
         assert link == f"{server.url}/web/room#token={created['spectator']}"
+        seat = created["links"]["seller"]  # the seller's seat page
+        assert seat == f"{server.url}/web/seat#token={created['tokens']['seller']}"
         view, _ = await room_page(server, created["spectator"])
         assert view.room == created["room"]
     assert lines[0].startswith("room room-") and lines[1].startswith("seller ")
-    assert lines[2].startswith("spectator page http://127.0.0.1:") and "#token=" in lines[2]
+    assert lines[2].startswith("seller page    http://127.0.0.1:")
+    assert "/web/seat#token=" in lines[2]
+    assert lines[3].startswith("spectator page http://127.0.0.1:") and "#token=" in lines[3]
 
 
 async def test_a_market_rooms_page_never_runs_ahead_of_its_client_seats_clock(

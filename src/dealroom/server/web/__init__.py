@@ -4,7 +4,8 @@ tournament. Same process, same tokens; plain HTML, CSS and JavaScript shipped in
 
     GET  /web/room#token=SPECTATOR      the room page (offers chart, messages, clock, outcome;
                                         a market room's: its threads side by side)
-    GET  /web/seat#token=SEAT           the seat page (briefing, controls, live offers)
+    GET  /web/seat#token=SEAT           the seat page (briefing, controls, live offers; a
+                                        market seller's: every thread, controls per buyer)
     GET  /web/tournament#token=ADMIN    the tournament page (progress, the report with plots)
     GET  /web/static/NAME               the pages' scripts and stylesheet
     GET  /web/api/room[/events]         spectator view (JSON, or live)      spectator token
@@ -39,6 +40,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from dealroom.server.rooms import RoomRegistry
+from dealroom.server.web.market_seat import MarketSeatApi
 from dealroom.server.web.routes import WebApi, error
 from dealroom.server.web.study import StudyApi
 from dealroom.server.web.tournament import TournamentApi
@@ -94,6 +96,7 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     api = WebApi(registry)
     tournaments = TournamentApi(registry, admin)
     studies = StudyApi(registry, admin, api)
+    seats = MarketSeatApi(registry, api)  # a market seat's token; any other: api's
 
     async def page(request: Request) -> Response:
         return _file(files, PAGES[request.url.path.rsplit("/", 1)[-1]])
@@ -111,11 +114,11 @@ def mount(app: MCPServer, registry: RoomRegistry, *, admin: AdminCheck) -> None:
     app.custom_route("/web/static/{name}", methods=["GET"])(static)
     app.custom_route("/web/api/room", methods=["GET"])(api.room)
     app.custom_route("/web/api/room/events", methods=["GET"])(api.room_events)
-    app.custom_route("/web/api/seat", methods=["GET"])(api.seat)
-    app.custom_route("/web/api/seat/events", methods=["GET"])(api.seat_events)
-    app.custom_route("/web/api/seat/call", methods=["POST"])(api.call)
-    app.custom_route("/web/api/seat/consent", methods=["POST"])(api.consent)
-    app.custom_route("/web/api/seat/page", methods=["POST"])(api.page)
+    app.custom_route("/web/api/seat", methods=["GET"])(seats.seat)
+    app.custom_route("/web/api/seat/events", methods=["GET"])(seats.seat_events)
+    app.custom_route("/web/api/seat/call", methods=["POST"])(seats.call)
+    app.custom_route("/web/api/seat/consent", methods=["POST"])(seats.consent)
+    app.custom_route("/web/api/seat/page", methods=["POST"])(seats.page)
     app.custom_route("/web/api/seat/quiz", methods=["POST"])(api.quiz)
     app.custom_route("/web/api/seat/form", methods=["POST"])(api.form)
     app.custom_route("/web/api/runs", methods=["GET"])(tournaments.runs)

@@ -38,8 +38,9 @@ class MarketThread(View):
 
     buyer: str
     """The buyer's name (``b1`` .. ``bN``)."""
-    seat: str
-    """Who sits in the buyer's seat: a house agent's spec, or the client's name (``mcp``)."""
+    seat: str | None
+    """Who sits in the buyer's seat: a house agent's spec, or the client's name (``mcp``); none
+    on the seller's own seat page (its seat is not told who plays each buyer)."""
     open: bool
     """False once the thread has ended (its last event says why)."""
     events: tuple[Event, ...]

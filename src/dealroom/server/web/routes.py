@@ -6,12 +6,13 @@ routes only, a spectator token its room's page only, the admin token the tournam
 The pages themselves are static files with no data in them; their scripts read the token from
 the link's fragment (``#token=...``, never sent to the server) and send it as a header.
 
-A seat's page calls its tools through ``POST /web/api/seat/call``: the tool must be one the
-seat is offered (``dealroom.protocol.tools``), its arguments are validated strictly by
+A seat's page calls its tools through ``POST /web/api/seat/call`` (``seat_calls``): the tool must
+be one the seat is offered (``dealroom.protocol.tools``), its arguments are validated strictly by
 ``validate_arguments`` and the call goes through ``dispatch``, exactly as an MCP call does. The
 reply's ``result`` is the JSON an MCP client gets; its ``text``, and a refusal's, are in a
 person's words (``dealroom.protocol.people_text``: the page's buttons, never a tool name), with
-the refusal's stable ``code`` beside it.
+the refusal's stable ``code`` beside it. A market room's seat tokens are answered by
+``market_seat`` on the same paths, before they reach these routes.
 """
 
 from __future__ import annotations
@@ -28,19 +29,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from dealroom.protocol import SessionErrorCode, people_log, people_text, seat_text
+from dealroom.protocol import SessionErrorCode
 from dealroom.protocol.study_design import StepRefusal, StepRefused
-from dealroom.protocol.tools import ArgumentError, seat_tools, validate_arguments
 from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.gone import while_connected
 from dealroom.server.market_room import MarketRoomServed
-from dealroom.server.mcp_app import dispatch
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.seat import CallRefused, RoomSeat
+from dealroom.server.seat import RoomSeat
 from dealroom.server.studies import Ticket
 from dealroom.server.study import PAGE_EVENTS
 from dealroom.server.web.market_views import MarketSpectatorView, room_page_view
+from dealroom.server.web.seat_calls import refused_call, seat_call
 from dealroom.server.web.views import (
     LobbyView,
     SeatPageView,
@@ -214,8 +214,8 @@ class WebApi:
         found = None if token is None else self.registry.seat_for_token(token)
         if found is not None:
             seat = self.registry.served_seat(*found)
-            if not isinstance(seat, RoomSeat):
-                return error(404, "a market room has no seat page yet: its seat plays over MCP")
+            if not isinstance(seat, RoomSeat):  # a market's: its page is market_seat's
+                return error(400, "this is a study participant's request")
             return Person(seat, None)
         ticket = None if token is None else self.registry.studies.lookup(token)
         if ticket is None or ticket.who is None:
@@ -297,7 +297,7 @@ class WebApi:
         person = self._seat(request, arrive=False)
         if isinstance(person, Response):
             return person
-        body = await _body_within(request, 256)
+        body = await body_within(request, 256)
         try:
             event = json.loads(body or b"{}").get("event")
         except (ValueError, UnicodeDecodeError, AttributeError):
@@ -365,29 +365,40 @@ class WebApi:
         seat, ticket = person
         if seat is None:
             return error(409, "you have no negotiation yet: wait for it to start")
-        body = await _body_within(request, MAX_CALL_BYTES)
-        if body is None:
-            return error(413, f"a call is at most {MAX_CALL_BYTES} bytes")
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            return error(400, "the body must be JSON")
-        fields = cast("dict[str, object]", data) if isinstance(data, dict) else {}
-        tool = fields.get("tool")
-        if not isinstance(tool, str):
-            return error(400, 'the body must be {"tool": name, "arguments": {...}}')
-        arguments = fields.get("arguments", {})
-        if not isinstance(arguments, dict):
-            return error(400, "arguments must be a JSON object")
+        called = await read_call(request)
+        if isinstance(called, Response):
+            return called
+        tool, arguments = called
         with structlog.contextvars.bound_contextvars(**seat.log_context, tool=tool):
             if tool == "new_negotiation" and ticket is not None and _moves_on(ticket):
                 return JSONResponse(_next_partner(ticket), headers=NO_STORE)
+            series, clock = seat.room.series.available, seat.room.settings.clock
             call = await while_connected(
-                request, lambda: _call(seat, tool, cast("dict[str, Any]", arguments))
+                request, lambda: seat_call(seat, tool, arguments, series=series, clock=clock)
             )
             if call is None:  # no one reads it
                 return error(400, "the client has gone")
             return JSONResponse(call, headers=NO_STORE)
+
+
+async def read_call(request: Request) -> tuple[str, dict[str, Any]] | Response:
+    """A seat call's body, ``{"tool": name, "arguments": {...}}``: the tool and its arguments,
+    or the refusal to send (one line)."""
+    body = await body_within(request, MAX_CALL_BYTES)
+    if body is None:
+        return error(413, f"a call is at most {MAX_CALL_BYTES} bytes")
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return error(400, "the body must be JSON")
+    fields = cast("dict[str, object]", data) if isinstance(data, dict) else {}
+    tool = fields.get("tool")
+    if not isinstance(tool, str):
+        return error(400, 'the body must be {"tool": name, "arguments": {...}}')
+    arguments = fields.get("arguments", {})
+    if not isinstance(arguments, dict):
+        return error(400, "arguments must be a JSON object")
+    return tool, cast("dict[str, Any]", arguments)
 
 
 class Person(NamedTuple):
@@ -432,7 +443,7 @@ def _next_partner(ticket: Ticket) -> dict[str, Any]:
             else SessionErrorCode.SERIES_OVER,
             message="There is no next negotiation to start now.",
         )
-        return _refused(payload)
+        return refused_call(payload)
     if ticket.study.request.matching == "solo":
         return {"text": "On to the negotiations that count.", "result": None}
     return {"text": "Waiting for your next partner.", "result": None}
@@ -447,7 +458,7 @@ def _step_refused(refused: StepRefused) -> Response:
 
 async def _object(request: Request) -> dict[str, Any]:
     """A small request's JSON object (empty if it is none)."""
-    body = await _body_within(request, MAX_CALL_BYTES)
+    body = await body_within(request, MAX_CALL_BYTES)
     try:
         data = json.loads(body or b"{}")
     except (ValueError, UnicodeDecodeError):
@@ -455,7 +466,7 @@ async def _object(request: Request) -> dict[str, Any]:
     return cast("dict[str, Any]", data) if isinstance(data, dict) else {}
 
 
-async def _body_within(request: Request, limit: int) -> bytes | None:
+async def body_within(request: Request, limit: int) -> bytes | None:
     """The request's body, or None once it is past ``limit`` bytes: refused on its
     ``Content-Length`` before a byte of it is read, else as it arrives (so a huge body is never
     held in memory; the server closes the connection on the rest)."""
@@ -468,25 +479,3 @@ async def _body_within(request: Request, limit: int) -> bytes | None:
         if len(body) > limit:
             return None
     return bytes(body)
-
-
-async def _call(seat: RoomSeat, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """One tool call as an MCP client would make it: ``{"text", "result"}`` or ``{"error"}``."""
-    offered = {t.name: t for t in seat_tools(series=seat.room.series.available)}
-    spec = offered.get(name)
-    if spec is None:
-        return _refused(seat_text.unknown_tool(name, offered))
-    try:
-        args = validate_arguments(spec, arguments)
-        result = await dispatch(seat, spec, args)
-    except (ArgumentError, CallRefused) as refusal:
-        return _refused(refusal.payload)
-    role, currency = await seat.viewer()
-    text = people_log.reply(result, role, currency, clock=seat.room.settings.clock, surface="web")
-    return {"text": text, "result": result.model_dump(mode="json")}
-
-
-def _refused(payload: ToolErrorPayload) -> dict[str, Any]:
-    """A refusal in the page's words (``people_text.refusal``); its code as MCP sends it."""
-    log.info("web call refused", code=payload.code)
-    return {"error": {"code": payload.code, "text": people_text.refusal(payload, "web")}}

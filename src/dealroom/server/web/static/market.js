@@ -2,11 +2,13 @@
 // offers chart, its events in order on the market's clock), the highest bid and the seller's
 // turn budget; after the end the outcome, every private value and the market's scoring. Drawn
 // from the server's MarketSpectatorView (server/web/market_views.py); text only ever goes in
-// with textContent (DR.el).
+// with textContent (DR.el). A market seller's seat page (seat-market.js) draws its threads in
+// the same columns (DR.market.column, DR.market.update), each with its controls added.
 "use strict";
 
-// The room page holds two <main>s, a negotiation's and a market's: the first view keeps the one
-// it needs and removes the other (a page has one main landmark).
+// The room page holds two <main>s, a negotiation's and a market's (the seat page: a seat's and a
+// market seller's): the first view keeps the one it needs and removes the other (a page has one
+// main landmark).
 DR.keepMain = (id) => {
   for (const main of document.querySelectorAll("main")) {
     if (main.id === id) main.classList.remove("hidden");
@@ -20,47 +22,73 @@ DR.market = (() => {
   const share = (x) => (x === null ? "–" : (100 * x).toFixed(1) + "%");
   const shown = (x) => (x === null ? "–" : String(x));
 
-  function state(thread, cur) {
+  // A thread's state in a few words; `ids`: with the live offers' ids (the room page's).
+  function state(thread, cur, ids) {
     if (!thread.open) {
       const last = thread.events[thread.events.length - 1];
       return "ended" + (last && last.type === "negotiation_ended" ? " (" + last.reason + ")" : "");
     }
-    const live = thread.live_offers.map((o) => o.by + " " + money(o.price, cur) + " (" + o.offer_id + ")");
+    const live = thread.live_offers.map((o) => o.by + " " + money(o.price, cur) + (ids ? " (" + o.offer_id + ")" : ""));
     return "open" + (live.length ? "; live: " + live.join(", ") : "");
   }
 
-  // One thread's column; its chart is drawn once the column is in the page (it sizes itself).
-  function column(view, thread, cur) {
-    const r = view.result;
-    const best = view.best_bid !== null && view.best_bid.buyer === thread.buyer;
-    const won = r !== null && r.outcome.buyer === thread.buyer;
-    const notes = [state(thread, cur)];
-    if (best) notes.push("the highest bid");
-    if (won) notes.push("bought the item");
+  // One thread's column, made once: `update` draws a view of the thread into it in place (the
+  // seat page keeps its columns, and the controls it adds to them, across views; the room page
+  // makes them anew for each view). Its chart is drawn once it is in the page (it sizes itself).
+  function column(buyer, title) {
     const svg = document.createElementNS(NS, "svg");
     svg.setAttribute("class", "chart");
     svg.setAttribute("role", "img");
-    svg.setAttribute("aria-label", thread.buyer + "'s offers over time");
-    const events = thread.events.map((e) =>
-      el("li", {}, el("span", { class: "t", text: seconds(e.t) }), DR.describe(e, cur, null)));
-    const node = el("article", {
-      class: "thread" + (best ? " best" : "") + (won ? " won" : ""),
-      "data-buyer": thread.buyer,
-      "data-open": String(thread.open),
-    },
-    el("h3", { text: thread.buyer + " · " + thread.seat }),
-    el("p", { class: "muted state", text: notes.join("; ") }),
-    svg,
-    events.length ? el("ol", { class: "log" }, events) : el("p", { class: "muted", text: "no events yet" }));
+    svg.setAttribute("aria-label", buyer + "'s offers over time");
+    const parts = {
+      state: el("p", { class: "muted state" }),
+      svg,
+      log: el("ol", { class: "log" }),
+      none: el("p", { class: "muted", text: "no events yet" }),
+    };
+    parts.node = el("article", { class: "thread", "data-buyer": buyer },
+      el("h3", { text: title }), parts.state, svg, parts.log, parts.none);
+    return parts;
+  }
+
+  // `how`: the view's deadline and clock (`scenario`, `now`), the chart's reference `lines`, the
+  // log's `items` (each a line's nodes), whether the thread holds the highest bid (`best`), its
+  // buyer `won`, and `ids` (show offer ids).
+  function update(col, thread, cur, how) {
+    const notes = [state(thread, cur, how.ids)];
+    if (how.best) notes.push("the highest bid");
+    if (how.won) notes.push("bought the item");
+    col.node.classList.toggle("best", how.best);
+    col.node.classList.toggle("won", how.won);
+    col.node.dataset.open = String(thread.open);
+    const note = notes.join("; ");
+    if (col.state.textContent !== note) col.state.textContent = note;
+    const items = how.items;
+    if (items.length < col.log.childElementCount) col.log.replaceChildren();
+    for (const item of items.slice(col.log.childElementCount)) col.log.append(el("li", {}, item));
+    col.log.classList.toggle("hidden", !items.length);
+    col.none.classList.toggle("hidden", items.length > 0);
+    return () => DR.chart(col.svg, {
+      events: thread.events, deadline: how.scenario.deadline, now: how.now, lines: how.lines, currency: cur,
+    });
+  }
+
+  // The room page's column: every event, with ids; after the end, the buyer's value and the cost.
+  function spectatorColumn(view, thread, cur) {
+    const r = view.result;
+    const col = column(thread.buyer, thread.buyer + " · " + thread.seat);
     const lines = [{ label: "list price", value: Number(view.scenario.list_price), cls: "list" }];
     if (r) {
       lines.push({ label: thread.buyer + "'s value", value: Number(r.buyer_values[thread.buyer]), cls: "value" });
       lines.push({ label: "seller cost", value: Number(r.seller_cost), cls: "cost" });
     }
-    const draw = () => DR.chart(svg, {
-      events: thread.events, deadline: view.scenario.deadline, now: view.now, lines, currency: cur,
+    const draw = update(col, thread, cur, {
+      scenario: view.scenario, now: view.now, lines, ids: true,
+      best: view.best_bid !== null && view.best_bid.buyer === thread.buyer,
+      won: r !== null && r.outcome.buyer === thread.buyer,
+      items: thread.events.map((e) => [el("span", { class: "t", text: seconds(e.t) }), DR.describe(e, cur, null)]),
     });
-    return { node, draw };
+    return { node: col.node, draw };
   }
 
   function facts(view, cur) {
@@ -123,7 +151,7 @@ DR.market = (() => {
     values.classList.remove("hidden");
   }
 
-  return (view) => {
+  function render(view) {
     const s = view.scenario, cur = s.currency;
     DR.keepMain("market");
     text("item", s.item.name + " (market, " + view.threads.length + " buyers)");
@@ -131,9 +159,11 @@ DR.market = (() => {
     text("seats", "seller: " + view.seller + (view.open ? "" : " · over"));
     facts(view, cur);
     DR.clock(view, "market-clock");
-    const columns = view.threads.map((thread) => column(view, thread, cur));
+    const columns = view.threads.map((thread) => spectatorColumn(view, thread, cur));
     fill("threads", columns.map((c) => c.node));
     columns.forEach((c) => c.draw());
     outcome(view, cur);
-  };
+  }
+
+  return { render, column, update };
 })();

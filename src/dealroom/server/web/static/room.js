@@ -7,7 +7,7 @@
 
   function render(view) {
     if (view.kind === "market") {
-      DR.market(view);
+      DR.market.render(view);
       return;
     }
     DR.keepMain("negotiation");

@@ -72,6 +72,7 @@ DR.seat = (() => {
     walk_away: "a side walked away",
     forfeit: "a side forfeited (too many refused moves)",
     action_limit: "the move limit was reached",
+    sold_elsewhere: "the seller sold the item to another buyer",
   };
 
   // `events` and `role` (optional) say who walked away.
@@ -151,5 +152,48 @@ DR.seat = (() => {
     return parts.join(" ");
   }
 
-  return { setText, show, refocus, announce, instructions, outcomeText, final, duration };
+  // A seat page's tool calls (POST /web/api/seat/call), the bilateral seat's and a market
+  // seller's alike. Controls are never disabled while a call runs (a disabled button loses
+  // keyboard focus): `buttons` (a selector) say so with aria-disabled. A press while a call is
+  // answered (a wait, or any call on a market's clock, which waits for its turn) is not lost:
+  // the last one is sent once that answer is in. Each reply goes to `replied(tool, args,
+  // reply)`, each refusal's text to `refused`; the page is read again (`refresh`) after each.
+  function caller({ buttons, notice, replied, refused, refresh }) {
+    let busy = false;
+    let queued = null;
+    function setBusy(value) {
+      busy = value;
+      for (const node of document.querySelectorAll(buttons)) node.setAttribute("aria-disabled", String(value));
+    }
+    async function call(tool, args) {
+      if (busy) {
+        queued = [tool, args];
+        setText(notice, "Sent once your last action is answered.");
+        return;
+      }
+      setBusy(true);
+      try {
+        const reply = await DR.api("/web/api/seat/call", { tool, arguments: args || {} });
+        if (reply.error) {
+          refused(reply.error.text);
+        } else {
+          setText(notice, "");
+          replied(tool, args || {}, reply);
+        }
+      } catch (problem) {
+        refused(String(problem.message || problem));
+      } finally {
+        setBusy(false);
+        await refresh();
+        if (queued) {
+          const [next, nextArgs] = queued;
+          queued = null;
+          call(next, nextArgs);
+        }
+      }
+    }
+    return call;
+  }
+
+  return { setText, show, refocus, announce, instructions, outcomeText, final, duration, caller };
 })();

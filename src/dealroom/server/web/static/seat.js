@@ -15,8 +15,6 @@
   };
   let view = null;
   let state = null;
-  let busy = false;
-  let queued = null;
   let seen = null; // this negotiation: its key, the other side's offers seen, its end seen
 
   function status(message, bad) {
@@ -32,6 +30,11 @@
   }
 
   function render(next) {
+    if (next.kind === "market_seller") {
+      DR.marketSeat.render(next);  // a market seller's page: seat-market.js
+      return;
+    }
+    DR.keepMain("main");
     view = next;
     const was = state;
     state = stateOf(view);
@@ -123,6 +126,9 @@
     // On a phone the chart (and its clock) is below the controls: the time left is here too.
     setText("time-left", clockTime(Math.max(s.deadline - o.now, 0)) + " left");
     setText("hint", v.hint);
+    // A market's buyer: whose turn the market's clock waits for (market_seat_views).
+    show("turn", Boolean(v.turn) && !o.outcome);
+    setText("turn", v.turn ? v.turn.text : "");
     const over = Boolean(o.outcome);
     const theirs = o.live_offers.find((offer) => offer.by !== v.role);
     const offerShown = Boolean(theirs) && !over;
@@ -199,46 +205,17 @@
     announce("Refused: " + text);
   }
 
-  // Controls are never disabled while a call runs (a disabled button loses keyboard focus):
-  // they say so with aria-disabled and ignore presses until the reply.
-  function setBusy(value) {
-    busy = value;
-    for (const node of document.querySelectorAll("#seat-page button")) {
-      node.setAttribute("aria-disabled", String(value));
-    }
-  }
-
-  // A press while a call is answered (a wait, on the virtual clock) is not lost: the last one
-  // is sent once that answer is in.
-  async function call(tool, args) {
-    if (busy) {
-      queued = [tool, args];
-      setText("notice", "Sent once your last action is answered.");
-      return;
-    }
-    setBusy(true);
-    try {
-      const reply = await DR.api("/web/api/seat/call", { tool, arguments: args || {} });
-      if (reply.error) {
-        refused(reply.error.text);
-      } else {
-        setText("notice", "");
-        byId("replies").prepend(el("li", {}, reply.text));
-        if (tool === "make_offer" || tool === "reject") byId("offer-message").value = "";
-        if (tool === "send_message") byId("message").value = "";
-      }
-    } catch (problem) {
-      refused(String(problem.message || problem));
-    } finally {
-      setBusy(false);
-      try { render(await DR.api("/web/api/seat")); } catch (problem) { status(String(problem.message), true); }
-      if (queued) {
-        const [next, nextArgs] = queued;
-        queued = null;
-        call(next, nextArgs);
-      }
-    }
-  }
+  const call = DR.seat.caller({
+    buttons: "#seat-page button",
+    notice: "notice",
+    refused,
+    refresh,
+    replied: (tool, args, reply) => {
+      byId("replies").prepend(el("li", {}, reply.text));
+      if (tool === "make_offer" || tool === "reject") byId("offer-message").value = "";
+      if (tool === "send_message") byId("message").value = "";
+    },
+  });
 
   function offerId() {
     return byId("live-offer").dataset.offer;
