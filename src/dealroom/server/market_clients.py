@@ -50,6 +50,10 @@ async def _nothing() -> None:
     pass
 
 
+def _still(call: bool) -> float:
+    return math.inf
+
+
 class ClientSeat:
     """One client seat's calls: how many are in flight, when it was last heard, its budget."""
 
@@ -80,10 +84,15 @@ class MarketClients:
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
         after_call: Callable[[], Awaitable[None]] = _nothing,
+        step: Callable[[bool], float] = _still,
     ) -> None:
         self.turns = turns
         self._after_call = after_call
         """Run as each call ends (the room stores a market that has ended)."""
+        self.step = step
+        """Bring the market up to the wall's present (``step(True)`` as a call begins: the
+        wall clock starts at the first); the wall seconds until it next changes by itself (inf
+        on the virtual clock: only calls change it)."""
         self.room_id = room_id
         self.limits = limits
         self._timer = timer
@@ -113,8 +122,8 @@ class MarketClients:
             async with seat.lock:
                 seat.in_call += 1
                 seat.active_at = self._timer()
-                if name in self.turns.absent:
-                    self.turns.back(name)
+                self.step(True)
+                if self.turns.called(name):
                     log.info("seat back", room=self.room_id, seat=name)
                 self.changed()
                 try:
@@ -147,10 +156,11 @@ class MarketClients:
         ``end`` (False); the turn's holder is counted absent if it stalls this call."""
         turns = self.turns
         while True:
+            by_itself = self.step(False)
             self._count_idle()
             if turns.ready(name):
                 return True
-            changed, pause = self._changed, self._pause()
+            changed, pause = self._changed, min(self._pause(), by_itself)
             if end is not None:
                 remaining = end - self._timer()
                 if remaining <= 0:
@@ -176,7 +186,7 @@ class MarketClients:
     def abandon(self) -> bool:
         """Count every client seat absent if all have been silent for ``abandon_s`` (the
         reaper's pass): the market then runs to its end. True if it did."""
-        if self.turns.over:
+        if self.turns.over or all(name in self.turns.absent for name in self.seats):
             return False
         now = self._timer()
         if any(
