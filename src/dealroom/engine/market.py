@@ -15,6 +15,12 @@ A driven seat's wake stops the clock until it decides, as in a bilateral negotia
 several driven seats they wake one at a time, in the schedule's order
 (``dealroom.engine.market_turns``). ``rouse`` ends a driven seat's sleep early (a client back
 from absence).
+
+On the **wall** clock (``clock="wall"``, a served room's) only house seats are on the schedule:
+their actions cost one clock step (``WALL_COSTS``), each wake its thinking, and they answer every
+new offer of the other side (``engine.seats.answer_to``; the seller thread by thread); ``advance``
+runs them as the wall passes their due times, and a driven seat's action takes effect when its
+call arrives (``act_seller``, ``act_buyer``; ``dealroom.engine.market_wall`` drives them).
 """
 
 from __future__ import annotations

@@ -20,6 +20,11 @@ Nobody holds the market forever:
 - when every client has been silent for ``abandon_s`` (no call in flight), every client seat is
   counted absent and the market runs to its end (``tick``, called by the server's reaper).
 
+On the wall clock (``dealroom.engine.market_wall.WallTurns``) there are no turns: every call is
+served at once, at the wall time it arrives, and only a wait blocks (until news, its timeout on
+the wall, or ``max_wait_s``); ``step`` brings the market up to the wall's present first, and
+tells a waiting call when to look again. The idle rule never applies (nobody holds a turn).
+
 Calls run on one event loop and change the schedule only between awaits, so no lock guards it;
 each seat's calls are served one at a time, at most ``SEAT_CALLS_IN_FLIGHT`` queued.
 """

@@ -234,7 +234,7 @@ class MarketRoomServed:
         """Every thread as it stands on the market's clock now: the seller's view, so its
         cost but never a buyer's value (the room page, ``dealroom.server.web.market_views``,
         leaves the cost out until the end). The house seats act only up to the client seat's
-        clock, so nothing here lies ahead of it."""
+        clock, so nothing here lies ahead of it (on the wall clock, up to the wall's present)."""
         return self.engine.referee.observe_seller(self.engine.now)
 
     def view(self) -> dict[str, Any]:
