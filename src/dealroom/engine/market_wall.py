@@ -32,7 +32,7 @@ from dealroom.protocol.market_referee import MarketEntry
 @dataclass(frozen=True, slots=True)
 class Sleep:
     """A driven seat's wait: when it times out on the wall, and how much of the market's log
-    it had when it fell asleep (news is what comes after)."""
+    its view held when it fell asleep (news is what comes after)."""
 
     until: float
     since: int
@@ -51,6 +51,9 @@ class WallTurns(MarketTurns):
         """The driven seats asleep, by seat."""
         self.version = 0
         """Bumped on every change (the room wakes its waiting calls)."""
+        self.viewed: dict[str, int] = {}
+        """How much of the market's log each driven seat's latest view holds (news is what
+        comes after); 0 before its first."""
         super().__init__(room)
 
     def ready(self, seat: str) -> bool:
@@ -103,10 +106,10 @@ class WallTurns(MarketTurns):
         self._after(buyer, decision.wait, bool(decision.actions))
 
     def called(self, seat: str) -> bool:
-        """A call of ``seat`` begins: it ends the seat's sleep (a wait that replied ``pending``)
-        and its absence (True if it was absent)."""
-        if seat in self.asleep:
-            self._wake(seat, self.wall)
+        """A call of ``seat`` begins: the seat sees the market as it stands at the wall's
+        present, ending its sleep (a wait that replied ``pending``) and its absence (True if it
+        was absent)."""
+        self._wake(seat, self.wall)
         return super().called(seat)
 
     def set_absent(self, seat: str) -> None:
@@ -139,7 +142,7 @@ class WallTurns(MarketTurns):
         else:
             self._errors_of(seat).clear()
             until = math.inf if wait is None else round_ms(self.wall + max(wait, 0.0))
-            self.asleep[seat] = Sleep(until, len(self.room.referee.log))
+            self.asleep[seat] = Sleep(until, self.viewed.get(seat, 0))
         self.advance()
 
     def _rouse(self) -> None:
@@ -156,6 +159,7 @@ class WallTurns(MarketTurns):
         if self.closed(seat):
             return
         referee, errors = self.room.referee, tuple(self._errors_of(seat))
+        self.viewed[seat] = len(referee.log)
         self.wakes[seat] = (
             MarketWake(referee.observe_seller(at), errors)
             if seat == SELLER
