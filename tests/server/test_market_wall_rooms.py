@@ -27,7 +27,7 @@ from dealroom.protocol.market import (
 )
 from dealroom.server.journal import Journals
 from dealroom.server.market_room import MarketRoomServed
-from dealroom.server.market_seats import ServedMarketBuyer
+from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
 from dealroom.server.negotiation import RoomLimits
 from dealroom.server.rooms import RoomRegistry
 from dealroom.store.results import ResultsStore
@@ -290,3 +290,29 @@ async def test_three_buyer_clients_play_a_wall_market_over_http(tmp_path: Path) 
         assert [b for _, b in times] == list(BUYERS)  # the arrival order
         assert times == sorted(times) and times[-1][0] < 30.0  # wall seconds since the start
         assert "real time" in read["b1"][-1]
+
+
+async def test_a_seller_client_of_a_wall_market_reads_the_wall_clock_and_house_buyers_answer(
+    tmp_path: Path, wall_registries: Callable[[Path, Clock], RoomRegistry]
+) -> None:
+    now: Clock = [0.0]
+    registry = wall_registries(tmp_path / "r.db", now)
+    houses = dict.fromkeys(BUYERS, "hardliner")
+    created = registry.create(_request(house_seller=None, house_buyers=houses))
+    assert list(created.tokens) == ["seller"]
+    market = registry.markets[created.room]
+    seat = registry.served_seat(created.room, "seller")
+    assert isinstance(seat, ServedMarketSeller)
+    briefing = await seat.briefing()
+    assert "It is real time: it runs while you think" in briefing
+    assert "one clock" not in briefing and "plus 1 s of thinking" not in briefing
+    text, view = await seat.call("get_state", {})
+    assert view is not None and "clock: 0 s" in text
+    now[0] = 3.0
+    price = float(market.market.base.list_price * 2)
+    text, view = await seat.call("make_offer", {"buyer": "b1", "price": price})
+    assert text.startswith("ok") and view is not None and view["now"] == 3.0
+    now[0] = 5.0
+    await registry.tick()
+    after = [(t, by) for t, b, by, _ in _timeline(market) if b == "b1" and t >= 3.0]
+    assert after[0] == (3.0, "seller") and after[1] == (round(3.0 + PER_WAKE + 0.001, 3), "buyer")

@@ -71,7 +71,7 @@ async def play_served_seller(room: MarketRoomServed, player: LLMPlayer) -> None:
     """Play ``room``'s seller seat with ``player``'s model to the end of the market; its data
     (``MarketGame.extra``, with ``name``) is the room's ``played["seller"]``."""
     seat = ServedSellerSeat(room)
-    game = MarketGame(player, seat, market_view(room.market, room.rules))
+    game = MarketGame(player, seat, market_view(room.market, room.rules), room.clock)
     try:
         await game.run()
     except Exception as exc:  # a failure outside the model's turns (MarketGame keeps those)
