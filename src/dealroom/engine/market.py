@@ -122,6 +122,7 @@ class SellerSeat:
         """An action was refused: drop the rest of the batch and wake the seat at once."""
         self.errors.append(violation)
         self.pending.clear()
+        self.answers.clear()
         self.wake_at = at
 
     def heard(self, at: float) -> None:
