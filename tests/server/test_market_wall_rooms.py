@@ -5,6 +5,8 @@ injected timer through the registry (no real seconds pass), and once over HTTP."
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -13,7 +15,8 @@ from typing import Any
 
 import anyio
 import pytest
-from market_support import assert_reads_only_its_thread
+from market_support import assert_reads_only_its_thread, sell
+from mcp import Client, StdioServerParameters
 from mcp_support import dumps, house_resolver, http_server, ok, secret_of, text_of
 
 from dealroom.agents.market import market_seller
@@ -316,3 +319,24 @@ async def test_a_seller_client_of_a_wall_market_reads_the_wall_clock_and_house_b
     await registry.tick()
     after = [(t, by) for t, b, by, _ in _timeline(market) if b == "b1" and t >= 3.0]
     assert after[0] == (3.0, "seller") and after[1] == (round(3.0 + PER_WAKE + 0.001, 3), "buyer")
+
+
+async def test_a_stdio_seller_plays_a_wall_market_to_its_end_and_it_is_stored(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.db"
+    env = {k: os.environ[k] for k in ("HOME", "PATH", "PYTHONPATH") if k in os.environ}
+    command = ["serve", "--role", "seller", "--buyers", "3", "--clock", "wall", "--deadline", "4"]
+    options = ["--opponent", "linear", "--secret", SECRET, "--results", str(results)]
+    dealroom = str(Path(sys.executable).parent / "dealroom")
+    params = StdioServerParameters(command=dealroom, args=[*command, *options], env=env)
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            briefing = await client.get_prompt("briefing")
+            assert "It is real time" in briefing.messages[0].content.text  # type: ignore[union-attr]
+            end = await sell(client)  # a few real seconds: the deadline is 4 s on the wall
+    assert end["outcome"] is not None and end["now"] <= 4.0
+    with ResultsStore(results) as store:
+        (key, record), *more = list(store.iter_markets())
+    assert not more and key.endswith("/1") and record.buyers == ("linear",) * 3
+    assert record.outcome.end_reason == end["outcome"]["end_reason"]
