@@ -38,6 +38,7 @@ from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.market_seat import bind_market, market_tools
 from dealroom.protocol.market_text import market_briefing
 from dealroom.protocol.secret import Seed
+from dealroom.protocol.wire import ClockKind
 
 
 class MarketSellerSeat:
@@ -100,10 +101,13 @@ class MarketGame:
         player: LLMPlayer,
         room: MarketRoom | ModelSellerSeat,
         view: MarketView,
+        clock: ClockKind = "virtual",
         *,
         on_model_call: OnModelCall | None = None,
     ) -> None:
         self.player = player
+        self.clock: ClockKind = clock
+        """How time passes, as its briefing says (a served wall-clock room's: ``wall``)."""
         self.settings = settings = player.settings
         self.view = view
         self.seat: ModelSellerSeat = (
@@ -127,7 +131,7 @@ class MarketGame:
             reasoning_effort=self.settings.reasoning_effort,
         )
         chat = self.chat = self.player.model.conversation(self.definitions, sampling)
-        for message in model_seat.opening(market_briefing(self.view)):
+        for message in model_seat.opening(market_briefing(self.view, self.clock)):
             chat.add_user(message["content"])
         seat = self.seat
         try:

@@ -76,7 +76,7 @@ async def play_served_seller(
     ``on_model_call`` sees each model call's usage as it returns."""
     seat = ServedSellerSeat(room)
     view = market_view(room.market, room.rules)
-    game = MarketGame(player, seat, view, on_model_call=on_model_call)
+    game = MarketGame(player, seat, view, room.clock, on_model_call=on_model_call)
     try:
         await game.run()
     except Exception as exc:  # a failure outside the model's turns (MarketGame keeps those)

@@ -92,7 +92,7 @@ def add(commands: Commands) -> None:
         type=int,
         default=1,
         metavar="N",
-        help="2 to 16: one market (virtual clock) in place of a series; as seller, every buyer "
+        help="2 to 16: one market (on --clock) in place of a series; as seller, every buyer "
         "is --opponent; as buyer, the client is b1, the seller --opponent (a market seller such "
         "as auctioneer) and the other buyers --other-buyers (default: 1, a bilateral series)",
     )

@@ -15,6 +15,12 @@ A driven seat's wake stops the clock until it decides, as in a bilateral negotia
 several driven seats they wake one at a time, in the schedule's order
 (``dealroom.engine.market_turns``). ``rouse`` ends a driven seat's sleep early (a client back
 from absence).
+
+On the **wall** clock (``clock="wall"``, a served room's) only house seats are on the schedule:
+their actions cost one clock step (``WALL_COSTS``), each wake its thinking, and they answer every
+new offer of the other side (``engine.seats.answer_to``; the seller thread by thread); ``advance``
+runs them as the wall passes their due times, and a driven seat's action takes effect when its
+call arrives (``act_seller``, ``act_buyer``; ``dealroom.engine.market_wall`` drives them).
 """
 
 from __future__ import annotations
@@ -26,8 +32,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dealroom.engine.match import seat_rng
-from dealroom.engine.seats import CHECKED_DECISIONS, MIN_STEP, HouseSeat, action_costs
-from dealroom.protocol import Agent, AgentFactory, Decision, Observation, RuleViolation, seat_view
+from dealroom.engine.seats import (
+    CHECKED_DECISIONS,
+    MIN_STEP,
+    WALL_COSTS,
+    HouseSeat,
+    action_costs,
+    answer_to,
+    answered,
+    still_live,
+)
+from dealroom.protocol import (
+    Action,
+    Agent,
+    AgentFactory,
+    Decision,
+    Observation,
+    RuleViolation,
+    seat_view,
+)
 from dealroom.protocol._base import round_ms
 from dealroom.protocol.market import (
     DEFAULT_MARKET_RULES,
@@ -43,6 +66,7 @@ from dealroom.protocol.market import (
 )
 from dealroom.protocol.market_referee import MarketRecord, MarketReferee
 from dealroom.protocol.secret import Seed
+from dealroom.protocol.wire import ClockKind
 
 
 def _no_items() -> deque[Addressed]:
@@ -66,6 +90,10 @@ class SellerSeat:
     pending: deque[Addressed] = field(default_factory=_no_items)
     errors: list[RuleViolation] = field(default_factory=_no_errors)
     decisions: int = 0
+    answered: dict[str, str] = field(default_factory=dict[str, str])
+    """Wall clock: each buyer's newest offer the seat has answered (``answer_to``)."""
+    answers: list[Addressed] = field(default_factory=list[Addressed])
+    """Wall clock: the rejections queued for it, until they take effect."""
 
     @property
     def due(self) -> tuple[float, bool]:
@@ -94,6 +122,7 @@ class SellerSeat:
         """An action was refused: drop the rest of the batch and wake the seat at once."""
         self.errors.append(violation)
         self.pending.clear()
+        self.answers.clear()
         self.wake_at = at
 
     def heard(self, at: float) -> None:
@@ -120,7 +149,7 @@ class BuyerWake:
 
 
 class MarketRoom:
-    """One market on the virtual clock.
+    """One market on the virtual clock, or on the wall clock (``clock="wall"``).
 
     Usage::
 
@@ -137,20 +166,27 @@ class MarketRoom:
         *,
         seller: MarketAgent | None = None,
         buyers: Mapping[str, Agent | None],
+        clock: ClockKind = "virtual",
     ) -> None:
         if set(buyers) != set(market.buyers):
             raise ValueError(f"one agent per buyer: {', '.join(market.buyers)}")
         self.referee = MarketReferee(market, rules)
         self.rules = rules
         self.deadline = market.deadline
-        costs = action_costs(rules.rules.costs)
+        self.clock: ClockKind = clock
+        costs = action_costs(rules.rules.costs) if clock == "virtual" else WALL_COSTS
         self.seller = SellerSeat(costs, seller)
         self.buyers = {b: HouseSeat("buyer", costs, buyers[b]) for b in market.buyers}
         names = list(market.buyers)
-        self._order: list[str | None] = (
+        order: list[str | None] = (
             [None, *names] if rules.rules.first_mover == "seller" else [*names, None]
         )
-        """Seats in the order that breaks ties (None: the seller)."""
+        if clock == "wall":  # a driven seat acts when its call arrives: never on the schedule
+            order = [n for n in order if (seller if n is None else buyers[n]) is not None]
+        self._order = order
+        """Seats on the schedule, in the order that breaks ties (None: the seller)."""
+        self._answers = clock == "wall"
+        """House seats answer every new offer (people's time: ``engine.seats.answer_to``)."""
         self._per_wake = rules.rules.thinking.per_wake
         self._awake = False
         self._woken: str | None = None
@@ -221,6 +257,38 @@ class MarketRoom:
         if not buyer.pending and not buyer.awake:
             buyer.heard(max(at, buyer.ready_at))
 
+    # -- the wall clock --------------------------------------------------------------------
+
+    def advance(self, wall: float) -> None:
+        """Wall clock: run every house item due by ``wall`` (seconds since the start); once
+        ``wall`` reaches the deadline, the market ends."""
+        referee, deadline = self.referee, self.deadline
+        while referee.is_open:
+            name, at = self._earliest()
+            if at > wall or at >= deadline:
+                if wall >= deadline:
+                    referee.expire(deadline)
+                    self.now = max(self.now, deadline)
+                return
+            self.now = max(self.now, at)
+            wake = self._run_seller(at) if name is None else self._run_buyer(name, at)
+            assert wake is None, "only house seats are on the wall clock's schedule"
+
+    def next_due(self) -> float:
+        """Wall clock: when the next house item is due (inf: none is)."""
+        return self._earliest()[1] if self.referee.is_open else math.inf
+
+    def act_seller(self, item: Addressed, at: float) -> RuleViolation | None:
+        """Wall clock: the driven seller's action takes effect at ``at`` (no earlier than the
+        last item run); the referee's refusal, if it refused it."""
+        self.now = max(self.now, at)
+        return self._seller_acts(item, self.now)
+
+    def act_buyer(self, buyer: str, action: Action, at: float) -> RuleViolation | None:
+        """Wall clock: a driven buyer's action takes effect at ``at`` (as ``act_seller``)."""
+        self.now = max(self.now, at)
+        return self._buyer_acts(buyer, action, self.now)
+
     # -- the schedule ----------------------------------------------------------------------
 
     def _earliest(self) -> tuple[str | None, float]:
@@ -243,12 +311,13 @@ class MarketRoom:
         seat = self.buyers[name]
         if seat.pending:
             action = seat.acted(at)
-            try:
-                self.referee.apply_buyer(name, action, at)
-            except RuleViolation as violation:
+            if action is seat.answer:
+                seat.answer = None
+                if not still_live(action, "buyer", self.referee.threads[name].live_offers()):
+                    return None  # the offer was replaced or withdrawn first: nothing to answer
+            violation = self._buyer_acts(name, action, at)
+            if violation is not None:
                 seat.refused(violation, at)
-                return None
-            self.seller.heard(at)
             return None
         if seat.agent is None:
             seat.wake(at)
@@ -257,22 +326,35 @@ class MarketRoom:
             seat.errors.clear()
             return BuyerWake(name, self.referee.observe_buyer(name, at), errors)
         seat.errors.clear()
-        decision = seat.agent.act(self.referee.observe_buyer(name, at))
+        observation = self.referee.observe_buyer(name, at)
+        decision = seat.agent.act(observation)
+        if self._answers:
+            decision = answered(seat, observation, decision)
         seat.decided(at, decision, self._per_wake)
+        return None
+
+    def _buyer_acts(self, name: str, action: Action, at: float) -> RuleViolation | None:
+        try:
+            self.referee.apply_buyer(name, action, at)
+        except RuleViolation as violation:
+            return violation
+        self.seller.heard(at)
         return None
 
     def _run_seller(self, at: float) -> MarketWake | None:
         seat = self.seller
         if seat.pending:
             item = seat.acted(at)
-            try:
-                entries = self.referee.apply_seller(item, at)
-            except RuleViolation as violation:
+            if seat.answers and any(item is answer for answer in seat.answers):
+                seat.answers.remove(item)
+                assert item.buyer is not None
+                if not still_live(
+                    item.action, "seller", self.referee.threads[item.buyer].live_offers()
+                ):
+                    return None  # the offer was replaced or withdrawn first: nothing to answer
+            violation = self._seller_acts(item, at)
+            if violation is not None:
                 seat.refused(violation, at)
-                return None
-            for entry in entries:
-                if entry.event.by == "seller":
-                    self.buyers[entry.buyer].heard(at)
             return None
         observation = self.referee.observe_seller(at)
         if seat.agent is None:
@@ -281,8 +363,41 @@ class MarketRoom:
             seat.errors.clear()
             return MarketWake(observation, errors)
         seat.errors.clear()
-        seat.decided(at, seat.agent.act(observation), self._per_wake)
+        decision = seat.agent.act(observation)
+        if self._answers:
+            decision = self._seller_answered(observation, decision)
+        seat.decided(at, decision, self._per_wake)
         return None
+
+    def _seller_acts(self, item: Addressed, at: float) -> RuleViolation | None:
+        try:
+            entries = self.referee.apply_seller(item, at)
+        except RuleViolation as violation:
+            return violation
+        for entry in entries:
+            if entry.event.by == "seller":
+                self.buyers[entry.buyer].heard(at)
+        return None
+
+    def _seller_answered(
+        self, observation: MarketObservation, decision: MarketDecision
+    ) -> MarketDecision:
+        """Wall clock: the house seller answers each buyer's new offer as a bilateral house
+        seat does (``answer_to``), thread by thread: a thread its decision does not act in
+        gets a rejection, after its own actions."""
+        seat, added = self.seller, list[Addressed]()
+        for thread in observation.threads:
+            theirs = next((o for o in thread.live_offers if o.by == "buyer"), None)
+            acted = any(item.buyer in (None, thread.buyer) for item in decision.actions)
+            newest, reject = answer_to(seat.answered.get(thread.buyer), theirs, acted)
+            if newest is not None:
+                seat.answered[thread.buyer] = newest
+            if reject is not None:
+                added.append(Addressed(thread.buyer, reject))
+        if not added:
+            return decision
+        seat.answers.extend(added)
+        return MarketDecision((*decision.actions, *added), wait=decision.wait)
 
 
 def market_agents(

@@ -63,6 +63,18 @@ class MarketTurns:
         """True when a call of ``seat`` can be served now: its turn, or it is closed."""
         return self.turn == seat or self.closed(seat)
 
+    def stamp(self) -> tuple[float, ...]:
+        """What dates an input given now, journaled with it: nothing on the virtual clock (the
+        order of the inputs is enough; ``WallTurns``: the wall time)."""
+        return ()
+
+    def called(self, seat: str) -> bool:
+        """A call of ``seat`` begins: it is back if it was absent (True if it was)."""
+        if seat not in self.absent:
+            return False
+        self.back(seat)
+        return True
+
     def advance(self) -> None:
         """Run the clock to the next driven seat's wake (nothing while one is awake); an absent
         seat sits out its wakes."""

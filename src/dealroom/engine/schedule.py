@@ -14,7 +14,7 @@ thinking seat's clock: the room waits for it (conservative synchronisation), unl
 marked absent. With the **wall** clock, remote actions take effect at the wall time they arrive,
 and items run once the wall time supplied to ``advance`` reaches them. A house seat there
 keeps people's time: its actions cost no clock time (``WALL_COSTS``), only its thinking, and a
-new offer from the other side that its agent's decision leaves alone is rejected (``_answered``):
+new offer from the other side that its agent's decision leaves alone is rejected (``answered``):
 an agent that holds its price (boulware for a third of the deadline) still answers a person
 within seconds instead of staying silent. Nothing changes on the virtual clock.
 """
@@ -35,6 +35,8 @@ from dealroom.engine.seats import (
     ScheduledSeat,
     Wake,
     action_costs,
+    answered,
+    still_live,
 )
 from dealroom.protocol import (
     Action,
@@ -44,13 +46,11 @@ from dealroom.protocol import (
     LiveOffer,
     MessageSent,
     NegotiationEnded,
-    Observation,
     OfferAccepted,
     OfferMade,
     OfferRejected,
     OfferWithdrawn,
     Referee,
-    Reject,
     Role,
     Rules,
     RuleViolation,
@@ -327,7 +327,7 @@ class Scheduler:
             action = seat.acted(at)
             if action is seat.answer:
                 seat.answer = None
-                if not self._still_live(seat, action):
+                if not still_live(action, seat.role, self.referee.live_offers()):
                     return  # the offer was replaced or withdrawn first: nothing to answer
             applied = self._apply(seat, action, at)
             if isinstance(applied, RuleViolation):
@@ -346,29 +346,8 @@ class Scheduler:
         observation = self.referee.observe(seat.role, at)
         decision = agent.act(observation)
         if self._answers:
-            decision = self._answered(seat, observation, decision)
+            decision = answered(seat, observation, decision)
         seat.decided(at, decision, self._per_wake)
-
-    @staticmethod
-    def _answered(seat: HouseSeat, observation: Observation, decision: Decision) -> Decision:
-        """Wall clock: ``decision``, or a rejection of the other side's new offer where the
-        decision does nothing (it keeps its timer). An offer is answered once: by the agent's
-        own actions, or by this."""
-        theirs = observation.their_offer
-        if theirs is None or theirs.offer_id == seat.answered:
-            return decision
-        seat.answered = theirs.offer_id
-        if type(decision) is not Decision or decision.actions:
-            return decision
-        seat.answer = Reject(offer_id=theirs.offer_id)
-        return Decision(actions=(seat.answer,), wait=decision.wait)
-
-    def _still_live(self, seat: HouseSeat, answer: Action) -> bool:
-        assert isinstance(answer, Reject)
-        return any(
-            live.offer_id == answer.offer_id and live.by != seat.role
-            for live in self.referee.live_offers()
-        )
 
     def _apply(self, seat: ScheduledSeat, action: Action, at: float) -> list[Event] | RuleViolation:
         try:

@@ -26,7 +26,9 @@ from dealroom.protocol import (
     Agent,
     Decision,
     Event,
+    LiveOffer,
     Observation,
+    Reject,
     Role,
     RuleViolation,
 )
@@ -62,6 +64,36 @@ WALL_COSTS: Mapping[str, float] = MappingProxyType(dict.fromkeys(get_args(Action
 """A house seat's action costs on the wall clock: people's time, where an action takes effect
 when it is made (one clock step apart, so two actions never share a time), as a remote seat's
 does there; only its thinking (``per_wake``) passes before the first."""
+
+
+def answer_to(
+    answered: str | None, theirs: LiveOffer | None, acted: bool
+) -> tuple[str | None, Reject | None]:
+    """Wall clock: a house seat answers every new offer from the other side (people's time).
+    Given the newest offer it has answered, the other side's live offer and whether its
+    decision acts in that negotiation: the newest offer answered now, and the rejection to add
+    (None: nothing to add). An offer is answered once: by the agent's own actions, or by this."""
+    if theirs is None or theirs.offer_id == answered:
+        return answered, None
+    return theirs.offer_id, None if acted else Reject(offer_id=theirs.offer_id)
+
+
+def answered(seat: HouseSeat, observation: Observation, decision: Decision) -> Decision:
+    """Wall clock: ``decision``, or a rejection of the other side's new offer where the
+    decision does nothing (``answer_to``; it keeps its timer)."""
+    acted = type(decision) is not Decision or bool(decision.actions)
+    seat.answered, reject = answer_to(seat.answered, observation.their_offer, acted)
+    if reject is None:
+        return decision
+    seat.answer = reject
+    return Decision(actions=(reject,), wait=decision.wait)
+
+
+def still_live(answer: Action, by: Role, offers: tuple[LiveOffer, ...]) -> bool:
+    """Wall clock: the other side's offer that ``answer`` (a queued rejection of ``by``)
+    rejects is still live: it was neither replaced nor withdrawn first."""
+    assert isinstance(answer, Reject)
+    return any(live.offer_id == answer.offer_id and live.by != by for live in offers)
 
 
 def _no_actions() -> deque[Action]:

@@ -11,7 +11,7 @@ model reads the bilateral briefing followed by it. Nothing here is given a buyer
 
 from __future__ import annotations
 
-from typing import assert_never, get_args
+from typing import Literal, assert_never, get_args
 
 from dealroom.protocol.errors import ErrorCode
 from dealroom.protocol.market import (
@@ -53,10 +53,10 @@ def seller_counts_toward_forfeit(code: ErrorCode) -> bool:
     return code in MARKET_COUNTED or counts_toward_forfeit(code)
 
 
-def seller_briefing(view: MarketView) -> str:
-    """A person seller's briefing on the web seat page: the model's facts, the page's controls
-    (one column per buyer). Only the seller's own cost."""
-    facts = market_facts(view)
+def seller_briefing(view: MarketView, clock: Literal["virtual", "wall"] = "virtual") -> str:
+    """A person seller's briefing on the web seat page: the model's facts (on the room's
+    ``clock``), the page's controls (one column per buyer). Only the seller's own cost."""
+    facts = market_facts(view, clock)
     rules = view.rules.rules
     offer = f"enter a price in the {PRICE_FIELD} field of that buyer's column and "
     moves = [
@@ -158,10 +158,13 @@ def seller_reply(text: str) -> str:
             assert_never(woke)
 
 
-def turn_line(*, your_turn: bool, absent: bool, over: bool) -> str:
-    """Whose turn the market's clock waits for, as a seat's page says it: the clock stops at
-    each seat played from outside until it decides, one at a time; a seat that stalled the
-    others is counted absent until its next move."""
+def turn_line(
+    *, your_turn: bool, absent: bool, over: bool, clock: Literal["virtual", "wall"] = "virtual"
+) -> str:
+    """Whose turn the market's clock waits for, as a seat's page says it: on the virtual clock
+    the clock stops at each seat played from outside until it decides, one at a time, and a
+    seat that stalled the others is counted absent until its next move; on the wall clock
+    there are no turns (every move takes effect as it is made)."""
     if over:
         return "The market is over."
     if absent:
@@ -169,6 +172,8 @@ def turn_line(*, your_turn: bool, absent: bool, over: bool) -> str:
             "You were away too long, so the market went on without you: your next move brings "
             "you back."
         )
+    if clock == "wall":
+        return "The clock runs in real time: every move you make takes effect at once."
     if your_turn:
         return "Your turn: the market's clock waits for your move."
     return (

@@ -206,6 +206,9 @@ class RoomRequest(Model):
     deadline: float | None = Field(default=None, gt=0, le=86_400)
     """Seconds on the negotiation clock (default: the scenario generator's)."""
     clock: ClockKind = "virtual"
+    """How time passes in the room: ``virtual`` (each action costs fixed simulated seconds; in a
+    market room the client seats take turns) or ``wall`` (real seconds; each action takes
+    effect when its call arrives, in a bilateral room or a market room alike)."""
     house_buyer: str | None = None
     """Agent spec for a house agent in the buyer seat (that seat gets no token): a scripted
     agent, or ``llm:MODEL``, played in the server's process with its LLM flags."""
@@ -225,7 +228,7 @@ class RoomRequest(Model):
     study's run, with who sat where (``extra.study``)."""
     buyers: int = Field(default=1, ge=1, le=MAX_BUYERS)
     """Buyers in the room: 1, a bilateral room; 2 or more, a market room (one seller, buyers
-    ``b1`` .. ``bN``, one market on the virtual clock, ``dealroom.server.market_room``)."""
+    ``b1`` .. ``bN``, one market on the room's ``clock``, ``dealroom.server.market_room``)."""
     house_buyers: dict[str, str] | None = None
     """A market room: the agent spec of each buyer seat a house agent plays, by name (``b1``:
     ``linear``, or ``llm:MODEL`` played by the server); every other buyer seat, and the seller's

@@ -20,6 +20,11 @@ Nobody holds the market forever:
 - when every client has been silent for ``abandon_s`` (no call in flight), every client seat is
   counted absent and the market runs to its end (``tick``, called by the server's reaper).
 
+On the wall clock (``dealroom.engine.market_wall.WallTurns``) there are no turns: every call is
+served at once, at the wall time it arrives, and only a wait blocks (until news, its timeout on
+the wall, or ``max_wait_s``); ``step`` brings the market up to the wall's present first, and
+tells a waiting call when to look again. The idle rule never applies (nobody holds a turn).
+
 Calls run on one event loop and change the schedule only between awaits, so no lock guards it;
 each seat's calls are served one at a time, at most ``SEAT_CALLS_IN_FLIGHT`` queued.
 """
@@ -48,6 +53,10 @@ _T = TypeVar("_T")
 
 async def _nothing() -> None:
     pass
+
+
+def _still(call: bool) -> float:
+    return math.inf
 
 
 class ClientSeat:
@@ -80,10 +89,15 @@ class MarketClients:
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
         after_call: Callable[[], Awaitable[None]] = _nothing,
+        step: Callable[[bool], float] = _still,
     ) -> None:
         self.turns = turns
         self._after_call = after_call
         """Run as each call ends (the room stores a market that has ended)."""
+        self.step = step
+        """Bring the market up to the wall's present (``step(True)`` as a call begins: the
+        wall clock starts at the first); the wall seconds until it next changes by itself (inf
+        on the virtual clock: only calls change it)."""
         self.room_id = room_id
         self.limits = limits
         self._timer = timer
@@ -113,8 +127,8 @@ class MarketClients:
             async with seat.lock:
                 seat.in_call += 1
                 seat.active_at = self._timer()
-                if name in self.turns.absent:
-                    self.turns.back(name)
+                self.step(True)
+                if self.turns.called(name):
                     log.info("seat back", room=self.room_id, seat=name)
                 self.changed()
                 try:
@@ -147,10 +161,11 @@ class MarketClients:
         ``end`` (False); the turn's holder is counted absent if it stalls this call."""
         turns = self.turns
         while True:
+            by_itself = self.step(False)
             self._count_idle()
             if turns.ready(name):
                 return True
-            changed, pause = self._changed, self._pause()
+            changed, pause = self._changed, min(self._pause(), by_itself)
             if end is not None:
                 remaining = end - self._timer()
                 if remaining <= 0:
@@ -176,7 +191,7 @@ class MarketClients:
     def abandon(self) -> bool:
         """Count every client seat absent if all have been silent for ``abandon_s`` (the
         reaper's pass): the market then runs to its end. True if it did."""
-        if self.turns.over:
+        if self.turns.over or all(name in self.turns.absent for name in self.seats):
             return False
         now = self._timer()
         if any(

@@ -13,6 +13,13 @@ go on. A message budget starts again after a restart, as a bilateral room's does
 
 Ops: ``["seller", decision, thinking]``, ``["buyer", name, decision, thinking]``, ``["absent",
 seat]``, ``["back", seat]`` and ``["shown", seat, seen, fresh]``.
+
+On the wall clock (``JournaledWallTurns``) there are no turns: a market is determined by the
+order in which its client seats' calls arrived and their wall times, so each decision carries
+the wall time it took effect at (``["seller", decision, thinking, wall]``, ``["buyer", name,
+decision, thinking, wall]``), the wall-clock steps that changed the market are journaled as
+``["advance", wall]``, and the room journals when its clock started (``["start",
+epoch_seconds]``, as a bilateral wall room does: ``dealroom.server.market_wall``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Any
 from dealroom.engine.market import MarketRoom
 from dealroom.engine.market_calls import MarketBuyerCalls, MarketSellerCalls
 from dealroom.engine.market_turns import MarketTurns
+from dealroom.engine.market_wall import WallTurns
 from dealroom.protocol import ACTION_ADAPTER, Decision
 from dealroom.protocol.market import Addressed, MarketDecision
 from dealroom.server.journal import Op
@@ -45,12 +53,13 @@ class JournaledTurns(MarketTurns):
     def decide_seller(self, decision: MarketDecision, thinking: float | None = None) -> None:
         super().decide_seller(decision, thinking)
         actions = [[a.buyer, a.action.model_dump(mode="json")] for a in decision.actions]
-        self.note(["seller", {"actions": actions, "wait": decision.wait}, thinking])
+        self.note(["seller", {"actions": actions, "wait": decision.wait}, thinking, *self.stamp()])
 
     def decide_buyer(self, buyer: str, decision: Decision, thinking: float | None = None) -> None:
         super().decide_buyer(buyer, decision, thinking)
         actions = [a.model_dump(mode="json") for a in decision.actions]
-        self.note(["buyer", buyer, {"actions": actions, "wait": decision.wait}, thinking])
+        payload = {"actions": actions, "wait": decision.wait}
+        self.note(["buyer", buyer, payload, thinking, *self.stamp()])
 
     def set_absent(self, seat: str) -> None:
         if seat not in self.absent and not self.closed(seat):
@@ -63,6 +72,17 @@ class JournaledTurns(MarketTurns):
         super().back(seat)
 
 
+class JournaledWallTurns(JournaledTurns, WallTurns):
+    """``WallTurns`` journaled: each decision with its wall time, and each wall-clock step that
+    changed the market (``["advance", wall]``; one that did not need not be replayed)."""
+
+    def at_wall(self, wall: float) -> None:
+        before = self.progress()
+        super().at_wall(wall)
+        if self.progress() != before:
+            self.note(["advance", self.wall])
+
+
 MarketSeatCalls = MarketSellerCalls | MarketBuyerCalls
 
 
@@ -73,12 +93,15 @@ def seen_by(calls: MarketSeatCalls) -> tuple[Any, bool]:
 
 
 def replay_op(turns: MarketTurns, calls: dict[str, MarketSeatCalls], op: Sequence[Any]) -> None:
-    """Give the market one journaled input; raises ValueError for a line that is none."""
+    """Give the market one journaled input (``start`` is the room's); raises ValueError for a
+    line that is none."""
     match op:
-        case ["seller", {"actions": actions, "wait": wait}, thinking]:
+        case ["seller", {"actions": actions, "wait": wait}, thinking, *stamp]:
+            _at(turns, stamp)
             items = tuple(Addressed(b, ACTION_ADAPTER.validate_python(a)) for b, a in actions)
             turns.decide_seller(MarketDecision(items, wait=wait), thinking)
-        case ["buyer", str(buyer), {"actions": actions, "wait": wait}, thinking]:
+        case ["buyer", str(buyer), {"actions": actions, "wait": wait}, thinking, *stamp]:
+            _at(turns, stamp)
             moves = tuple(ACTION_ADAPTER.validate_python(a) for a in actions)
             turns.decide_buyer(buyer, Decision(actions=moves, wait=wait), thinking)
         case ["absent", str(seat)]:
@@ -92,8 +115,19 @@ def replay_op(turns: MarketTurns, calls: dict[str, MarketSeatCalls], op: Sequenc
             else:
                 seat_calls.seen = int(seen)
             seat_calls.fresh = fresh
+        case ["advance", int() | float() as wall]:
+            _at(turns, [wall])
         case _:
             raise ValueError(f"not a market journal entry: {op!r}")
 
 
-__all__ = ["JournaledTurns", "MarketSeatCalls", "replay_op", "seen_by"]
+def _at(turns: MarketTurns, stamp: Sequence[Any]) -> None:
+    """Bring a wall-clock market to an input's wall time (a virtual one's inputs carry none)."""
+    if not stamp:
+        return
+    if not isinstance(turns, WallTurns) or len(stamp) != 1:
+        raise ValueError(f"not a market journal entry's time: {list(stamp)!r}")
+    turns.at_wall(float(stamp[0]))
+
+
+__all__ = ["JournaledTurns", "JournaledWallTurns", "MarketSeatCalls", "replay_op", "seen_by"]

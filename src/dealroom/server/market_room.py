@@ -1,13 +1,17 @@
 """A served market: one seller and N buyers (``dealroom.protocol.market``), any of them clients.
 
 An HTTP room opened with ``buyers`` >= 2 is a ``MarketRoomServed``: one market on the virtual
-clock (``dealroom.engine.market.MarketRoom``), the seller's seat and every buyer's (``b1`` ..
+clock (``dealroom.engine.market.MarketRoom``), or on the wall clock with ``clock="wall"`` (see
+below), the seller's seat and every buyer's (``b1`` ..
 ``bN``) each a house agent or a client's (each client seat gets its own token; at least one seat
 is a client's). The clients' calls drive their seats with the bilateral remote seat's turn
 semantics (``dealroom.engine.market_calls``), one seat's turn at a time in the schedule's order
 (``dealroom.engine.market_turns``): a call waits for its seat's turn, so the record is the same
 whatever the wall-time order of the clients' calls (``dealroom.server.market_clients`` says what
-happens when a client stalls). With one client seat every call settles at once. A seller client
+happens when a client stalls). With one client seat every call settles at once. On the wall
+clock there are no turns (``dealroom.engine.market_wall``): each call takes effect at the wall
+time it arrives, house seats act as the wall passes their due times, and the record follows the
+arrival order (``dealroom.server.market_wall`` keeps the clock). A seller client
 is served the market seller's tools and texts (``dealroom.protocol.market_seat``,
 ``market_text``); a buyer client today's buyer tools and results, from its own thread only
 (``dealroom.server.market_seats``).
@@ -21,6 +25,7 @@ succeeds. A server that journals its rooms journals a market room too
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +37,7 @@ import structlog
 from dealroom.engine.market import MarketRoom, market_view
 from dealroom.engine.market_calls import MarketBuyerCalls, MarketSellerCalls
 from dealroom.engine.market_turns import SELLER
+from dealroom.engine.market_wall import WallTurns
 from dealroom.engine.match import seat_rng
 from dealroom.protocol import Agent, AgentFactory, RoomRequest, seat_view
 from dealroom.protocol.market import (
@@ -45,9 +51,17 @@ from dealroom.protocol.market import (
 from dealroom.protocol.market_referee import MarketRecord
 from dealroom.protocol.market_scenarios import DEFAULT_MARKET_SPEC, market_at
 from dealroom.protocol.secret import Seed
+from dealroom.protocol.wire import ClockKind
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.market_clients import MarketClients
-from dealroom.server.market_journal import JournaledTurns, MarketSeatCalls, replay_op, seen_by
+from dealroom.server.market_journal import (
+    JournaledTurns,
+    JournaledWallTurns,
+    MarketSeatCalls,
+    replay_op,
+    seen_by,
+)
+from dealroom.server.market_wall import MarketWallClock
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room_settings import House
 from dealroom.server.seat_names import REMOTE_NAME
@@ -97,6 +111,7 @@ class MarketRoomServed:
         players: Mapping[str, MarketPlayer] | None = None,
         limits: RoomLimits = DEFAULT_LIMITS,
         timer: Callable[[], float] = time.monotonic,
+        clock: ClockKind = "virtual",
     ) -> None:
         seats = (SELLER, *market.buyers)
         players = dict(players or {})
@@ -146,11 +161,24 @@ class MarketRoomServed:
                 if house is None
                 else house.factory(seat_view(thread, "buyer"), seat_rng(seed, thread.id, "buyer"))
             )
-        self.engine = MarketRoom(market, rules, seller=seller_agent, buyers=agents)
+        self.clock: ClockKind = clock
+        self.engine = MarketRoom(market, rules, seller=seller_agent, buyers=agents, clock=clock)
         self.journal: RoomJournal | None = None
         """Where the room journals its inputs (``server.market_journal``); None: nowhere."""
-        self.turns = JournaledTurns(self.engine, self._note)
-        """Whose turn the clock waits for."""
+        self.turns = (
+            JournaledWallTurns(self.engine, self._note)
+            if clock == "wall"
+            else JournaledTurns(self.engine, self._note)
+        )
+        """Whose turn the clock waits for (none on the wall clock)."""
+        self.wall = (
+            MarketWallClock(
+                self.turns, timer=timer, note=self._note, changed=lambda: self.clients.changed()
+            )
+            if isinstance(self.turns, WallTurns)
+            else None
+        )
+        """The wall clock (None on the virtual clock)."""
         self.seller_calls = MarketSellerCalls(self.turns) if SELLER in driven else None
         self.buyer_calls: dict[str, MarketBuyerCalls] = {
             name: MarketBuyerCalls(self.turns, name) for name in driven if name != SELLER
@@ -160,7 +188,12 @@ class MarketRoomServed:
             self._calls[SELLER] = self.seller_calls
         self._shown = {name: seen_by(calls) for name, calls in self._calls.items()}
         self.clients = MarketClients(
-            self.turns, room_id=room_id, limits=limits, timer=timer, after_call=self._after_call
+            self.turns,
+            room_id=room_id,
+            limits=limits,
+            timer=timer,
+            after_call=self._after_call,
+            step=self.wall.step if self.wall is not None else lambda call: math.inf,
         )
         """The client seats' calls and the waits for their turns."""
         self._store_lock = anyio.Lock()
@@ -201,7 +234,7 @@ class MarketRoomServed:
         """Every thread as it stands on the market's clock now: the seller's view, so its
         cost but never a buyer's value (the room page, ``dealroom.server.web.market_views``,
         leaves the cost out until the end). The house seats act only up to the client seat's
-        clock, so nothing here lies ahead of it."""
+        clock, so nothing here lies ahead of it (on the wall clock, up to the wall's present)."""
         return self.engine.referee.observe_seller(self.engine.now)
 
     def view(self) -> dict[str, Any]:
@@ -210,7 +243,7 @@ class MarketRoomServed:
         outcome = self.engine.referee.outcome
         return {
             "room": self.id,
-            "clock": "virtual",
+            "clock": self.clock,
             "seats": self.names,
             "clients": list(self.client_seats),
             "turn": self.turns.turn,
@@ -266,7 +299,11 @@ class MarketRoomServed:
         self.turns.replaying = True
         try:
             for _, op in entries:
-                replay_op(self.turns, self._calls, op)
+                match op:
+                    case ["start", int() | float() as epoch] if self.wall is not None:
+                        self.wall.restore(float(epoch))
+                    case _:
+                        replay_op(self.turns, self._calls, op)
         finally:
             self.turns.replaying = False
         self._shown = {name: seen_by(calls) for name, calls in self._calls.items()}
@@ -306,9 +343,14 @@ class MarketRoomServed:
         log.info("market ended", room=self.id, reason=outcome.end_reason, status=outcome.status)
 
     async def tick(self) -> None:
-        """The reaper's pass: run an abandoned market to its end (``MarketClients.abandon``);
-        store a finished market whose write failed."""
-        self.clients.abandon()
+        """The reaper's pass: run an abandoned market to its end (``MarketClients.abandon``;
+        on the wall clock, its deadline ends it: the pass brings it up to the wall's present,
+        starting a clock no call started); store a finished market whose write failed."""
+        abandoned = self.clients.abandon()
+        if self.wall is not None:
+            if abandoned:
+                self.wall.start()
+            self.clients.step(False)
         await self.save()
 
 
@@ -327,7 +369,6 @@ def check_market_request(request: RoomRequest) -> None:
         return
     bilateral_only = {
         "house_buyer": (request.house_buyer is not None, "name each buyer's in house_buyers"),
-        "clock": (request.clock != "virtual", "a market room runs on the virtual clock"),
         "negotiations": (request.negotiations not in (None, 1), "a market room plays one"),
         "consent": (request.consent is not None, "a market room asks no consent"),
         "study": (request.study is not None, "a study opens bilateral rooms"),
@@ -346,6 +387,7 @@ def open_market(
     writer: ResultWriter | None,
     limits: RoomLimits = DEFAULT_LIMITS,
     resolve_player: Callable[[str], MarketPlayer | None] | None = None,
+    timer: Callable[[], float] = time.monotonic,
 ) -> MarketRoomServed:
     """The market room a request asks for (``buyers`` >= 2); raises ValueError, one line, for
     a bad request (``check_market_request``, a seat that is not in the market, no client seat,
@@ -410,6 +452,8 @@ def open_market(
         writer=writer,
         players=players,
         limits=limits,
+        timer=timer,
+        clock=request.clock,
     )
 
 

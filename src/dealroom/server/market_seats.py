@@ -107,7 +107,7 @@ class ServedMarketBuyer:
                 finished=0 if self.room.is_open else 1,
                 total_surplus=surplus,
                 can_start_next=False,
-                clock="virtual",
+                clock=self.room.clock,
                 hint=self.calls.hint(),
             )
 
@@ -127,7 +127,8 @@ class ServedMarketBuyer:
     async def briefing(self) -> str:
         """The bilateral briefing of its thread, then what it is told of the market."""
         rules = self.room.rules
-        thread = texts.briefing(self.calls.observe(deliver=False), rules.rules, clock="virtual")
+        observation = self.calls.observe(deliver=False)
+        thread = texts.briefing(observation, rules.rules, clock=self.room.clock)
         market = buyer_market_text(len(self.room.market.buyers), know_count=rules.buyers_know_count)
         return f"{thread}\n\n{market}"
 
@@ -190,7 +191,7 @@ class ServedMarketSeller:
 
     async def briefing(self) -> str:
         """The market seller's briefing."""
-        return market_briefing(market_view(self.room.market, self.room.rules))
+        return market_briefing(market_view(self.room.market, self.room.rules), self.room.clock)
 
     async def model_tools(self) -> str:
         """The market seller's tools as the one model seat offers them (JSON)."""

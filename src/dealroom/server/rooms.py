@@ -169,6 +169,7 @@ class RoomRegistry:
             writer=self.writer,
             limits=self.limits,
             resolve_player=self._resolve_market_player,
+            timer=self._timer,
         )
         tokens = {seat: new_token(self.token_prefix) for seat in market.client_seats}
         spectator = new_token(self.token_prefix)
@@ -280,6 +281,7 @@ class RoomRegistry:
                 writer=self.writer,
                 limits=self.limits,
                 resolve_player=self._resolve_market_player,
+                timer=self._timer,
             )
             market.replay(journal.entries)
         except Exception as exc:  # one bad journal must not stop the server or the others

@@ -21,6 +21,7 @@ from dealroom.engine.market import market_view
 from dealroom.protocol import MakeOffer, OfferMade, RoomRequest, people_text
 from dealroom.protocol.market_text import buyer_market_text, market_facts
 from dealroom.protocol.people_market import LEAVE_MARKET
+from dealroom.server import texts
 from dealroom.server.market_room import MarketRoomServed, open_market
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
 from dealroom.server.web.market_seat_views import (
@@ -159,6 +160,24 @@ async def test_the_sellers_page_shows_every_thread_its_own_cost_and_the_budget()
     for value in room.market.buyer_values:
         assert leaked(body, value, offered(room), fields=("buyer_values",)) is None
     assert over.turn.text == "The market is over." and not over.turn.yours
+
+
+async def test_a_wall_clock_markets_pages_say_the_wall_clock_and_no_turns() -> None:
+    """On the wall clock a seat's page says real time, never a turn to wait for, and both
+    briefings state the wall clock's rule (they said the virtual clock's, merged from two
+    branches that each knew one half)."""
+    room = market(buyers=3, house_buyers={"b1": "linear", "b3": "linear"}, clock="wall")
+    seller = market_seller_view(room)
+    wall = market_facts(market_view(room.market, room.rules), "wall").clock
+    assert wall in seller.briefing
+    assert market_facts(market_view(room.market, room.rules)).clock not in seller.briefing
+    assert seller.turn.yours and "real time" in seller.turn.text
+    buyer = market_buyer_view(room, "b2")
+    observation = room.buyer_calls["b2"].observe(deliver=False)
+    person = texts.people_briefing(observation, room.rules.rules, clock="wall", surface="web")
+    assert buyer.briefing.startswith(person)
+    assert buyer.turn.yours and "real time" in buyer.turn.text
+    no_other_buyer(buyer.model_dump_json(), room, "b2")
 
 
 # -- routes (HTTP) ------------------------------------------------------------------------------

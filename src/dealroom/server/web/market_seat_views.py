@@ -108,9 +108,11 @@ class MarketSellerPageView(View):
 
 def _turn(room: MarketRoomServed, seat: str, *, over: bool) -> MarketTurn:
     turns = room.clients.turns
-    yours = not over and turns.turn == seat
+    wall = room.clock == "wall"  # no turns: a move takes effect as it is made
+    yours = not over and (wall or turns.turn == seat)
     absent = not over and seat in turns.absent
-    return MarketTurn(yours=yours, text=turn_line(your_turn=yours, absent=absent, over=over))
+    line = turn_line(your_turn=yours, absent=absent, over=over, clock=room.clock)
+    return MarketTurn(yours=yours, text=line)
 
 
 def market_buyer_view(room: MarketRoomServed, buyer: str) -> MarketBuyerPageView:
@@ -120,7 +122,7 @@ def market_buyer_view(room: MarketRoomServed, buyer: str) -> MarketBuyerPageView
     observation = calls.observe(deliver=False)
     rules = room.rules
     outcome = observation.outcome
-    person = texts.people_briefing(observation, rules.rules, clock="virtual", surface="web")
+    person = texts.people_briefing(observation, rules.rules, clock=room.clock, surface="web")
     market = buyer_market_text(len(room.market.buyers), know_count=rules.buyers_know_count)
     scenario = observation.scenario
     results = (
@@ -210,7 +212,7 @@ def market_seller_view(room: MarketRoomServed) -> MarketSellerPageView:
             )
             for thread in o.threads
         ),
-        briefing=seller_briefing(market_view(room.market, room.rules)),
+        briefing=seller_briefing(market_view(room.market, room.rules), room.clock),
         hint=seller_hint(o),
         turn=_turn(room, SELLER, over=outcome is not None),
         outcome=outcome,
