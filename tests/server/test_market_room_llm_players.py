@@ -100,7 +100,7 @@ async def _play(brain: Brain, *, idle_s: float = 30.0) -> tuple[MarketRoomServed
         async with player, _serving(registry):
             created = registry.create(REQUEST)
             assert list(created.tokens) == ["seller", "b1"]  # no token for the model's seat
-            market = registry.markets[created.room]
+            market = registry.markets[created.room].current
             ops: list[Any] = []
             market.turns._journal = ops.append  # pyright: ignore[reportAttributeAccessIssue]
             with anyio.fail_after(60):
@@ -142,7 +142,7 @@ async def test_a_restored_market_room_counts_its_llm_house_buyer_absent(tmp_path
         first.close()
         second, player = _registry(fake.base_url, journals=tmp_path)
         assert second.restore() == 1 and not second.unrestored
-        market = second.markets[created.room]
+        market = second.markets[created.room].current
         assert market.turns.absent == {"b2"}
         async with player, _serving(second):
             with anyio.fail_after(60):
@@ -197,7 +197,7 @@ async def test_an_llm_house_seller_sells_to_a_client_beside_an_llm_house_buyer()
         async with player, _serving(registry):
             created = registry.create(request)
             assert list(created.tokens) == ["b1"]
-            market = registry.markets[created.room]
+            market = registry.markets[created.room].current
             replies: list[str] = []
             seat = ServedMarketBuyer(market, "b1")
             with anyio.fail_after(60):

@@ -85,7 +85,7 @@ def test_the_room_page_shows_a_markets_threads_side_by_side_and_its_outcome(
     ):
         created = server.create(buyers=3, house_buyers=LINEAR, secret=secret_of(38).hex())
         assert created.spectator is not None
-        served = server.registry.markets[created.room]
+        served = server.registry.markets[created.room].current
         market = served.market
         secrets = [f"{v:,.2f}" for v in (market.seller_cost, *market.buyer_values)]
         driver.get(f"{server.url}/web/room#token={created.spectator}")
