@@ -256,22 +256,27 @@ async def test_a_market_whose_write_fails_blocks_no_next_market_and_is_stored_on
         add_market(*args, **kwargs)
 
     monkeypatch.setattr(store, "add_market", flaky)
-    room = registry.create(REQUEST.model_copy(update={"negotiations": 2})).room
+    room = registry.create(REQUEST.model_copy(update={"negotiations": 3})).room
+    series = registry.markets[room]
     with anyio.fail_after(30):
         async with _seller(registry, room) as client:
             await sell(client)
-            assert registry.markets[room].view()["stored"] is False
+            assert series.view()["stored"] is False
             started = await ok(client, "new_negotiation")  # the first market is not stored
-            assert started["series"]["negotiation"] == 2
+            assert started["series"]["negotiation"] == 2 and started["series"]["finished"] == 1
+            assert series.view()["pending"] == [f"{room}/1"] and not series.stored
+            await registry.tick()  # still failing: still pending
+            assert store.market_keys() == set() and series.pending
+            failing = False
+            await sell(client)  # its own call stores the second market
+            assert store.market_keys() == {f"{room}/2"}
+            await ok(client, "new_negotiation")  # and the next start the first
+            assert store.market_keys() == {f"{room}/1", f"{room}/2"} and series.pending == []
+            failing = True
             await sell(client)
-    series = registry.markets[room]
-    assert series.view()["pending"] == [f"{room}/1"] and not series.stored
-    assert store.market_keys() == set()
-    await registry.tick()
-    assert store.market_keys() == set()  # still failing: both still pending
+    assert series.view()["pending"] == [] and not series.stored  # the third, not stored yet
     failing = False
     await registry.tick()
-    assert store.market_keys() == {f"{room}/1", f"{room}/2"}
-    assert series.stored and series.pending == []
+    assert store.market_keys() == {f"{room}/1", f"{room}/2", f"{room}/3"} and series.stored
     await registry.tick()
-    assert len(list(store.iter_markets())) == 2  # each once
+    assert len(list(store.iter_markets())) == 3  # each once

@@ -61,16 +61,19 @@ from dealroom.server.room_error import RoomError
 from dealroom.server.seat import CallRefused, descriptions
 
 
-def _next_market(series: MarketSeries | None) -> MarketRoomServed:
-    """Start a seat's room's next market; raises CallRefused, one line, when it cannot now
-    (a seat without a series: ``series_over``, one market)."""
+async def _next_market(series: MarketSeries | None) -> MarketRoomServed:
+    """Start a seat's room's next market, then store the finished ones a failed write left
+    pending; raises CallRefused, one line, when it cannot start now (a seat without a series:
+    ``series_over``, one market)."""
     if series is None:
         message = "A market room plays one market; the server opens a new room for the next."
         raise CallRefused(seat_text.error_payload(SessionErrorCode.SERIES_OVER, message))
     try:
-        return series.start_next()
+        market = series.start_next()
     except RoomError as error:
         raise CallRefused(seat_text.error_payload(error.code, error.message)) from None
+    await series.save()
+    return market
 
 
 class ServedMarketBuyer:
@@ -157,7 +160,7 @@ class ServedMarketBuyer:
     async def new_negotiation(self) -> SeatState:
         """The room's next market (its series'), and the seat's state in it; refused
         (``CallRefused``) where the room starts none now."""
-        market = _next_market(self.series)
+        market = await _next_market(self.series)
         return await ServedMarketBuyer(market, self.name, series=self.series).state()
 
     async def observation_json(self) -> str:
@@ -245,7 +248,7 @@ class ServedMarketSeller:
 
     async def _next_market(self) -> tuple[str, dict[str, Any] | None]:
         """``new_negotiation``: the next market, and get_state's text and view in it."""
-        market = _next_market(self.series)
+        market = await _next_market(self.series)
         return await ServedMarketSeller(market, series=self.series).call("get_state", {})
 
     async def observation_json(self) -> str:
