@@ -24,6 +24,7 @@ from dealroom.server.market_room import market_of
 from dealroom.server.market_seats import ServedMarketBuyer
 from dealroom.server.market_series import ONE_MARKET
 from dealroom.server.mcp_app import build_app
+from dealroom.server.negotiation import RoomLimits
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import CallRefused
 from dealroom.server.web.market_views import MarketSpectatorView, room_page_view
@@ -280,3 +281,15 @@ async def test_a_market_whose_write_fails_blocks_no_next_market_and_is_stored_on
     assert store.market_keys() == {f"{room}/1", f"{room}/2", f"{room}/3"} and series.stored
     await registry.tick()
     assert len(list(store.iter_markets())) == 3  # each once
+
+
+async def test_a_seats_message_budget_runs_over_the_whole_series(tmp_path: Path) -> None:
+    limits = RoomLimits(message_chars_per_series=12)
+    async with http_server(tmp_path, limits=limits, resolve_seller=market_seller) as server:
+        created = await server.create_room(buyers=2, house_buyers={"b1": "linear", "b2": "zic"})
+        async with server.seat(created["tokens"]["seller"]) as client:
+            await ok(client, "send_message", buyer="b1", text="x" * 10)
+            await sell(client)
+            await ok(client, "new_negotiation")
+            over = await refused(client, "send_message", buyer="b1", text="x" * 3)
+            assert over.startswith("too_many_message_chars: ") and "2 are left" in over

@@ -9,9 +9,11 @@ market of the room's secret (``market_room.market_of``), each a fresh ``MarketRo
 id). A room with several client seats plays one market (``check_series_request``;
 ``new_negotiation`` is refused ``series_unavailable``, as in a bilateral room of two clients).
 
-Each finished market counts for the series (``finished``, the client seat's total surplus and,
-for a buyer, its last results) once it has ended, whether or not the store holds it yet: a
-market whose write failed stays pending beside the next ones, tried again by the reaper's
+A client seat's message budget (``RoomLimits.message_chars_per_series``) runs over the whole
+series, as a bilateral seat's does; the room's pace (``negotiations_per_minute``) bounds its
+starts. Each finished market counts for the series (``finished``, the client seat's total
+surplus and, for a buyer, its last results) once it has ended, whether or not the store holds it
+yet: a market whose write failed stays pending beside the next ones, tried again by the reaper's
 ``tick`` and every ``new_negotiation``, and is stored once.
 
 The journal is the room's (``dealroom.server.market_journal``): each market's inputs under its
@@ -157,6 +159,9 @@ class MarketSeries:
                 self._journal.append(number, ["start"])
         opened = self._open(number, market)
         opened.journal = self._journal
+        if number > 1:  # a seat's message budget is the series', as in a bilateral room
+            for name, seat in opened.clients.seats.items():
+                seat.messages = self.current.clients.seats[name].messages
         self._started.set()
         self._started = anyio.Event()
         log.info("market started", room=self.id, negotiation=number, market=market.id)
