@@ -283,8 +283,10 @@ async def test_a_market_whose_write_fails_blocks_no_next_market_and_is_stored_on
     assert len(list(store.iter_markets())) == 3  # each once
 
 
-async def test_a_seats_message_budget_runs_over_the_whole_series(tmp_path: Path) -> None:
-    limits = RoomLimits(message_chars_per_series=12)
+async def test_a_series_of_markets_is_held_to_the_rooms_message_budget_and_pace(
+    tmp_path: Path,
+) -> None:
+    limits = RoomLimits(message_chars_per_series=12, negotiations_per_minute=1)
     async with http_server(tmp_path, limits=limits, resolve_seller=market_seller) as server:
         created = await server.create_room(buyers=2, house_buyers={"b1": "linear", "b2": "zic"})
         async with server.seat(created["tokens"]["seller"]) as client:
@@ -293,3 +295,7 @@ async def test_a_seats_message_budget_runs_over_the_whole_series(tmp_path: Path)
             await ok(client, "new_negotiation")
             over = await refused(client, "send_message", buyer="b1", text="x" * 3)
             assert over.startswith("too_many_message_chars: ") and "2 are left" in over
+            await sell(client)
+            too_soon = await refused(client, "new_negotiation")
+            assert too_soon.startswith("too_many_negotiations: ")
+            assert server.registry.markets[created["room"]].current.number == 2
