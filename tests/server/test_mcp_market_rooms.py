@@ -164,7 +164,7 @@ async def test_a_market_seat_is_held_to_the_rooms_message_budget(tmp_path: Path)
             assert left.startswith("too_many_message_chars: ") and "0 are left" in left
 
 
-async def test_a_stdio_seller_sells_in_a_three_buyer_market_and_it_is_stored(
+async def test_a_stdio_seller_sells_in_a_series_of_three_buyer_markets_each_stored(
     tmp_path: Path,
 ) -> None:
     results = tmp_path / "results.db"
@@ -176,13 +176,21 @@ async def test_a_stdio_seller_sells_in_a_three_buyer_market_and_it_is_stored(
     with anyio.fail_after(60):
         async with Client(params, mode="legacy") as client:
             tools = [t.name for t in (await client.list_tools()).tools]
-            assert tools == sorted(MARKET_TOOLS)
+            assert tools == sorted([*MARKET_TOOLS, "new_negotiation"])  # a series, as on HTTP
             end = await sell(client)
+            second = await ok(client, "new_negotiation")
+            assert second["series"]["negotiation"] == 2 and second["outcome"] is None
+            last = await sell(client)
     assert end["outcome"]["status"] == "deal"
     with ResultsStore(results) as store:
-        (key, record), *more = list(store.iter_markets())
-    assert not more and key.endswith("/1") and record.buyers == ("linear",) * 3
-    assert record.outcome.buyer == end["outcome"]["buyer"]
+        stored = list(store.iter_markets())
+    assert [key.rpartition("/")[2] for key, _ in stored] == ["1", "2"]
+    assert all(record.buyers == ("linear",) * 3 for _, record in stored)
+    assert [r.outcome.buyer for _, r in stored] == [
+        end["outcome"]["buyer"],
+        last["outcome"]["buyer"],
+    ]
+    assert stored[0][1].scenario.id != stored[1][1].scenario.id
 
 
 async def test_the_seller_client_reads_the_model_seats_briefing_and_tools(tmp_path: Path) -> None:
