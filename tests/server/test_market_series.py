@@ -299,3 +299,31 @@ async def test_a_series_of_markets_is_held_to_the_rooms_message_budget_and_pace(
             too_soon = await refused(client, "new_negotiation")
             assert too_soon.startswith("too_many_negotiations: ")
             assert server.registry.markets[created["room"]].current.number == 2
+
+
+async def test_a_market_left_unstored_at_a_restart_is_stored_by_the_restored_room(
+    tmp_path: Path, registries: Callable[[Path], RoomRegistry], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "r.db"
+    first = registries(path)
+    store = first.writer.store  # type: ignore[union-attr]
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "add_market", failing)
+    room = first.create(REQUEST.model_copy(update={"negotiations": 3})).room
+    with anyio.fail_after(30):
+        async with _seller(first, room) as client:
+            await sell(client)
+            await ok(client, "new_negotiation")
+    record = first.markets[room].pending[0].record()
+
+    second = registries(path)  # the first process is gone, its market 1 never stored
+    assert second.restore() == 1 and second.markets[room].current.number == 2
+    assert [market.key for market in second.markets[room].pending] == [f"{room}/1"]
+    await second.tick()
+    stored = dict(second.writer.store.iter_markets())  # type: ignore[union-attr]
+    assert list(stored) == [f"{room}/1"]
+    assert stored[f"{room}/1"].model_dump_json() == record.model_dump_json()
+    assert second.markets[room].pending == []

@@ -95,6 +95,8 @@ class MarketSeries:
         self._open = open_market
         self._journal: RoomJournal | None = None
         self._replaying = False
+        self._stored_keys: frozenset[str] = frozenset()
+        """While replaying: the keys the store holds (a market it holds is not kept pending)."""
         self._started = anyio.Event()
         self.pending: list[MarketRoomServed] = []
         """Finished markets of the series that the store does not hold yet (a write failed),
@@ -153,6 +155,8 @@ class MarketSeries:
         if number > 1:
             previous = self.current
             self._settle(previous)
+            if self._replaying:
+                previous.stored = previous.key in self._stored_keys
             if not previous.stored:
                 self.pending.append(previous)
             if self._journal is not None and not self._replaying:
@@ -187,8 +191,8 @@ class MarketSeries:
         for seat in (SELLER, *market.market.buyers):
             gained = surplus.get(seat, Decimal("0.00"))
             self.totals[seat] = self.totals.get(seat, Decimal("0.00")) + gained
-        for name, calls in market.buyer_calls.items():
-            seen = calls.observe(deliver=False).outcome
+        for name in market.buyer_calls:
+            seen = market.engine.referee.observe_buyer(name, market.engine.now).outcome
             assert seen is not None
             thread = market.market.thread(name)
             line = SeriesResult.of(market.number, thread, "buyer", seen)
@@ -242,19 +246,21 @@ class MarketSeries:
         await self.save()
 
     async def play(self) -> None:
-        """Run each market's in-process players in turn, as each market starts (the registry
-        runs it while it serves and cancels it when it forgets the room)."""
-        while True:
-            market, started = self.current, self._started
-            await market.play()
-            if self.current is market:
+        """Run each market's in-process players as the market starts, beside the previous
+        market's until they have returned (the registry runs it while it serves and cancels it
+        when it forgets the room)."""
+        async with anyio.create_task_group() as group:
+            while True:
+                market, started = self.current, self._started
+                group.start_soon(market.play, name=f"players/{self.id}/{market.number}")
                 await started.wait()
 
-    def replay(self, entries: Iterable[tuple[int, Op]]) -> None:
+    def replay(self, entries: Iterable[tuple[int, Op]], *, stored: Iterable[str] = ()) -> None:
         """Rebuild the series from its journal, market by market (each started as the series
         starts it), each market's inputs replayed into it; raises ValueError for a journal
-        that is none."""
-        self._replaying = True
+        that is none. ``stored``: the keys the store holds (the finished markets it lacks are
+        kept pending, to be stored)."""
+        self._replaying, self._stored_keys = True, frozenset(stored)
         try:
             batch: list[tuple[int, Op]] = []
             for number, op in entries:
@@ -269,11 +275,11 @@ class MarketSeries:
                     batch.append((number, op))
             self.current.replay(batch)
         finally:
-            self._replaying = False
+            self._replaying, self._stored_keys = False, frozenset()
 
     def restored(self, stored: set[str]) -> bool:
-        """After ``replay``: mark the markets the store holds (``stored``: its keys of the
-        room's run) as stored. False if the store is ahead of the journal (it holds a market
+        """After ``replay``: mark the current market stored if the store holds it (``stored``:
+        its keys of the room's run). False if the store is ahead of the journal (it holds a market
         the replay left open or never reached: the journal missed inputs). The registry then
         attaches the journal and counts the current market's in-process players absent
         (``MarketRoomServed.set_players_absent``)."""
@@ -283,9 +289,7 @@ class MarketSeries:
         current = self.current
         if last > current.number or (last == current.number and current.is_open):
             return False
-        for market in [*self.pending, current]:
-            market.stored = market.key in stored and not market.is_open
-        self.pending = [market for market in self.pending if not market.stored]
+        current.stored = current.key in stored and not current.is_open
         return True
 
 

@@ -254,23 +254,24 @@ class RoomRegistry:
         return room, seats
 
     def _restore_market(self, path: Path, journal: JournalFile) -> int:
-        """One market room's journal replayed, with its tokens (1 if its market is open); one
-        that fails, or is behind the results store (its market is stored, the replay left it
-        open: set aside), is logged and left unrestored."""
+        """One market room's journal replayed, with its tokens (1 if its current market is
+        open); one that fails, or is behind the results store (it holds a market the replay left
+        open or never reached: set aside), is logged and left unrestored."""
         room_id = str(journal.header["room"])
         try:
             request = RoomRequest.model_validate(journal.header["request"])
             market = self._market_series(room_id, request)
-            market.replay(journal.entries)
+            keys: set[str] = (
+                set() if self.writer is None else self.writer.store.market_keys(market.run)
+            )
+            market.replay(journal.entries, stored=keys)
         except Exception as exc:  # one bad journal must not stop the server or the others
             reason = reason_of(exc)
             log.error("room journal cannot be replayed", path=str(path), error=reason)
             self.unrestored[room_id] = f"the journal cannot be replayed ({reason})"
             return 0
         reopened = RoomJournal(path)
-        if self.writer is not None and not market.restored(
-            self.writer.store.market_keys(market.run)
-        ):
+        if not market.restored(keys):
             log.error("market room journal is behind the results store", room=room_id)
             reopened.stop()
             self.unrestored[room_id] = "its journal missed inputs (set aside)"
