@@ -14,12 +14,12 @@
 Every tool call waits for its seat's turn (``dealroom.server.market_clients``) and stores the
 market once it has ended; the resources and the briefing read the seat's latest view at once.
 
-A seat of an HTTP room is served with its room's series (``dealroom.server.market_series``):
+A client's seat (HTTP, stdio) is served with its room's series (``dealroom.server.market_series``):
 ``new_negotiation`` starts the next market where the room plays a series (refused
 ``series_unavailable`` where several seats are clients', ``negotiation_running`` while the market
 is on), and get_state carries the series (a buyer's ``SeatState`` fields; the seller's
-``series``, a ``SeriesTally``, beside its view). A seat without one (stdio, an in-process player)
-plays one market, as before.
+``series``, a ``SeriesTally``, beside its view). A seat without one (an in-process player's, which
+its market starts afresh) plays its one market.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class ServedMarketBuyer:
         self.calls = calls
         self.name = name
         self.series = series
-        """The room's series (an HTTP room), or None: one market."""
+        """The room's series (a client's seat), or None: one market."""
 
     @property
     def log_context(self) -> Mapping[str, str]:
@@ -195,7 +195,7 @@ class ServedMarketSeller:
         self.room = room
         self.calls = calls
         self.series = series
-        """The room's series (an HTTP room), or None: one market."""
+        """The room's series (a client's seat), or None: one market."""
 
     @property
     def offers_series(self) -> bool:
