@@ -63,18 +63,18 @@ async def test_a_restored_market_room_is_the_same_room_and_ends_the_same(
         await b3.state()  # b3 comes back; b1 idles in turn
         await b3.act(MakeOffer(price=Decimal("100.00")))
         await b1.wait(5.0)
-    market = first.markets[room]
+    market = first.markets[room].current
     before = _state(market)
     assert market.is_open and len(before["log"]) >= 2 and before["absent"]
 
     second = registry_at()  # the first process is gone (nothing closed, nothing flushed)
     assert second.restore() == 1 and not second.unrestored
-    restored = second.markets[room]
+    restored = second.markets[room].current
     assert _state(restored) == before
     for name, token in created.tokens.items():
         assert second.seat_for_token(token) == (room, name)
     assert created.spectator is not None  # the room page opens the restored market too
-    assert second.market_for_spectator(created.spectator) is restored
+    assert second.market_for_spectator(created.spectator) is second.markets[room]
 
     market.journal = None  # the first process is gone: only the second journals from here
     for played in (market, restored):  # both played on the same way: every client gone
@@ -88,7 +88,7 @@ async def test_a_restored_market_room_is_the_same_room_and_ends_the_same(
 
     third = registry_at()  # a market already stored is restored ended, not played again
     assert third.restore() == 0 and third.markets[room].stored  # never stored twice
-    assert third.markets[room].record() == restored.record()
+    assert third.markets[room].current.record() == restored.record()
 
     journal = restored.journal
     assert journal is not None

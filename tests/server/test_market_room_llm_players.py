@@ -27,6 +27,7 @@ from dealroom.cli import main
 from dealroom.protocol import RoomRequest
 from dealroom.protocol.market import DEFAULT_MARKET_RULES
 from dealroom.protocol.market_scenarios import market_at
+from dealroom.protocol.text import money
 from dealroom.server.journal import Journals
 from dealroom.server.market_room import MarketPlayer, MarketRoomServed, SellerHouse
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
@@ -100,7 +101,7 @@ async def _play(brain: Brain, *, idle_s: float = 30.0) -> tuple[MarketRoomServed
         async with player, _serving(registry):
             created = registry.create(REQUEST)
             assert list(created.tokens) == ["seller", "b1"]  # no token for the model's seat
-            market = registry.markets[created.room]
+            market = registry.markets[created.room].current
             ops: list[Any] = []
             market.turns._journal = ops.append  # pyright: ignore[reportAttributeAccessIssue]
             with anyio.fail_after(60):
@@ -142,7 +143,7 @@ async def test_a_restored_market_room_counts_its_llm_house_buyer_absent(tmp_path
         first.close()
         second, player = _registry(fake.base_url, journals=tmp_path)
         assert second.restore() == 1 and not second.unrestored
-        market = second.markets[created.room]
+        market = second.markets[created.room].current
         assert market.turns.absent == {"b2"}
         async with player, _serving(second):
             with anyio.fail_after(60):
@@ -197,7 +198,7 @@ async def test_an_llm_house_seller_sells_to_a_client_beside_an_llm_house_buyer()
         async with player, _serving(registry):
             created = registry.create(request)
             assert list(created.tokens) == ["b1"]
-            market = registry.markets[created.room]
+            market = registry.markets[created.room].current
             replies: list[str] = []
             seat = ServedMarketBuyer(market, "b1")
             with anyio.fail_after(60):
@@ -291,3 +292,39 @@ async def test_a_served_market_room_plays_its_llm_house_seats_with_the_servers_l
     assert [m["content"] for m in row["messages"]] == [
         m["content"] or "" for m in conversation["messages"]
     ]
+
+
+async def test_an_llm_house_buyer_plays_each_market_of_a_series_with_a_fresh_conversation() -> None:
+    request = RoomRequest(
+        buyers=3,
+        house_buyers={"b1": "llm:fake", "b2": "linear", "b3": "linear"},
+        secret=secret_of(38).hex(),
+        negotiations=2,
+    )
+    with serve(market_buyer()) as fake:
+        registry, player = _registry(fake.base_url)
+        async with player, _serving(registry):
+            created = registry.create(request)
+            assert list(created.tokens) == ["seller"]  # one client seat: a series
+            series = registry.markets[created.room]
+            played: list[MarketRoomServed] = []
+            app = build_app(lambda: registry.served_seat(created.room, "seller"))
+            async with Client(app) as client:
+                for number in (1, 2):
+                    if number > 1:
+                        assert not (await client.call_tool("new_negotiation", {})).is_error
+                    market = series.current
+                    played.append(market)
+                    with anyio.fail_after(60):
+                        await sell(client)
+                        while market.played.get("b1", {}).get("ended_by") is None:  # noqa: ASYNC110
+                            await anyio.sleep(0.01)
+    first, second = (market.played["b1"] for market in played)
+    assert first["model_calls"] >= 1 and second["model_calls"] >= 1
+    assert "error" not in first and "error" not in second
+    for market, data in zip(played, (first, second), strict=True):
+        conversation = str(data["conversation"])  # each market's own, from its briefing on
+        assert conversation.count("This is a market: 3 buyers, you among them") == 1
+        other = played[1 - played.index(market)]
+        mine, theirs = (money(m.market.value("b1"), "USD") for m in (market, other))
+        assert mine in conversation and theirs not in conversation

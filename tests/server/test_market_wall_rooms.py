@@ -122,7 +122,7 @@ async def _play_three(registry: RoomRegistry, now: Clock) -> tuple[str, MarketRo
     """Three buyer clients against the silent house seller: b1 looks at 0 (the clock starts),
     b2 offers at 2 s, b1 at 3.5 s, b3 at 5.25 s, each call returning at once."""
     room = registry.create(_request()).room
-    market = registry.markets[room]
+    market = registry.markets[room].current
     seats = {name: _buyer(registry, room, name) for name in BUYERS}
     with anyio.fail_after(5):  # no call waits for another seat's turn: none is ever taken
         await seats["b1"].state()
@@ -205,7 +205,7 @@ async def test_a_restarted_server_restores_a_wall_market_byte_for_byte_and_its_c
 
     second = wall_registries(path, now)  # the first process is gone
     assert second.restore() == 1 and not second.unrestored
-    restored = second.markets[room]
+    restored = second.markets[room].current
     assert [entry.model_dump_json() for entry in restored.engine.referee.log] == before
     assert restored.wall is not None and restored.wall.started_at == market.wall.started_at
     assert {n: c.seen for n, c in restored.buyer_calls.items()} == {
@@ -218,7 +218,7 @@ async def test_a_restarted_server_restores_a_wall_market_byte_for_byte_and_its_c
     third = wall_registries(path, now)
     assert third.restore() == 1
     await third.tick()
-    ended = third.markets[room]
+    ended = third.markets[room].current
     outcome = ended.engine.referee.outcome
     assert outcome is not None and outcome.end_reason == "deadline" and outcome.time == 100.0
     after = [entry.model_dump_json() for entry in ended.engine.referee.log]
@@ -231,7 +231,7 @@ async def test_the_reaper_ends_an_abandoned_wall_market_at_its_deadline(
     now: Clock = [0.0]
     registry = wall_registries(tmp_path / "r.db", now)
     _, played = await _play_three(registry, now)
-    never = registry.markets[registry.create(_request(deadline=30.0)).room]  # nobody calls
+    never = registry.markets[registry.create(_request(deadline=30.0)).room].current  # nobody calls
     now[0] = 70.0  # every client silent past abandon_s (60 s)
     await registry.tick()
     assert sorted(played.turns.absent) == list(BUYERS) and played.is_open  # 100 s deadline
@@ -277,7 +277,7 @@ async def test_three_buyer_clients_play_a_wall_market_over_http(tmp_path: Path) 
         )
         tokens = created["tokens"]
         assert list(tokens) == list(BUYERS)
-        market = server.registry.markets[created["room"]]
+        market = server.registry.markets[created["room"]].current
         read: dict[str, list[str]] = {name: [] for name in BUYERS}
         for name in BUYERS:  # one after the other, in real time
             async with server.seat(tokens[name]) as client:
@@ -303,7 +303,7 @@ async def test_a_seller_client_of_a_wall_market_reads_the_wall_clock_and_house_b
     houses = dict.fromkeys(BUYERS, "hardliner")
     created = registry.create(_request(house_seller=None, house_buyers=houses))
     assert list(created.tokens) == ["seller"]
-    market = registry.markets[created.room]
+    market = registry.markets[created.room].current
     seat = registry.served_seat(created.room, "seller")
     assert isinstance(seat, ServedMarketSeller)
     briefing = await seat.briefing()

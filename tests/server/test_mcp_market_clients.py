@@ -27,7 +27,7 @@ SECRET = secret_of(38).hex()
 
 
 def _market(server: HttpServer, room: str) -> MarketRoomServed:
-    return server.registry.markets[room]
+    return server.registry.markets[room].current
 
 
 async def test_a_seller_and_two_buyer_clients_of_a_three_buyer_room_make_a_sale_stored_once(

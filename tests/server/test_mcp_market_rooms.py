@@ -32,7 +32,7 @@ LINEAR = {"b1": "linear", "b2": "linear", "b3": "linear"}
 
 
 def _market(server: HttpServer, room: str) -> MarketRoomServed:
-    return server.registry.markets[room]
+    return server.registry.markets[room].current
 
 
 async def test_a_seller_client_of_a_three_buyer_room_sells_over_http(tmp_path: Path) -> None:
@@ -40,8 +40,8 @@ async def test_a_seller_client_of_a_three_buyer_room_sells_over_http(tmp_path: P
         created = await server.create_room(buyers=3, house_buyers=LINEAR, secret=SECRET)
         assert list(created["tokens"]) == ["seller"] and created["spectator"] is not None
         async with server.seat(created["tokens"]["seller"]) as client:
-            tools = (await client.list_tools()).tools
-            assert [t.name for t in tools] == sorted(MARKET_TOOLS)
+            tools = (await client.list_tools()).tools  # one client seat: a series of markets
+            assert [t.name for t in tools] == sorted([*MARKET_TOOLS, "new_negotiation"])
             offer = next(t for t in tools if t.name == "make_offer")
             assert offer.input_schema["required"][0] == "buyer"
             briefing = await client.get_prompt("briefing")
@@ -81,6 +81,7 @@ async def test_a_buyer_client_never_reads_another_buyers_value_or_thread(
             house_buyers={"b1": "linear", "b3": "boulware"},
             buyers_know_count=know_count,
             secret=SECRET,
+            negotiations=1,
         )
         assert list(created["tokens"]) == ["b2"]
         replies: list[str] = []
@@ -94,7 +95,8 @@ async def test_a_buyer_client_never_reads_another_buyers_value_or_thread(
                 contents = (await client.read_resource(uri)).contents
                 replies.append("".join(getattr(c, "text", "") for c in contents))
             replies.append(await refused(client, "make_offer", price=1.0, buyer="b1"))
-            replies.append(await refused(client, "new_negotiation"))
+            replies.append(over := await refused(client, "new_negotiation"))
+            assert over.startswith("series_over: ")
         assert not _market(server, created["room"]).is_open
         counted = "This is a market: 3 buyers, you among them"
         assert (counted in replies[0]) is know_count
@@ -141,7 +143,8 @@ async def test_bad_seller_calls_get_one_line_with_a_stable_code(tmp_path: Path) 
             before = await ok(client, "get_state")
             no_buyer = await refused(client, "make_offer", price=100.0)
             assert no_buyer.startswith("invalid_arguments: ")
-            assert (await refused(client, "new_negotiation")).startswith("unknown_tool: ")
+            running = await refused(client, "new_negotiation")
+            assert running.startswith("negotiation_running: The current market is still running")
             assert await ok(client, "get_state") == before  # nothing changed
             unknown = await refused(client, "make_offer", buyer="b7", price=100.0)
             assert unknown.startswith("unknown_buyer: ")
@@ -164,7 +167,7 @@ async def test_a_market_seat_is_held_to_the_rooms_message_budget(tmp_path: Path)
             assert left.startswith("too_many_message_chars: ") and "0 are left" in left
 
 
-async def test_a_stdio_seller_sells_in_a_three_buyer_market_and_it_is_stored(
+async def test_a_stdio_seller_sells_in_a_series_of_three_buyer_markets_each_stored(
     tmp_path: Path,
 ) -> None:
     results = tmp_path / "results.db"
@@ -176,13 +179,21 @@ async def test_a_stdio_seller_sells_in_a_three_buyer_market_and_it_is_stored(
     with anyio.fail_after(60):
         async with Client(params, mode="legacy") as client:
             tools = [t.name for t in (await client.list_tools()).tools]
-            assert tools == sorted(MARKET_TOOLS)
+            assert tools == sorted([*MARKET_TOOLS, "new_negotiation"])  # a series, as on HTTP
             end = await sell(client)
+            second = await ok(client, "new_negotiation")
+            assert second["series"]["negotiation"] == 2 and second["outcome"] is None
+            last = await sell(client)
     assert end["outcome"]["status"] == "deal"
     with ResultsStore(results) as store:
-        (key, record), *more = list(store.iter_markets())
-    assert not more and key.endswith("/1") and record.buyers == ("linear",) * 3
-    assert record.outcome.buyer == end["outcome"]["buyer"]
+        stored = list(store.iter_markets())
+    assert [key.rpartition("/")[2] for key, _ in stored] == ["1", "2"]
+    assert all(record.buyers == ("linear",) * 3 for _, record in stored)
+    assert [r.outcome.buyer for _, r in stored] == [
+        end["outcome"]["buyer"],
+        last["outcome"]["buyer"],
+    ]
+    assert stored[0][1].scenario.id != stored[1][1].scenario.id
 
 
 async def test_the_seller_client_reads_the_model_seats_briefing_and_tools(tmp_path: Path) -> None:
@@ -196,10 +207,12 @@ async def test_the_seller_client_reads_the_model_seats_briefing_and_tools(tmp_pa
             briefing = await client.get_prompt("briefing")
             tools = (await client.list_tools()).tools
     read = briefing.messages[0].content.text  # type: ignore[union-attr]
-    assert read == market_briefing(market_view(market.market, market.engine.rules))
+    view = market_view(market.market, market.engine.rules)
+    assert read == market_briefing(view, series=True)  # one client seat: a series
+    assert read.startswith(market_briefing(view)) and "new_negotiation starts the next" in read
     served = {t.name: (t.description, t.input_schema) for t in tools}
     model = {
         f["function"]["name"]: (f["function"]["description"], f["function"]["parameters"])
-        for f in market_tools(market.engine.rules.rules)
+        for f in market_tools(market.engine.rules.rules, series=True)
     }
     assert served == model

@@ -37,7 +37,7 @@ class ListFile:
         self.lines.append((number, op))
 
 
-def series() -> Series[Replayed]:
+def series() -> Series[Replayed, Scenario]:
     return Series(
         lambda i: scenario_at(0, i, "mid") if i < 5 else None,
         available=True,

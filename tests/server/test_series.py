@@ -34,7 +34,7 @@ def series(
     available: bool = True,
     per_minute: int | None = None,
     clock: Clock | None = None,
-) -> Series[Played]:
+) -> Series[Played, Scenario]:
     return Series(
         lambda i: scenario_at(0, i, "mid") if i < count else None,
         available=available,
@@ -44,7 +44,7 @@ def series(
     )
 
 
-def ended(played: Series[Played]) -> Series[Played]:
+def ended(played: Series[Played, Scenario]) -> Series[Played, Scenario]:
     played.current.is_open = False
     return played
 

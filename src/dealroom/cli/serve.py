@@ -268,12 +268,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_market(args: argparse.Namespace) -> int:
-    """stdio house mode with ``--buyers N``: the client's seat in one market, every other seat
-    a house agent (``server.market_room``), stored in the results' ``markets`` table."""
+    """stdio house mode with ``--buyers N``: the client's seat in a series of markets (one after
+    another, ``new_negotiation``), every other seat a house agent (``server.market_series``),
+    each market stored in the results' ``markets`` table."""
     from dealroom.agents.market import market_seller
     from dealroom.protocol import RoomRequest
     from dealroom.protocol.market import buyer_ids
-    from dealroom.server.market_room import open_market
+    from dealroom.server.market_series import open_series
     from dealroom.server.mcp_stdio import serve_market_stdio
 
     secret, _ = run_secret(args)
@@ -302,12 +303,17 @@ def _run_market(args: argparse.Namespace) -> int:
     try:
         room_id = f"house-{secrets.token_hex(6)}"
         try:
-            market = open_market(
-                room_id, request, resolve_house=agent, resolve_seller=market_seller, writer=writer
+            markets = open_series(
+                room_id,
+                request,
+                resolve_house=agent,
+                resolve_seller=market_seller,
+                resolve_player=None,
+                writer=writer,
             )
         except ValueError as exc:
             raise usage_error(str(exc).splitlines()[0]) from None
-        anyio.run(serve_market_stdio, market)
+        anyio.run(serve_market_stdio, markets)
     finally:
         close_store(writer)
     return 0

@@ -10,7 +10,10 @@ that thread's ``offer_id``, ``walk_away`` an optional buyer (none: leave the who
 bilateral ``SeatTool`` (``dealroom.protocol.tools``) with a buyer added to its arguments and a
 summary of its own; the arguments are checked as the bilateral ones are, and the buyer's name by
 the referee (an unknown buyer is refused ``unknown_buyer`` and counted, as any refused action).
-What the seat reads is ``dealroom.protocol.market_text``.
+What the seat reads is ``dealroom.protocol.market_text``. A served market room that plays a
+series (one client seat) also offers ``new_negotiation`` (``market_tools(rules, series=True)``:
+the bilateral tool's spec with a summary of its own), which starts the room's next market once
+this one has ended.
 """
 
 from __future__ import annotations
@@ -112,6 +115,22 @@ MARKET_TOOLS: dict[str, SeatTool] = {
 """The seller's tools in a market, by name, in name order: the bilateral tools, each action
 addressed to a buyer."""
 
+SERIES_TOOL: SeatTool = TOOLS_BY_NAME["new_negotiation"]
+"""The tool a served market room that plays a series adds to the seller's (and a buyer's)."""
+
+
+def _series_summary(rules: Rules) -> str:
+    del rules
+    return "Start the next market of the series once this one has ended (a new item and buyers)."
+
+
+def seller_tools(*, series: bool) -> dict[str, SeatTool]:
+    """The seller's tools, by name, in name order: ``MARKET_TOOLS``, and the series tool where
+    the room plays a series."""
+    if not series:
+        return MARKET_TOOLS
+    return dict(sorted({**MARKET_TOOLS, SERIES_TOOL.name: SERIES_TOOL}.items()))
+
 
 BUYER_TOOLS: tuple[str, ...] = tuple(
     name
@@ -121,11 +140,12 @@ BUYER_TOOLS: tuple[str, ...] = tuple(
 """The tools whose calls must name a buyer, in name order."""
 
 
-def market_tools(rules: Rules) -> list[dict[str, Any]]:
+def market_tools(rules: Rules, *, series: bool = False) -> list[dict[str, Any]]:
     """The seller's market tools as OpenAI function schemas, in name order, each with its
-    market summary and the buyer as its first argument (the order of ``MarketToolMethods``)."""
+    market summary and the buyer as its first argument (the order of ``MarketToolMethods``);
+    with ``series``, ``new_negotiation`` among them (``seller_tools``)."""
     schemas: list[dict[str, Any]] = []
-    for tool in MARKET_TOOLS.values():
+    for tool in seller_tools(series=series).values():
         schema = function_schema(tool, rules)
         function = schema["function"]
         parameters = function["parameters"]
@@ -135,7 +155,8 @@ def market_tools(rules: Rules) -> list[dict[str, Any]]:
             required: list[str] = parameters.get("required", [])
             if "buyer" in required:
                 parameters["required"] = ["buyer", *(r for r in required if r != "buyer")]
-        function["description"] = _SUMMARIES[tool.name](rules)
+        summary = _series_summary if tool is SERIES_TOOL else _SUMMARIES[tool.name]
+        function["description"] = summary(rules)
         schemas.append(schema)
     return schemas
 
@@ -221,6 +242,7 @@ __all__ = [
     "BUYER_TOOLS",
     "MARKET_TOOLS",
     "MARKET_TOOL_NAMES",
+    "SERIES_TOOL",
     "GetState",
     "MarketToolMethods",
     "Move",
@@ -228,4 +250,5 @@ __all__ = [
     "bind_market",
     "market_tools",
     "move_of",
+    "seller_tools",
 ]

@@ -18,6 +18,7 @@ no pretty-printing, no field names a model must decode.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import assert_never
 
 from dealroom.protocol._base import Role
@@ -193,11 +194,19 @@ def state_text(state: SeatState) -> str:
     series = None
     if state.negotiation > 1:  # a series past its first negotiation (the MCP house mode)
         cur = state.observation.scenario.currency
-        series = (
-            f"series: negotiation {state.negotiation}; {state.finished} finished, your total "
-            f"surplus {money(state.total_surplus, cur)}."
+        series = series_line(
+            "negotiation", state.negotiation, state.finished, state.total_surplus, cur
         )
     return _state(state.observation, series)
+
+
+def series_line(noun: str, number: int, finished: int, total: Decimal, currency: str) -> str:
+    """The series line of get_state past a series' first negotiation (``noun``: a bilateral
+    room's ``negotiation``, a market room's ``market``)."""
+    return (
+        f"series: {noun} {number}; {finished} finished, your total surplus "
+        f"{money(total, currency)}."
+    )
 
 
 def observation_state_text(observation: Observation) -> str:

@@ -187,6 +187,20 @@ class SeatState(Model):
     """What you can usefully do next."""
 
 
+class SeriesTally(Model):
+    """A market room's series as its seller reads it in get_state (the ``series`` field beside
+    the market's view, where the room plays a series): a buyer reads ``SeatState``'s fields."""
+
+    negotiation: int
+    """Number of the current market in the series, from 1."""
+    finished: int
+    """How many markets of this series have finished."""
+    total_surplus: Money
+    """Sum of your surplus over all the finished markets."""
+    can_start_next: bool
+    """True when new_negotiation would start the next market now."""
+
+
 class StudySeats(Model):
     """A study's room: the study and who of its participants sits where."""
 

@@ -16,11 +16,13 @@ is served the market seller's tools and texts (``dealroom.protocol.market_seat``
 ``market_text``); a buyer client today's buyer tools and results, from its own thread only
 (``dealroom.server.market_seats``).
 
-The finished market is stored once, in the results store's ``markets`` table, under the key
-``ROOM/1`` and the room's run (its participant, else the room id), by the call that ended it
-(or the reaper's ``tick``); a write that fails is retried by the next call or ``tick`` until it
-succeeds. A server that journals its rooms journals a market room too
-(``dealroom.server.market_journal``): it survives a restart.
+A ``MarketRoomServed`` is one market of its room's series (``dealroom.server.market_series``:
+a room with one client seat plays ``negotiations`` markets one after another, each its own
+``MarketRoomServed``, number N). The finished market is stored once, in the results store's
+``markets`` table, under the key ``ROOM/N`` and the room's run (its participant, else the room
+id), by the call that ended it (or the reaper's ``tick``); a write that fails is retried by the
+next call or ``tick`` until it succeeds. A server that journals its rooms journals a market room
+too (``dealroom.server.market_journal``): it survives a restart.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ class MarketRoomServed:
         seed: Seed,
         run: str,
         writer: ResultWriter | None,
+        number: int = 1,
         client_name: str = REMOTE_NAME,
         client_names: Mapping[str, str] | None = None,
         players: Mapping[str, MarketPlayer] | None = None,
@@ -129,6 +132,8 @@ class MarketRoomServed:
                 "is a house agent (leave a buyer out of house_buyers, or house_seller out)"
             )
         self.id = room_id
+        self.number = number
+        """Its place in the room's series, from 1 (its key's ``N``, its journal lines' ``n``)."""
         self.market = market
         self.rules = rules
         self.run = run
@@ -210,7 +215,7 @@ class MarketRoomServed:
     @property
     def key(self) -> str:
         """The results-store key of the room's market."""
-        return f"{self.id}/1"
+        return f"{self.id}/{self.number}"
 
     @property
     def is_open(self) -> bool:
@@ -310,7 +315,7 @@ class MarketRoomServed:
 
     def _note(self, op: Op) -> None:
         if self.journal is not None:
-            self.journal.append(1, op)
+            self.journal.append(self.number, op)
 
     async def _after_call(self) -> None:
         """As each call ends: journal what the seats were shown, store a finished market."""
@@ -369,7 +374,6 @@ def check_market_request(request: RoomRequest) -> None:
         return
     bilateral_only = {
         "house_buyer": (request.house_buyer is not None, "name each buyer's in house_buyers"),
-        "negotiations": (request.negotiations not in (None, 1), "a market room plays one"),
         "consent": (request.consent is not None, "a market room asks no consent"),
         "study": (request.study is not None, "a study opens bilateral rooms"),
     }
@@ -388,11 +392,15 @@ def open_market(
     limits: RoomLimits = DEFAULT_LIMITS,
     resolve_player: Callable[[str], MarketPlayer | None] | None = None,
     timer: Callable[[], float] = time.monotonic,
+    number: int = 1,
+    market: MarketScenario | None = None,
 ) -> MarketRoomServed:
     """The market room a request asks for (``buyers`` >= 2); raises ValueError, one line, for
     a bad request (``check_market_request``, a seat that is not in the market, no client seat,
     a bad agent spec). A house seat whose spec ``resolve_player`` names (``llm:MODEL``) is
-    played in process (``MarketPlayer``)."""
+    played in process (``MarketPlayer``). ``number`` and ``market``: its place in the room's
+    series and its market (default: the first, ``market_of(request, 0)``), each with fresh
+    agents."""
     check_market_request(request)
     names = buyer_ids(request.buyers)
     houses = request.house_buyers or {}
@@ -432,10 +440,8 @@ def open_market(
             "a house agent (leave a buyer out of house_buyers, or house_seller out)"
         )
     secret = request.run_secret()
-    spec = DEFAULT_MARKET_SPEC
-    if request.deadline is not None:
-        spec = spec.model_copy(update={"deadline": request.deadline})
-    market = market_at(secret, request.index, request.tier, request.buyers, spec)
+    if market is None:
+        market = market_of(request, 0, secret=secret)
     rules = MarketRules(
         rules=request.rules,
         seller_actions=request.seller_actions,
@@ -450,11 +456,22 @@ def open_market(
         seed=secret,
         run=request.participant or room_id,
         writer=writer,
+        number=number,
         players=players,
         limits=limits,
         timer=timer,
         clock=request.clock,
     )
+
+
+def market_of(request: RoomRequest, offset: int, *, secret: Seed | None = None) -> MarketScenario:
+    """The market a room plays ``offset`` markets after its first (``request.index``): the
+    market generator's under the room's secret (``secret``, else the request's)."""
+    spec = DEFAULT_MARKET_SPEC
+    if request.deadline is not None:
+        spec = spec.model_copy(update={"deadline": request.deadline})
+    seed = request.run_secret() if secret is None else secret
+    return market_at(seed, request.index + offset, request.tier, request.buyers, spec)
 
 
 __all__ = [
@@ -463,5 +480,6 @@ __all__ = [
     "MarketRoomServed",
     "SellerHouse",
     "check_market_request",
+    "market_of",
     "open_market",
 ]

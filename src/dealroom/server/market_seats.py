@@ -13,6 +13,13 @@
 
 Every tool call waits for its seat's turn (``dealroom.server.market_clients``) and stores the
 market once it has ended; the resources and the briefing read the seat's latest view at once.
+
+A client's seat (HTTP, stdio) is served with its room's series (``dealroom.server.market_series``):
+``new_negotiation`` starts the next market where the room plays a series (refused
+``series_unavailable`` where several seats are clients', ``negotiation_running`` while the market
+is on), and get_state carries the series (a buyer's ``SeatState`` fields; the seller's
+``series``, a ``SeriesTally``, beside its view). A seat without one (an in-process player's, which
+its market starts afresh) plays its one market.
 """
 
 from __future__ import annotations
@@ -35,25 +42,54 @@ from dealroom.protocol import (
     seat_text,
 )
 from dealroom.protocol.market import Addressed, MarketRules
-from dealroom.protocol.market_seat import MARKET_TOOLS, Wait, market_tools, move_of
+from dealroom.protocol.market_seat import (
+    SERIES_TOOL,
+    GetState,
+    Wait,
+    market_tools,
+    move_of,
+    seller_tools,
+)
 from dealroom.protocol.market_text import buyer_market_text, market_briefing, market_state_text
 from dealroom.protocol.model_seat import Bound
-from dealroom.protocol.tools import ArgumentError
+from dealroom.protocol.tools import ArgumentError, validate_arguments
+from dealroom.protocol.wire import SeriesTally
 from dealroom.server import texts
 from dealroom.server.market_room import SELLER, MarketRoomServed
+from dealroom.server.market_series import MarketSeries
+from dealroom.server.room_error import RoomError
 from dealroom.server.seat import CallRefused, descriptions
+
+
+async def _next_market(series: MarketSeries | None) -> MarketRoomServed:
+    """Start a seat's room's next market, then store the finished ones a failed write left
+    pending; raises CallRefused, one line, when it cannot start now (a seat without a series:
+    ``series_over``, one market)."""
+    if series is None:
+        message = "A market room plays one market; the server opens a new room for the next."
+        raise CallRefused(seat_text.error_payload(SessionErrorCode.SERIES_OVER, message))
+    try:
+        market = series.start_next()
+    except RoomError as error:
+        raise CallRefused(seat_text.error_payload(error.code, error.message)) from None
+    await series.save()
+    return market
 
 
 class ServedMarketBuyer:
     """A market room's buyer seat played by its client (a ``ServedSeat``)."""
 
-    def __init__(self, room: MarketRoomServed, name: str) -> None:
+    def __init__(
+        self, room: MarketRoomServed, name: str, *, series: MarketSeries | None = None
+    ) -> None:
         calls = room.buyer_calls.get(name)
         if calls is None:
             raise ValueError(f"buyer {name!r} of room {room.id} is no client's")
         self.room = room
         self.calls = calls
         self.name = name
+        self.series = series
+        """The room's series (a client's seat), or None: one market."""
 
     @property
     def log_context(self) -> Mapping[str, str]:
@@ -97,24 +133,35 @@ class ServedMarketBuyer:
         async with self.room.clients.call(self.name):
             await self.room.clients.turn(self.name)
             observation = self.calls.observe(deliver=True)
-            surplus = (
-                Decimal("0.00") if observation.outcome is None else observation.outcome.surplus
-            )
+            if self.series is None:
+                surplus = (
+                    Decimal("0.00") if observation.outcome is None else observation.outcome.surplus
+                )
+                tally = SeriesTally(
+                    negotiation=1,
+                    finished=0 if self.room.is_open else 1,
+                    total_surplus=surplus,
+                    can_start_next=False,
+                )
+                results = ()
+            else:
+                tally, results = self.series.tally(self.name), self.series.results(self.name)
             return SeatState(
                 observation=observation,
-                negotiation=1,
-                results=(),
-                finished=0 if self.room.is_open else 1,
-                total_surplus=surplus,
-                can_start_next=False,
+                negotiation=tally.negotiation,
+                results=results,
+                finished=tally.finished,
+                total_surplus=tally.total_surplus,
+                can_start_next=tally.can_start_next,
                 clock=self.room.clock,
                 hint=self.calls.hint(),
             )
 
     async def new_negotiation(self) -> SeatState:
-        """A market room plays one market: refused (``series_over``)."""
-        message = "A market room plays one market; the server opens a new room for the next."
-        raise CallRefused(seat_text.error_payload(SessionErrorCode.SERIES_OVER, message))
+        """The room's next market (its series'), and the seat's state in it; refused
+        (``CallRefused``) where the room starts none now."""
+        market = await _next_market(self.series)
+        return await ServedMarketBuyer(market, self.name, series=self.series).state()
 
     async def observation_json(self) -> str:
         """Its thread's observation (JSON; events not marked as seen)."""
@@ -127,9 +174,12 @@ class ServedMarketBuyer:
     async def briefing(self) -> str:
         """The bilateral briefing of its thread, then what it is told of the market."""
         rules = self.room.rules
-        observation = self.calls.observe(deliver=False)
-        thread = texts.briefing(observation, rules.rules, clock=self.room.clock)
-        market = buyer_market_text(len(self.room.market.buyers), know_count=rules.buyers_know_count)
+        thread = texts.briefing(
+            self.calls.observe(deliver=False), rules.rules, clock=self.room.clock
+        )
+        series = self.series is not None and self.series.series.available
+        buyers = len(self.room.market.buyers)
+        market = buyer_market_text(buyers, know_count=rules.buyers_know_count, series=series)
         return f"{thread}\n\n{market}"
 
     async def model_tools(self) -> str:
@@ -140,12 +190,19 @@ class ServedMarketBuyer:
 class ServedMarketSeller:
     """A market room's seller seat played by its client: the market seller's tools."""
 
-    def __init__(self, room: MarketRoomServed) -> None:
+    def __init__(self, room: MarketRoomServed, *, series: MarketSeries | None = None) -> None:
         calls = room.seller_calls
         if calls is None:
             raise ValueError(f"the seller of room {room.id} is a house agent")
         self.room = room
         self.calls = calls
+        self.series = series
+        """The room's series (a client's seat), or None: one market."""
+
+    @property
+    def offers_series(self) -> bool:
+        """True where the room plays a series: ``new_negotiation`` is among the tools."""
+        return self.series is not None and self.series.series.available
 
     @property
     def log_context(self) -> Mapping[str, str]:
@@ -162,14 +219,20 @@ class ServedMarketSeller:
     ) -> tuple[str, dict[str, Any] | None]:
         """One call of a market seller's tool: the text it reads and its view as JSON, or the
         refusal's one line and None (``unknown_tool``, ``invalid_arguments``,
-        ``unknown_buyer``, any referee code)."""
-        spec = MARKET_TOOLS.get(name)
+        ``unknown_buyer``, any referee code; ``new_negotiation``'s refusals)."""
+        tools = seller_tools(series=self.offers_series)
+        spec = tools.get(name)
         if spec is None:
-            return seat_text.unknown_tool(name, MARKET_TOOLS).text(), None
+            return seat_text.unknown_tool(name, tools).text(), None
         try:
+            if spec is SERIES_TOOL:
+                validate_arguments(spec, dict(arguments))
+                return await self._next_market()
             move = move_of(Bound(spec.name, dict(arguments)))
         except ArgumentError as error:
             return error.payload.text(), None
+        except CallRefused as refusal:
+            return refusal.payload.text(), None
         clients = self.room.clients
         limit = clients.wait_limit(move.timeout_s) if isinstance(move, Wait) else None
         try:
@@ -177,9 +240,18 @@ class ServedMarketSeller:
                 served = await clients.served(SELLER, lambda: self.calls.begin(move), limit=limit)
                 text, refused = (self.calls.pending(), False) if served is None else served
                 view = None if refused else self.calls.observation().model_dump(mode="json")
+                if view is not None and isinstance(move, GetState) and self.series is not None:
+                    tally = self.series.tally(SELLER)
+                    text = market_state_text(self.calls.observation(), tally)
+                    view["series"] = tally.model_dump(mode="json")
         except CallRefused as refusal:
             return refusal.payload.text(), None
         return text, view
+
+    async def _next_market(self) -> tuple[str, dict[str, Any] | None]:
+        """``new_negotiation``: the next market, and get_state's text and view in it."""
+        market = await _next_market(self.series)
+        return await ServedMarketSeller(market, series=self.series).call("get_state", {})
 
     async def observation_json(self) -> str:
         """What the seller sees now (JSON): every thread, its own cost, no buyer's value."""
@@ -190,12 +262,13 @@ class ServedMarketSeller:
         return market_state_text(self.calls.observation())
 
     async def briefing(self) -> str:
-        """The market seller's briefing."""
-        return market_briefing(market_view(self.room.market, self.room.rules), self.room.clock)
+        """The market seller's briefing (with the room's series where it plays one)."""
+        view = market_view(self.room.market, self.room.rules)
+        return market_briefing(view, self.room.clock, series=self.offers_series)
 
     async def model_tools(self) -> str:
         """The market seller's tools as the one model seat offers them (JSON)."""
-        return json.dumps(market_tools(self.room.rules.rules))
+        return json.dumps(market_tools(self.room.rules.rules, series=self.offers_series))
 
 
 __all__ = ["ServedMarketBuyer", "ServedMarketSeller"]

@@ -50,7 +50,7 @@ from dealroom.protocol import (
 )
 from dealroom.protocol.arguments import WaitArgs, action_of
 from dealroom.protocol.compact_schema import compact_schema
-from dealroom.protocol.market_seat import MARKET_TOOLS, market_tools
+from dealroom.protocol.market_seat import market_tools, seller_tools
 from dealroom.protocol.rules import Rules
 from dealroom.protocol.tools import (
     ArgumentError,
@@ -274,7 +274,7 @@ class SeatServer(MCPServer):
         the market seller's tools)."""
         seat = self._seat()
         if isinstance(seat, ServedMarketSeller):
-            return market_mcp_tools(seat.rules.rules)
+            return market_mcp_tools(seat.rules.rules, series=seat.offers_series)
         return _described(await super().list_tools(), await seat.tool_descriptions())
 
     async def call_tool(
@@ -301,13 +301,15 @@ class SeatServer(MCPServer):
         raise MCPError(INVALID_PARAMS, problem)
 
 
-def market_mcp_tools(rules: Rules) -> list[MCPTool]:
+def market_mcp_tools(rules: Rules, *, series: bool = False) -> list[MCPTool]:
     """The market seller's tools as ``tools/list`` lists them, in name order: each one's
-    schema and summary from ``market_seat.market_tools`` (their one home)."""
+    schema and summary from ``market_seat.market_tools`` (their one home; ``new_negotiation``
+    among them where the room plays a series)."""
     listed: list[MCPTool] = []
-    for schema in market_tools(rules):
+    specs = seller_tools(series=series)
+    for schema in market_tools(rules, series=series):
         function = schema["function"]
-        spec = MARKET_TOOLS[function["name"]]
+        spec = specs[function["name"]]
         listed.append(
             MCPTool(
                 name=spec.name,

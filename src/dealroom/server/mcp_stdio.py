@@ -13,8 +13,9 @@ import anyio
 import structlog
 
 from dealroom.protocol import Role
-from dealroom.server.market_room import SELLER, MarketRoomServed
+from dealroom.server.market_room import SELLER
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
+from dealroom.server.market_series import MarketSeries
 from dealroom.server.mcp_app import build_app
 from dealroom.server.room import Room
 from dealroom.server.seat import RoomSeat
@@ -41,10 +42,17 @@ async def serve_stdio(room: Room, role: Role, *, reap_interval: float = 1.0) -> 
         group.cancel_scope.cancel()
 
 
-async def serve_market_stdio(market: MarketRoomServed) -> None:
-    """Serve the client seat of ``market`` on stdin/stdout until the client closes the stream
-    (a seller's: the market seller's tools; a buyer's: the buyer's, one market, no series)."""
-    name = market.client_seat
-    structlog.contextvars.bind_contextvars(room=market.id, seat=name)
-    seat = ServedMarketSeller(market) if name == SELLER else ServedMarketBuyer(market, name)
-    await serve_stdio_wire(build_app(lambda: seat, series=False))
+async def serve_market_stdio(markets: MarketSeries) -> None:
+    """Serve the client seat of a market room's series on stdin/stdout until the client closes
+    the stream (a seller's: the market seller's tools; a buyer's: the buyer's), each call on the
+    series' current market (``new_negotiation`` starts the next, as in an HTTP room)."""
+    name = markets.current.client_seat
+    structlog.contextvars.bind_contextvars(room=markets.id, seat=name)
+
+    def seat() -> ServedMarketSeller | ServedMarketBuyer:
+        market = markets.current
+        if name == SELLER:
+            return ServedMarketSeller(market, series=markets)
+        return ServedMarketBuyer(market, name, series=markets)
+
+    await serve_stdio_wire(build_app(seat, series=markets.series.available))

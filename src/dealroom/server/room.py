@@ -92,7 +92,7 @@ class Room:
             limits.message_chars_per_minute, limits.message_chars_per_series, timer
         )
         """What message text each client seat may still send (``server.pacing``)."""
-        self.series: Series[Negotiation] = Series(
+        self.series: Series[Negotiation, Scenario] = Series(
             settings.scenarios, available=available, start=self._start, pace=pace, timer=timer
         )
 

@@ -10,7 +10,7 @@ room's own (consent) to the room, every other to the current negotiation.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from dealroom.server.journal import Op, RoomJournal
 from dealroom.server.room_experiment import Consent
@@ -51,7 +51,7 @@ class RoomLog:
             self.file.remove()
 
     def replay(
-        self, entries: Iterable[tuple[int, Op]], *, series: Series[Replaying], consent: Consent
+        self, entries: Iterable[tuple[int, Op]], *, series: Series[Replaying, Any], consent: Consent
     ) -> None:
         """Rebuild a room from its journal: negotiation by negotiation, input by input."""
         for number, op in entries:

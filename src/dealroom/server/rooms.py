@@ -31,14 +31,9 @@ from dealroom.server.journal import (
     RoomJournal,
     reason_of,
 )
-from dealroom.server.market_room import (
-    SELLER,
-    MarketPlayer,
-    MarketRoomServed,
-    check_market_request,
-    open_market,
-)
+from dealroom.server.market_room import SELLER, MarketPlayer, check_market_request
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
+from dealroom.server.market_series import MarketSeries, open_series
 from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.room import Room
 from dealroom.server.room_error import RoomError
@@ -103,8 +98,9 @@ class RoomRegistry:
         self._playing: dict[str, anyio.CancelScope] = {}
         """The rooms whose in-process players run (``reap`` runs them), by id."""
         self.rooms: dict[str, Room] = {}
-        self.markets: dict[str, MarketRoomServed] = {}
-        """The market rooms (``buyers`` >= 2), by id (journaled and restored as rooms are)."""
+        self.markets: dict[str, MarketSeries] = {}
+        """The market rooms (``buyers`` >= 2), by id, each a series of markets (journaled and
+        restored as rooms are)."""
         self.unrestored: dict[str, str] = {}
         """Rooms whose journal ``restore`` found but could not restore, by id: why not."""
         self.tokens = TokenTable()
@@ -161,16 +157,7 @@ class RoomRegistry:
     def _create_market(self, room_id: str, request: RoomRequest) -> RoomCreated:
         """Open a market room: a token for each of its client seats, and its spectator token
         (the room page, ``dealroom.server.web.market_views``)."""
-        market = open_market(
-            room_id,
-            request,
-            resolve_house=self._resolve_house,
-            resolve_seller=self._resolve_seller,
-            writer=self.writer,
-            limits=self.limits,
-            resolve_player=self._resolve_market_player,
-            timer=self._timer,
-        )
+        market = self._market_series(room_id, request)
         tokens = {seat: new_token(self.token_prefix) for seat in market.client_seats}
         spectator = new_token(self.token_prefix)
         if self.journals is not None:
@@ -267,46 +254,50 @@ class RoomRegistry:
         return room, seats
 
     def _restore_market(self, path: Path, journal: JournalFile) -> int:
-        """One market room's journal replayed, with its tokens (1 if its market is open); one
-        that fails, or is behind the results store (its market is stored, the replay left it
-        open: set aside), is logged and left unrestored."""
+        """One market room's journal replayed, with its tokens (1 if its current market is
+        open); one that fails, or is behind the results store (it holds a market the replay left
+        open or never reached: set aside), is logged and left unrestored."""
         room_id = str(journal.header["room"])
         try:
             request = RoomRequest.model_validate(journal.header["request"])
-            market = open_market(
-                room_id,
-                request,
-                resolve_house=self._resolve_house,
-                resolve_seller=self._resolve_seller,
-                writer=self.writer,
-                limits=self.limits,
-                resolve_player=self._resolve_market_player,
-                timer=self._timer,
+            market = self._market_series(room_id, request)
+            keys: set[str] = (
+                set() if self.writer is None else self.writer.store.market_keys(market.run)
             )
-            market.replay(journal.entries)
+            market.replay(journal.entries, stored=keys)
         except Exception as exc:  # one bad journal must not stop the server or the others
             reason = reason_of(exc)
             log.error("room journal cannot be replayed", path=str(path), error=reason)
             self.unrestored[room_id] = f"the journal cannot be replayed ({reason})"
             return 0
         reopened = RoomJournal(path)
-        if self.writer is not None:
-            keys = self.writer.store.market_keys(market.run)
-            market.stored = market.key in keys and not market.is_open
-            if market.key in keys and market.is_open:
-                log.error("market room journal is behind the results store", room=room_id)
-                reopened.stop()
-                self.unrestored[room_id] = "its journal missed inputs (set aside)"
-                return 0
+        if not market.restored(keys):
+            log.error("market room journal is behind the results store", room=room_id)
+            reopened.stop()
+            self.unrestored[room_id] = "its journal missed inputs (set aside)"
+            return 0
         market.journal = reopened
-        market.set_players_absent()
+        market.current.set_players_absent()
         for seat, hexdigest in journal.header["tokens"].items():
             if seat in market.client_seats:
                 self.tokens.grant(bytes.fromhex(hexdigest), room_id, seat)
         if "spectator" in journal.header:
             self.tokens.grant(bytes.fromhex(journal.header["spectator"]), room_id, None)
         self.markets[room_id] = market
-        return int(market.is_open)
+        return int(market.current.is_open)
+
+    def _market_series(self, room_id: str, request: RoomRequest) -> MarketSeries:
+        """A market room's series; raises ValueError, one line, for a bad request."""
+        return open_series(
+            room_id,
+            request,
+            resolve_house=self._resolve_house,
+            resolve_seller=self._resolve_seller,
+            resolve_player=self._resolve_market_player,
+            writer=self.writer,
+            limits=self.limits,
+            timer=self._timer,
+        )
 
     def _stored_ahead(self, room: Room) -> int:
         """The last negotiation of ``room`` that the results hold (stored or pending) if it is
@@ -372,7 +363,7 @@ class RoomRegistry:
             return None
         return self.rooms.get(entry.room)
 
-    def market_for_spectator(self, token: str) -> MarketRoomServed | None:
+    def market_for_spectator(self, token: str) -> MarketSeries | None:
         """The market room a spectator token opens (read-only, compared in constant time), or
         None; as ``room_for_spectator``, a seat token opens none."""
         entry = self._entry(token)
@@ -392,8 +383,8 @@ class RoomRegistry:
         market = self.markets.get(room_id)
         if market is not None:
             if name == SELLER:
-                return ServedMarketSeller(market)
-            return ServedMarketBuyer(market, name)
+                return ServedMarketSeller(market.current, series=market)
+            return ServedMarketBuyer(market.current, name, series=market)
         return self.seat(room_id, "buyer" if name == "buyer" else "seller")
 
     def seat(self, room_id: str, role: Role) -> RoomSeat:
@@ -419,9 +410,9 @@ class RoomRegistry:
             finally:
                 self._group = None
 
-    def _play_market(self, market: MarketRoomServed) -> None:
-        """Run a market room's in-process players (``MarketRoomServed.play``) until the room
-        is forgotten. Only while ``reap`` runs."""
+    def _play_market(self, market: MarketSeries) -> None:
+        """Run a market room's in-process players (``MarketSeries.play``: each market's in
+        turn) until the room is forgotten. Only while ``reap`` runs."""
         if not market.players or self._group is None or market.id in self._playing:
             return
         scope = self._playing[market.id] = anyio.CancelScope()
@@ -457,7 +448,7 @@ class RoomRegistry:
             except Exception:  # one bad room must not stop the reaper for the others
                 log.exception("reaper failed", room=room_id)
                 continue
-            if market.is_open or not market.stored:
+            if market.current.is_open or not market.stored:
                 continue
             ended = self._ended_at.setdefault(room_id, now)
             if now - ended >= self.retain_s:

@@ -2,7 +2,9 @@
 finished, and whether (and when) the next may start.
 
 The series knows negotiations only by their number and whether they are open; the room builds
-each one (``start``), so the rules of the sequence are tested apart from the negotiations.
+each one (``start``) from the scenario its source gives (a bilateral ``Scenario``, or a market
+room's ``MarketScenario``: ``dealroom.server.market_series``), so the rules of the sequence are
+tested apart from the negotiations and hold for bilateral rooms and market rooms alike.
 """
 
 from __future__ import annotations
@@ -10,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
-from dealroom.protocol import Scenario, SessionErrorCode
+from dealroom.protocol import SessionErrorCode
 from dealroom.server.pacing import Pace
 from dealroom.server.room_error import RoomError
-from dealroom.server.room_settings import ScenarioSource
 
 
 class Numbered(Protocol):
@@ -31,22 +32,36 @@ class Numbered(Protocol):
 
 
 N = TypeVar("N", bound=Numbered, covariant=True)
+S = TypeVar("S")
+
+TWO_CLIENTS = (
+    "This room plays one negotiation between two clients; ask the organiser for a new room."
+)
+"""Why a bilateral room with two client seats starts no next negotiation."""
 
 
-class Series(Generic[N]):
-    """The negotiations of a room, in order; the first starts when the series is built."""
+class Series(Generic[N, S]):
+    """The negotiations of a room, in order; the first starts when the series is built.
+
+    ``scenarios(i)`` is the scenario of the i-th negotiation (from 0), None past the last."""
 
     def __init__(
         self,
-        scenarios: ScenarioSource,
+        scenarios: Callable[[int], S | None],
         *,
         available: bool,
-        start: Callable[[int, Scenario], N],
+        start: Callable[[int, S], N],
         pace: Pace,
         timer: Callable[[], float],
+        unavailable: str = TWO_CLIENTS,
+        noun: str = "negotiation",
     ) -> None:
         self.available = available
-        """True when new_negotiation is offered (one client seat, the other played in-house)."""
+        """True when new_negotiation is offered (one client seat, the others played in-house)."""
+        self.unavailable = unavailable
+        """Why no next negotiation starts where the series is not ``available`` (one line)."""
+        self.noun = noun
+        """What the refusals call one of its negotiations (a market room's: ``market``)."""
         self.finished = 0
         """How many negotiations of the series have finished (and been handed to the writer)."""
         self._scenarios = scenarios
@@ -71,15 +86,11 @@ class Series(Generic[N]):
         """Start the next negotiation; ``paced`` (a seat's call, not a replay): within the
         pace's starts a minute. Raises RoomError when it cannot start now."""
         if not self.available:
-            raise RoomError(
-                SessionErrorCode.SERIES_UNAVAILABLE,
-                "This room plays one negotiation between two clients; ask the organiser for "
-                "a new room.",
-            )
+            raise RoomError(SessionErrorCode.SERIES_UNAVAILABLE, self.unavailable)
         if self._current.is_open:
             raise RoomError(
                 SessionErrorCode.NEGOTIATION_RUNNING,
-                "The current negotiation is still running; finish it (or walk_away) first.",
+                f"The current {self.noun} is still running; finish it (or walk_away) first.",
             )
         if paced and (too_soon := self._pace.refusal(self._timer())):
             raise RoomError(SessionErrorCode.TOO_MANY_NEGOTIATIONS, too_soon)

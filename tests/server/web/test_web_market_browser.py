@@ -85,13 +85,14 @@ def test_the_room_page_shows_a_markets_threads_side_by_side_and_its_outcome(
     ):
         created = server.create(buyers=3, house_buyers=LINEAR, secret=secret_of(38).hex())
         assert created.spectator is not None
-        served = server.registry.markets[created.room]
+        served = server.registry.markets[created.room].current
         market = served.market
         secrets = [f"{v:,.2f}" for v in (market.seller_cost, *market.buyer_values)]
         driver.get(f"{server.url}/web/room#token={created.spectator}")
         until(lambda: by_id(driver, "status").text == "live", "the room page to go live")
         until(lambda: len(columns(driver)) == 3, "three thread columns")
         assert [c["buyer"] for c in columns(driver)] == ["b1", "b2", "b3"]
+        assert by_id(driver, "item").text.endswith("(market 1, 3 buyers)")
         assert not driver.find_elements("css selector", "#negotiation")  # one main: the market
         assert len(set(lefts(driver))) == 3  # side by side on a wide window
 
@@ -130,6 +131,14 @@ def test_the_room_page_shows_a_markets_threads_side_by_side_and_its_outcome(
         screenshot(driver, "web-market-ended.png")
         driver.set_window_size(420, 900)  # a phone: the columns wrap, one under another
         until(lambda: len(set(lefts(driver))) == 1, "the columns to wrap on a narrow window")
+
+        with portal.wrap_async_context_manager(  # the room's series: the page follows it
+            mcp_seat(server.url, created.tokens["seller"])
+        ) as seller:
+            portal.call(lambda: ok(seller, "new_negotiation"))
+        next_title = "the next market's title"
+        until(lambda: by_id(driver, "item").text.endswith("(market 2, 3 buyers)"), next_title)
+        until(lambda: "running" in by_id(driver, "market-outcome").text, "the next market, open")
 
 
 def by_id(driver: Any, element: str) -> Any:

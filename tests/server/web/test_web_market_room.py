@@ -69,7 +69,7 @@ async def test_the_room_page_of_a_market_shows_every_thread_then_the_outcome_and
         created = await server.create_room(buyers=3, house_buyers=LINEAR, secret=SECRET)
         spectator = created["spectator"]
         assert spectator and spectator not in created["tokens"].values()
-        market = server.registry.markets[created["room"]]
+        market = server.registry.markets[created["room"]].current
         first, _ = await room_page(server, spectator)
         assert first.kind == "market" and first.open and first.result is None
         assert first.room == created["room"] and first.market == market.market.id

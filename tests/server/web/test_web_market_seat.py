@@ -211,7 +211,7 @@ async def test_a_person_sells_through_the_seat_page_in_a_market_of_house_buyers(
     async with http_server(tmp_path) as server:
         created = await server.create_room(buyers=3, house_buyers=LINEAR, secret=SECRET)
         token = created["tokens"]["seller"]
-        served = server.registry.markets[created["room"]]
+        served = server.registry.markets[created["room"]].current
         first = MarketSellerPageView.model_validate(await get_view(server, token))
         assert first.turn.yours and len(first.threads) == 3
         price = float(round(served.market.seller_cost * 2, 2))
@@ -230,6 +230,43 @@ async def test_a_person_sells_through_the_seat_page_in_a_market_of_house_buyers(
         late = await post_call(server, token, "make_offer", buyer="b1", price=price)
         assert late["error"]["code"] == "negotiation_closed"
         assert people_text.tool_names_in(late["error"]["text"]) == []
+
+
+async def test_a_seat_page_plays_the_rooms_series_of_markets(tmp_path: Path) -> None:
+    """A room of one client seat plays a series: the page's *Next market* (the seller's) and
+    *Next negotiation* (a buyer's, the bilateral page's) start the next market through the
+    seat's series, and the page shows its number and the totals (the page called a seat
+    without the series: new_negotiation was refused series_over)."""
+    async with http_server(tmp_path, resolve_seller=market_seller) as server:
+        created = await server.create_room(
+            buyers=3, house_buyers=LINEAR, secret=SECRET, negotiations=2
+        )
+        token = created["tokens"]["seller"]
+        left = await post_call(server, token, "walk_away")
+        assert left["result"]["outcome"]["end_reason"] == "walk_away"
+        over = MarketSellerPageView.model_validate(await get_view(server, token))
+        assert (over.negotiation, over.finished, over.can_start_next) == (1, 1, True)
+        nxt = await post_call(server, token, "new_negotiation")
+        assert "error" not in nxt, nxt
+        second = MarketSellerPageView.model_validate(await get_view(server, token))
+        assert (second.negotiation, second.finished, second.open) == (2, 1, True)
+        assert not second.can_start_next
+        assert second.market != over.market
+
+        bought = await server.create_room(
+            buyers=3,
+            house_seller="auctioneer",
+            house_buyers={"b1": "linear", "b3": "linear"},
+            secret=SECRET,
+            negotiations=2,
+        )
+        buyer = bought["tokens"]["b2"]
+        await post_call(server, buyer, "walk_away")
+        page = MarketBuyerPageView.model_validate(await get_view(server, buyer))
+        assert page.can_start_next and not page.series_over and page.finished == 1
+        await post_call(server, buyer, "new_negotiation")
+        page = MarketBuyerPageView.model_validate(await get_view(server, buyer))
+        assert page.negotiation == 2 and page.observation.outcome is None
 
 
 async def test_market_seat_page_refusals_are_one_line_with_a_code(tmp_path: Path) -> None:
@@ -325,7 +362,7 @@ async def test_a_buyers_page_call_waits_for_its_turn_and_says_whose_it_is(tmp_pa
             thread = woke[0]["threads"][1]
             assert any(e["by"] == "buyer" and e.get("price") == 300.0 for e in thread["events"])
         body = json.dumps(await get_view(server, buyer))
-        no_other_buyer(body, server.registry.markets[created["room"]], "b2")
+        no_other_buyer(body, server.registry.markets[created["room"]].current, "b2")
 
 
 async def test_a_market_seats_page_is_live_and_takes_no_study_step(tmp_path: Path) -> None:

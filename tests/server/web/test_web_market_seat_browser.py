@@ -86,7 +86,7 @@ def body(driver: Any) -> str:
 def test_a_person_sells_to_three_house_buyers_in_the_browser(tmp_path: Path) -> None:
     with server_thread(tmp_path) as server, chromium() as driver:
         created = server.create(buyers=3, house_buyers=LINEAR, secret=secret_of(38).hex())
-        room = server.registry.markets[created.room]
+        room = server.registry.markets[created.room].current
         driver.get(f"{server.url}/web/seat#token={created.tokens['seller']}")
         until(lambda: by_id(driver, "status").text == "live", "the seat page to go live")
         until(lambda: len(columns(driver)) == 3, "three buyers' columns")
@@ -147,7 +147,7 @@ def test_a_person_buys_beside_house_buyers_in_the_browser(tmp_path: Path) -> Non
             house_buyers={"b1": "linear", "b3": "boulware"},
             secret=secret_of(38).hex(),
         )
-        room = server.registry.markets[created.room]
+        room = server.registry.markets[created.room].current
         value = room.market.buyer_values[1]
         driver.get(f"{server.url}/web/seat#token={created.tokens['b2']}")
         until(lambda: by_id(driver, "status").text == "live", "the seat page to go live")

@@ -24,9 +24,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from dealroom.server.gone import while_connected
-from dealroom.server.market_room import SELLER, MarketRoomServed
+from dealroom.server.market_room import SELLER
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
+from dealroom.server.market_series import MarketSeries
 from dealroom.server.rooms import RoomRegistry
+from dealroom.server.seat import ServedSeat
 from dealroom.server.study import PAGE_EVENTS
 from dealroom.server.web.market_seat_views import market_buyer_view, market_seller_view
 from dealroom.server.web.routes import NO_STORE, WebApi, bearer, body_within, error, read_call
@@ -34,15 +36,15 @@ from dealroom.server.web.seat_calls import seat_call, seller_call
 
 log = structlog.stdlib.get_logger(__name__)
 
-MarketSeat = tuple[MarketRoomServed, str]
+MarketSeat = tuple[MarketSeries, str]
 """A market room and one of its client seats (``seller``, or a buyer's name)."""
 
 
-def market_seat_json(room: MarketRoomServed, seat: str) -> str:
-    """The seat page's view of a market seat, as JSON."""
+def market_seat_json(series: MarketSeries, seat: str) -> str:
+    """The seat page's view of a market seat in its room's current market, as JSON."""
     if seat == SELLER:
-        return market_seller_view(room).model_dump_json()
-    return market_buyer_view(room, seat).model_dump_json()
+        return market_seller_view(series.current, series).model_dump_json()
+    return market_buyer_view(series.current, seat, series).model_dump_json()
 
 
 class MarketSeatApi:
@@ -90,8 +92,9 @@ class MarketSeatApi:
         if isinstance(called, Response):
             return called
         tool, arguments = called
+        served = self.registry.served_seat(room.id, seat)  # the MCP client's seat, series and all
         with structlog.contextvars.bound_contextvars(room=room.id, seat=seat, tool=tool[:64]):
-            reply = await while_connected(request, lambda: _call(room, seat, tool, arguments))
+            reply = await while_connected(request, lambda: _call(served, tool, arguments))
         if reply is None:  # no one reads it
             return error(400, "the client has gone")
         return JSONResponse(reply, headers=NO_STORE)
@@ -119,13 +122,12 @@ class MarketSeatApi:
 
 
 async def _call(
-    room: MarketRoomServed, seat: str, tool: str, arguments: dict[str, Any]
+    served: ServedSeat | ServedMarketSeller, tool: str, arguments: dict[str, Any]
 ) -> dict[str, Any]:
-    if seat == SELLER:
-        return await seller_call(ServedMarketSeller(room), tool, arguments)
-    return await seat_call(
-        ServedMarketBuyer(room, seat), tool, arguments, series=True, clock="virtual"
-    )
+    if isinstance(served, ServedMarketSeller):
+        return await seller_call(served, tool, arguments)
+    clock = served.room.clock if isinstance(served, ServedMarketBuyer) else "virtual"
+    return await seat_call(served, tool, arguments, series=True, clock=clock)
 
 
 __all__ = ["MarketSeatApi", "market_seat_json"]

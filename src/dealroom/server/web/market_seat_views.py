@@ -33,9 +33,10 @@ from dealroom.protocol.people_market import (
     turn_line,
 )
 from dealroom.protocol.text import shown_event
-from dealroom.protocol.wire import ClockKind
+from dealroom.protocol.wire import ClockKind, SeriesTally
 from dealroom.server import texts
 from dealroom.server.market_room import SELLER, MarketRoomServed
+from dealroom.server.market_series import MarketSeries
 from dealroom.server.web.market_views import BestBid, MarketThread
 from dealroom.server.web.views import SeatPageView, View
 
@@ -104,6 +105,14 @@ class MarketSellerPageView(View):
     outcome_text: str | None
     measures: SellerMeasures | None
     """Only once the market has ended."""
+    negotiation: int
+    """This market's place in the room's series, from 1."""
+    finished: int
+    """Markets of the series that have ended."""
+    total_surplus: Money
+    """The seller's surplus over the finished markets."""
+    can_start_next: bool
+    """True once this market has ended and the room's series has another."""
 
 
 def _turn(room: MarketRoomServed, seat: str, *, over: bool) -> MarketTurn:
@@ -115,9 +124,11 @@ def _turn(room: MarketRoomServed, seat: str, *, over: bool) -> MarketTurn:
     return MarketTurn(yours=yours, text=line)
 
 
-def market_buyer_view(room: MarketRoomServed, buyer: str) -> MarketBuyerPageView:
-    """Buyer ``buyer``'s seat page (see the module docstring); raises KeyError for a seat that
-    is not a client buyer's."""
+def market_buyer_view(
+    room: MarketRoomServed, buyer: str, series: MarketSeries | None = None
+) -> MarketBuyerPageView:
+    """Buyer ``buyer``'s seat page (see the module docstring), in its room's ``series`` (None:
+    one market); raises KeyError for a seat that is not a client buyer's."""
     calls = room.buyer_calls[buyer]
     observation = calls.observe(deliver=False)
     rules = room.rules
@@ -139,23 +150,31 @@ def market_buyer_view(room: MarketRoomServed, buyer: str) -> MarketBuyerPageView
             ),
         )
     )
+    tally = SeriesTally(
+        negotiation=1,
+        finished=len(results),
+        total_surplus=Decimal("0.00") if outcome is None else outcome.surplus,
+        can_start_next=False,
+    )
+    if series is not None:
+        tally, results = series.tally(buyer), series.results(buyer)
     return MarketBuyerPageView(
         room=room.id,
         role="buyer",
-        negotiation=1,
-        negotiations=1,
-        clock="virtual",
+        negotiation=tally.negotiation,
+        negotiations=None if series is not None else 1,
+        clock=room.clock,
         observation=observation.model_copy(
             update={"events": tuple(map(shown_event, observation.events))}
         ),
         briefing=f"{person}\n{market}\n",
-        hint=people_text.observation_hint(observation, clock="virtual", surface="web"),
+        hint=people_text.observation_hint(observation, clock=room.clock, surface="web"),
         log=tuple(people_log.person_lines(observation.events, scenario.currency, "buyer")),
-        can_start_next=False,
-        series_over=outcome is not None,
-        finished=len(results),
+        can_start_next=tally.can_start_next,
+        series_over=outcome is not None and not tally.can_start_next,
+        finished=tally.finished,
         results=results,
-        total_surplus=Decimal("0.00") if outcome is None else outcome.surplus,
+        total_surplus=tally.total_surplus,
         consent=None,
         needs_consent=False,
         participant=None,
@@ -165,9 +184,11 @@ def market_buyer_view(room: MarketRoomServed, buyer: str) -> MarketBuyerPageView
     )
 
 
-def market_seller_view(room: MarketRoomServed) -> MarketSellerPageView:
-    """The seller's seat page (see the module docstring); raises ValueError where the seller is
-    a house agent."""
+def market_seller_view(
+    room: MarketRoomServed, series: MarketSeries | None = None
+) -> MarketSellerPageView:
+    """The seller's seat page (see the module docstring), in its room's ``series`` (None: one
+    market); raises ValueError where the seller is a house agent."""
     calls = room.seller_calls
     if calls is None:
         raise ValueError(f"the seller of room {room.id} is a house agent")
@@ -185,10 +206,18 @@ def market_seller_view(room: MarketRoomServed) -> MarketSellerPageView:
             fixation=full.fixation,
             unheard_at_sale=full.unheard_at_sale,
         )
+    tally = SeriesTally(
+        negotiation=1,
+        finished=0 if outcome is None else 1,
+        total_surplus=Decimal("0.00") if outcome is None else outcome.surplus,
+        can_start_next=False,
+    )
+    if series is not None:
+        tally = series.tally(SELLER)
     return MarketSellerPageView(
         room=room.id,
         market=room.market.id,
-        clock="virtual",
+        clock=room.clock,
         open=outcome is None,
         scenario=o.market.scenario,
         buyers=o.market.buyers,
@@ -218,6 +247,10 @@ def market_seller_view(room: MarketRoomServed) -> MarketSellerPageView:
         outcome=outcome,
         outcome_text=None if outcome is None else seller_outcome(outcome, cur),
         measures=measures,
+        negotiation=tally.negotiation,
+        finished=tally.finished,
+        total_surplus=tally.total_surplus,
+        can_start_next=tally.can_start_next,
     )
 
 

@@ -1,5 +1,8 @@
 """What the room page shows of a market room: a pure function from a served market to its view.
 
+A market room plays a series of markets (``dealroom.server.market_series``): the page shows its
+current market, with its number in the series (``negotiation``).
+
 ``market_spectator_view`` follows the bilateral room page's rule (``views.spectator_view``):
 
 - before the end, the public market (item, list price, deadline, the buyers' names), who sits in
@@ -29,6 +32,7 @@ from dealroom.protocol.market_referee import MarketOutcome
 from dealroom.protocol.text import shown_event
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.market_room import SELLER, MarketRoomServed
+from dealroom.server.market_series import MarketSeries
 from dealroom.server.room import Room
 from dealroom.server.web.views import SpectatorView, View, spectator_view
 
@@ -75,6 +79,8 @@ class MarketSpectatorView(View):
     kind: Literal["market"] = "market"
     """Tells the page's script a market from a bilateral room (``SpectatorView``)."""
     room: str
+    negotiation: int
+    """The market's number in the room's series, from 1."""
     market: str
     """The market's id."""
     clock: ClockKind
@@ -105,6 +111,7 @@ def market_spectator_view(room: MarketRoomServed) -> MarketSpectatorView:
     budget = room.rules.seller_budget
     return MarketSpectatorView(
         room=room.id,
+        negotiation=room.number,
         market=room.market.id,
         clock="virtual",
         open=outcome is None,
@@ -131,10 +138,11 @@ def market_spectator_view(room: MarketRoomServed) -> MarketSpectatorView:
     )
 
 
-def room_page_view(room: Room | MarketRoomServed) -> SpectatorView | MarketSpectatorView:
-    """The room page's view of a bilateral room (``spectator_view``) or of a market room."""
-    if isinstance(room, MarketRoomServed):
-        return market_spectator_view(room)
+def room_page_view(room: Room | MarketSeries) -> SpectatorView | MarketSpectatorView:
+    """The room page's view of a bilateral room (``spectator_view``) or of a market room (its
+    current market)."""
+    if isinstance(room, MarketSeries):
+        return market_spectator_view(room.current)
     return spectator_view(room)
 
 

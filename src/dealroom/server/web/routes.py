@@ -33,7 +33,7 @@ from dealroom.protocol import SessionErrorCode
 from dealroom.protocol.study_design import StepRefusal, StepRefused
 from dealroom.protocol.wire import ToolErrorPayload
 from dealroom.server.gone import while_connected
-from dealroom.server.market_room import MarketRoomServed
+from dealroom.server.market_series import MarketSeries
 from dealroom.server.room import Room
 from dealroom.server.rooms import RoomRegistry
 from dealroom.server.seat import RoomSeat
@@ -175,10 +175,10 @@ class WebApi:
 
     # -- the room page (spectators) ------------------------------------------------------------
 
-    def _spectated(self, request: Request) -> Room | MarketRoomServed | Response:
+    def _spectated(self, request: Request) -> Room | MarketSeries | Response:
         """The room a spectator token opens: a bilateral room, or a market room."""
         token = bearer(request)
-        room: Room | MarketRoomServed | None = None
+        room: Room | MarketSeries | None = None
         if token is not None:
             room = self.registry.room_for_spectator(token)
             room = room if room is not None else self.registry.market_for_spectator(token)
@@ -201,7 +201,7 @@ class WebApi:
         async def read() -> str:
             return _json(room_page_view(room))
 
-        changed = anyio.sleep if isinstance(room, MarketRoomServed) else room.current.changed
+        changed = anyio.sleep if isinstance(room, MarketSeries) else room.current.changed
         return self.streaming(read, changed, (room.id, "spectator"))
 
     # -- the seat page ---------------------------------------------------------------------------

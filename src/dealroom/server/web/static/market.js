@@ -154,7 +154,7 @@ DR.market = (() => {
   function render(view) {
     const s = view.scenario, cur = s.currency;
     DR.keepMain("market");
-    text("item", s.item.name + " (market, " + view.threads.length + " buyers)");
+    text("item", s.item.name + " (market " + view.negotiation + ", " + view.threads.length + " buyers)");
     text("list-price", "list price " + money(s.list_price, cur));
     text("seats", "seller: " + view.seller + (view.open ? "" : " · over"));
     facts(view, cur);

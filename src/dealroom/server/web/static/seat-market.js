@@ -157,7 +157,12 @@ DR.marketSeat = (() => {
     const was = current;
     current = view;
     const s = view.scenario, cur = s.currency;
-    setText("item", s.item.name + " (market, " + view.buyers.length + " buyers)");
+    if (was && was.negotiation !== view.negotiation) {  // the series' next market: a fresh start
+      delete byId("m-measures").dataset.done;
+      fill("m-replies");
+    }
+    const number = view.negotiation > 1 ? ", market " + view.negotiation : "";
+    setText("item", s.item.name + " (market" + number + ", " + view.buyers.length + " buyers)");
     setText("role", "you are the seller · list price " + money(s.list_price, cur));
     setText("value", "your cost (the least you would take) " + money(view.private_value, cur));
     setText("m-turn", view.turn.text).classList.toggle("yours", view.turn.yours);
@@ -173,6 +178,10 @@ DR.marketSeat = (() => {
       byId("m-outcome").focus({ preventScroll: true });
     }
     measures(view);
+    setText("m-series", view.finished > 0 && (view.can_start_next || view.negotiation > 1)
+      ? "Markets finished: " + view.finished + "; your total surplus " + money(view.total_surplus, cur) + "."
+      : "");
+    show(byId("m-next"), !view.open && view.can_start_next);
     setText("m-briefing", view.briefing);
     first = false;
   }
@@ -202,6 +211,7 @@ DR.marketSeat = (() => {
 
   function bind() {
     byId("m-wait").addEventListener("click", () => act("wait_for_opponent", {}));
+    byId("m-next").addEventListener("click", () => act("new_negotiation", {}));
     byId("m-leave").addEventListener("click", () => {
       if (confirm("Leave the whole market? It ends without a sale.")) act("walk_away", {});
     });
