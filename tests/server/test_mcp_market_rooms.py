@@ -121,8 +121,8 @@ async def test_bad_market_requests_get_one_line_and_open_nothing(tmp_path: Path)
             ({"buyers": 2, "house_seller": "auctioneer", "house_buyers": LINEAR}, "house_buyers:"),
             ({"buyers": 3, "house_buyer": "linear"}, "house_buyer: not in a market room"),
             (
-                {"buyers": 3, "house_buyers": LINEAR, "clock": "wall", "negotiations": 2},
-                "negotiations: not in a market room",
+                {"buyers": 3, "house_buyers": {"b1": "linear"}, "clock": "wall", "negotiations": 2},
+                "negotiations: a market room with several client seats plays one market",
             ),
             ({"house_buyers": {"b1": "linear"}}, "house_buyers: only a market room"),
             ({"buyers": 2, "house_buyers": {"b1": "nobody"}}, "house_buyers.b1: unknown agent"),
