@@ -16,7 +16,9 @@ import pytest
 from market_support import Clock
 from mcp_support import secret_of
 
+from dealroom.engine.market_wall import WallTurns
 from dealroom.protocol import RoomRequest, SessionErrorCode
+from dealroom.server.journal import STOPPED_SUFFIX
 from dealroom.server.market_room import MarketRoomServed
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
 from dealroom.server.rooms import RoomRegistry
@@ -170,3 +172,87 @@ async def test_a_buyer_client_of_a_wall_series_reads_the_wall_clock_in_every_mar
         assert market.engine.referee.outcome.time <= DEADLINE
     stored = registry.writer.store.market_keys()  # type: ignore[union-attr]
     assert stored == {f"{room}/1", f"{room}/2", f"{room}/3"}
+
+
+def _state(registry: RoomRegistry, room: str) -> dict[str, Any]:
+    """Everything a restored wall-clock series must have as it was."""
+    series = registry.markets[room]
+    market = series.current
+    calls = market.seller_calls
+    assert calls is not None and market.wall is not None
+    return {
+        "number": market.number,
+        "log": _log(market),
+        "wall": market.turns.wall if isinstance(market.turns, WallTurns) else None,
+        "started_at": market.wall.started_at,
+        "seen": (dict(calls.seen), calls.fresh),
+        "view": calls.observation().model_dump_json(),
+        "tally": series.tally("seller"),
+        "pending": [m.key for m in series.pending],
+        "asleep": dict(market.turns.asleep) if isinstance(market.turns, WallTurns) else None,
+        "viewed": dict(market.turns.viewed) if isinstance(market.turns, WallTurns) else None,
+        "wakes": repr(market.turns.wakes),
+    }
+
+
+async def test_a_wall_series_restored_mid_series_is_at_the_same_market_on_its_own_clock(
+    tmp_path: Path, wall_registries: Callable[[Path, Clock], RoomRegistry], now: Clock
+) -> None:
+    path = tmp_path / "r.db"
+    first = wall_registries(path, now)
+    room = first.create(_request()).room
+    now[0] = 5.0
+    await _call(first, room, "make_offer", buyer="b1", price=5000.0)
+    now[0] = 5.0 + DEADLINE + 1.0
+    await first.tick()  # market 1 ends at its deadline, stored
+    now[0] = 100.0
+    await _call(first, room, "new_negotiation")  # market 2's clock starts here
+    now[0] = 103.0
+    await _call(first, room, "make_offer", buyer="b2", price=5000.0)
+    now[0] = 106.0
+    await first.tick()  # the house buyers answer on the wall
+    before = _state(first, room)
+    assert before["number"] == 2 and before["started_at"] == EPOCH + 100.0
+    assert before["tally"].finished == 1 and before["wall"] == 6.0
+
+    now[0] = 110.0  # 4 s later, the first process is gone
+    second = wall_registries(path, now)
+    assert second.restore() == 1 and not second.unrestored
+    assert _state(second, room) == before  # same market, same state, byte-equal records
+    restored = second.markets[room].current
+    assert restored.wall is not None
+    assert restored.clients.step(False) < DEADLINE  # brought up to the wall's present:
+    assert restored.turns.wall == 10.0  # counting from market 2's journaled epoch
+
+    first.markets[room].journal = None  # only the second journals from here
+    for registry in (first, second):  # both played on the same way, at the same wall times
+        now[0] = 112.0
+        await _call(registry, room, "make_offer", buyer="b3", price=4000.0)
+        now[0] = 100.0 + DEADLINE + 0.5
+        await registry.tick()
+        now[0] = 200.0
+        await _call(registry, room, "new_negotiation")
+        now[0] = 204.0
+        await _call(registry, room, "make_offer", buyer="b1", price=4500.0)
+        now[0] = 200.0 + DEADLINE + 0.5
+        await registry.tick()
+    last = [_log(r.markets[room].current) for r in (first, second)]
+    assert last[0] == last[1] and second.markets[room].current.number == 3
+    store = second.writer.store  # type: ignore[union-attr]
+    stored = dict(store.iter_markets())
+    assert sorted(stored) == [f"{room}/1", f"{room}/2", f"{room}/3"]
+    assert [e.model_dump_json() for e in stored[f"{room}/3"].log] == last[0]
+
+    # A journal behind the store (it missed market 3's last inputs) is set aside.
+    journal = second.markets[room].journal
+    assert journal is not None
+    lines = journal.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert sum('"op":["start"]' in line for line in lines) == 2  # markets 2 and 3 begin
+    assert sum('"op":["start",' in line for line in lines) == 3  # each market's own clock
+    assert lines[-1].startswith('{"n":3,"op":["advance",')  # the deadline ended it
+    journal.path.write_text("".join(lines[:-1]), encoding="utf-8")
+    third = wall_registries(path, now)
+    assert third.restore() == 0 and room not in third.markets
+    assert "missed inputs" in third.unrestored[room]
+    assert not journal.path.exists()
+    assert journal.path.with_name(f"{journal.path.name}{STOPPED_SUFFIX}").exists()
