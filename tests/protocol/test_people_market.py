@@ -109,6 +109,13 @@ def test_the_turn_line_names_no_other_seat() -> None:
     assert not [line for line in lines if any(b in line for b in MARKET.buyers)]
 
 
+def test_the_sellers_turn_line_names_the_buyer_the_clock_waits_for() -> None:
+    named = turn_line(your_turn=False, absent=False, over=False, waiting_for="b2")
+    assert named.startswith("Waiting for the market: b2 is deciding, and the clock waits for")
+    unnamed = turn_line(your_turn=False, absent=False, over=False)
+    assert "other seats are deciding" in unnamed and "other seats" not in named
+
+
 SELLER_ACTIONS: dict[ErrorCode, Addressed] = {
     ErrorCode.OFFER_NOT_FOUND: Addressed("b1", Accept(offer_id="o99")),
     ErrorCode.OFFER_NOT_LIVE: Addressed("b1", Reject(offer_id="o2")),

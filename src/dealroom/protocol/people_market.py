@@ -159,12 +159,19 @@ def seller_reply(text: str) -> str:
 
 
 def turn_line(
-    *, your_turn: bool, absent: bool, over: bool, clock: Literal["virtual", "wall"] = "virtual"
+    *,
+    your_turn: bool,
+    absent: bool,
+    over: bool,
+    clock: Literal["virtual", "wall"] = "virtual",
+    waiting_for: str | None = None,
 ) -> str:
     """Whose turn the market's clock waits for, as a seat's page says it: on the virtual clock
     the clock stops at each seat played from outside until it decides, one at a time, and a
     seat that stalled the others is counted absent until its next move; on the wall clock
-    there are no turns (every move takes effect as it is made)."""
+    there are no turns (every move takes effect as it is made). ``waiting_for``: the buyer the
+    clock waits for, named on the seller's page only (the seller knows every buyer; a buyer's
+    page passes None, so it never learns which other seat it waits for)."""
     if over:
         return "The market is over."
     if absent:
@@ -176,9 +183,14 @@ def turn_line(
         return "The clock runs in real time: every move you make takes effect at once."
     if your_turn:
         return "Your turn: the market's clock waits for your move."
+    who, them = (
+        ("other seats are deciding", "them")
+        if waiting_for is None
+        else (f"{waiting_for} is deciding", "that buyer")
+    )
     return (
-        "Waiting for the market: other seats are deciding, and the clock waits for them. This "
-        "page updates by itself; a move you make now is sent at your turn."
+        f"Waiting for the market: {who}, and the clock waits for {them}. This page updates by "
+        "itself; a move you make now is sent at your turn."
     )
 
 

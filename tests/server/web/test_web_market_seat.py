@@ -19,6 +19,7 @@ from mcp_support import ADMIN, HttpServer, house_resolver, http_server, ok, secr
 from dealroom.agents.market import market_seller
 from dealroom.engine.market import market_view
 from dealroom.protocol import MakeOffer, OfferMade, RoomRequest, people_text
+from dealroom.protocol.market import Addressed, MarketDecision
 from dealroom.protocol.market_text import buyer_market_text, market_facts
 from dealroom.protocol.people_market import LEAVE_MARKET
 from dealroom.server import texts
@@ -160,6 +161,23 @@ async def test_the_sellers_page_shows_every_thread_its_own_cost_and_the_budget()
     for value in room.market.buyer_values:
         assert leaked(body, value, offered(room), fields=("buyer_values",)) is None
     assert over.turn.text == "The market is over." and not over.turn.yours
+
+
+def test_the_sellers_page_says_which_buyer_the_market_waits_for_and_a_buyers_never() -> None:
+    """On the virtual clock the seller's page names the buyer whose turn it is (the seller
+    knows every buyer; it said only "other seats are deciding"); the other buyer's page names
+    no seat, and the buyer whose turn it is reads its own turn."""
+    room = market(buyers=3, house_buyers={"b3": "linear"})
+    assert room.turns.turn == "seller"
+    offer = Addressed("b2", MakeOffer(price=room.market.base.list_price))
+    room.turns.decide_seller(MarketDecision((offer,), wait=30.0))
+    assert room.turns.turn == "b1"
+    seller = market_seller_view(room).turn
+    assert not seller.yours and seller.text.startswith("Waiting for the market: b1 is deciding")
+    waiting = market_buyer_view(room, "b2")
+    assert not waiting.turn.yours and "other seats are deciding" in waiting.turn.text
+    no_other_buyer(waiting.model_dump_json(), room, "b2")
+    assert market_buyer_view(room, "b1").turn.text.startswith("Your turn")
 
 
 async def test_a_wall_clock_markets_pages_say_the_wall_clock_and_no_turns() -> None:
