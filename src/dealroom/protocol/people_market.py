@@ -136,9 +136,11 @@ def seller_hint(observation: MarketObservation) -> str:
 _WOKE: dict[str, WakeHead] = {wake_head(head): head for head in get_args(WakeHead)}
 
 
-def seller_reply(text: str) -> str:
+def seller_reply(text: str, clock: Literal["virtual", "wall"] = "virtual") -> str:
     """A call's reply in a person's words, from the head line of what the model seller reads
-    (``ok``, ``woke: ...``, or a refusal's ``code: sentence``); the page shows the rest."""
+    (``ok``, ``woke: ...``, or a refusal's ``code: sentence``); the page shows the rest. On the
+    room's ``clock``: on the wall clock the market waits for no seat (a wait still asleep when
+    the server stops waiting is the buyers still deciding)."""
     head = text.partition("\n")[0]
     if head == "ok":
         return "Done."
@@ -152,6 +154,8 @@ def seller_reply(text: str) -> str:
             return "No buyer moved in that time."
         case "ended":
             return "The market is over."
+        case "pending" if clock == "wall":
+            return "The buyers are still deciding; their moves will appear here."
         case "pending":
             return "The market is waiting for other seats to decide; their moves will appear here."
         case _:

@@ -25,12 +25,14 @@ from dealroom.protocol.people_market import LEAVE_MARKET
 from dealroom.server import texts
 from dealroom.server.market_room import MarketRoomServed, open_market
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
+from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.web.market_seat_views import (
     MarketBuyerPageView,
     MarketSellerPageView,
     market_buyer_view,
     market_seller_view,
 )
+from dealroom.server.web.seat_calls import seller_call
 from leaks import leaked
 
 pytestmark = pytest.mark.anyio
@@ -39,7 +41,7 @@ SECRET = secret_of(38).hex()
 LINEAR = {"b1": "linear", "b2": "linear", "b3": "linear"}
 
 
-def market(**request: Any) -> MarketRoomServed:
+def market(limits: RoomLimits = DEFAULT_LIMITS, **request: Any) -> MarketRoomServed:
     """A served market room, opened as the admin API opens one (no writer)."""
     return open_market(
         "room-t",
@@ -47,6 +49,7 @@ def market(**request: Any) -> MarketRoomServed:
         resolve_house=house_resolver,
         resolve_seller=market_seller,
         writer=None,
+        limits=limits,
     )
 
 
@@ -196,6 +199,18 @@ async def test_a_wall_clock_markets_pages_say_the_wall_clock_and_no_turns() -> N
     assert buyer.briefing.startswith(person)
     assert buyer.turn.yours and "real time" in buyer.turn.text
     no_other_buyer(buyer.model_dump_json(), room, "b2")
+
+
+async def test_a_wall_clock_sellers_page_reads_a_wait_still_asleep_as_buyers_deciding() -> None:
+    """A wait the server stops waiting on (``max_wait_s``) reads, on the wall clock, that the
+    buyers are still deciding, not that the market waits for other seats (it waits for none)."""
+    room = market(
+        RoomLimits(max_wait_s=0.1), buyers=3, house_buyers=LINEAR, clock="wall", deadline=60.0
+    )
+    seat = ServedMarketSeller(room)
+    with anyio.fail_after(5):  # its first call: the clock starts, the buyers' first moves 1 s on
+        reply = await seller_call(seat, "wait_for_opponent", {"timeout_s": 30})
+    assert reply["text"] == "The buyers are still deciding; their moves will appear here."
 
 
 # -- routes (HTTP) ------------------------------------------------------------------------------
