@@ -256,3 +256,26 @@ async def test_a_wall_series_restored_mid_series_is_at_the_same_market_on_its_ow
     assert "missed inputs" in third.unrestored[room]
     assert not journal.path.exists()
     assert journal.path.with_name(f"{journal.path.name}{STOPPED_SUFFIX}").exists()
+
+
+async def test_the_room_page_of_a_wall_market_reads_the_walls_present_between_events(
+    tmp_path: Path, wall_registries: Callable[[Path, Clock], RoomRegistry], now: Clock
+) -> None:
+    """The room page's clock runs with the wall while nothing happens (it stood at the last
+    event's time: the market's clock on the virtual clock, not on the wall)."""
+    registry = wall_registries(tmp_path / "r.db", now)
+    room = registry.create(_request(house_seller="silent", house_buyers=None, negotiations=1)).room
+    series = registry.markets[room]
+    buyer = registry.served_seat(room, "b1")
+    assert isinstance(buyer, ServedMarketBuyer)
+    with anyio.fail_after(5):
+        await buyer.state()  # the clock starts; no seat moves
+    now[0] = 7.0
+    await registry.tick()
+    page = room_page_view(series)
+    assert page.clock == "wall" and page.open
+    assert (page.now, page.time_left) == (7.0, DEADLINE - 7.0)
+    now[0] = DEADLINE + 3.0
+    await registry.tick()
+    over = room_page_view(series)
+    assert not over.open and (over.now, over.time_left) == (DEADLINE, 0.0)
