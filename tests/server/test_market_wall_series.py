@@ -220,7 +220,7 @@ async def test_a_wall_series_restored_mid_series_is_at_the_same_market_on_its_ow
     assert second.restore() == 1 and not second.unrestored
     assert _state(second, room) == before  # same market, same state, byte-equal records
     restored = second.markets[room].current
-    assert restored.wall is not None
+    assert restored.wall is not None and isinstance(restored.turns, WallTurns)
     assert restored.clients.step(False) < DEADLINE  # brought up to the wall's present:
     assert restored.turns.wall == 10.0  # counting from market 2's journaled epoch
 
