@@ -74,6 +74,15 @@ def test_a_wait_reads_in_a_persons_words(head: WakeHead) -> None:
     assert reply and people_text.tool_names_in(reply) == [] and "woke" not in reply
 
 
+def test_a_wall_clock_wait_still_asleep_says_no_market_waits_for_a_seat() -> None:
+    """On the wall clock there are no turns: the seller's pending wait does not say the market
+    waits for other seats to decide (as it did, the virtual clock's line)."""
+    pending = f"{wake_head('pending')}\nclock: 12 s, 168 s left; 39 actions left."
+    assert "market is waiting" in seller_reply(pending)
+    wall = seller_reply(pending, "wall")
+    assert "waiting" not in wall and wall.startswith("The buyers are still deciding")
+
+
 def test_a_refusal_reads_in_a_persons_words_and_an_action_as_done() -> None:
     assert seller_reply("ok\n[3 s] b1: offered 900") == "Done."
     payload = error_payload(ErrorCode.OFFER_NOT_LIVE, "Offer o9 is not live.")
@@ -107,6 +116,13 @@ def test_the_turn_line_names_no_other_seat() -> None:
     ]
     assert len(set(lines)) == 4  # over; absent; yours; waiting
     assert not [line for line in lines if any(b in line for b in MARKET.buyers)]
+
+
+def test_the_sellers_turn_line_names_the_buyer_the_clock_waits_for() -> None:
+    named = turn_line(your_turn=False, absent=False, over=False, waiting_for="b2")
+    assert named.startswith("Waiting for the market: b2 is deciding, and the clock waits for")
+    unnamed = turn_line(your_turn=False, absent=False, over=False)
+    assert "other seats are deciding" in unnamed and "other seats" not in named
 
 
 SELLER_ACTIONS: dict[ErrorCode, Addressed] = {

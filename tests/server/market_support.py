@@ -1,5 +1,6 @@
 """What the market room tests share: a seller client and a buyer client that play over MCP, a
-raw room request, and the check that a buyer's client read nothing of another buyer's."""
+raw room request, the check that a buyer's client read nothing of another buyer's, and the wall
+clock's tests' house sellers (``wall_sellers``) and injected timer (``Clock``)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,39 @@ from mcp import Client
 from mcp.types import CallToolResult
 from mcp_support import ADMIN, HttpServer, ok, text_of, tls
 
+from dealroom.agents.market import market_seller
 from dealroom.protocol import OfferMade
+from dealroom.protocol.market import (
+    MarketAgent,
+    MarketAgentFactory,
+    MarketDecision,
+    MarketObservation,
+    MarketView,
+)
 from dealroom.server.market_room import MarketRoomServed
 from leaks import leaked
+
+Clock = list[float]
+"""An injected timer's reading, in seconds: a test moves it (``now[0] = ...``)."""
+
+
+class Silent:
+    """A house seller that never acts of itself: every offer it gets is answered by the wall
+    clock's rule (a rejection a thinking time later), never by its agent."""
+
+    def act(self, observation: MarketObservation, /) -> MarketDecision:
+        return MarketDecision()
+
+
+def wall_sellers(spec: str) -> MarketAgentFactory:
+    """The market sellers, plus ``silent`` (``Silent``)."""
+    if spec == "silent":
+
+        def silent(view: MarketView, rng: object) -> MarketAgent:
+            return Silent()
+
+        return silent
+    return market_seller(spec)
 
 
 async def sell(client: Client) -> dict[str, Any]:

@@ -3,7 +3,9 @@ N``): created through the front, a market room lands on a worker as any room doe
 token it issues (each client seat's, the spectator's) names that worker, so each client plays
 over MCP through the front, the seat pages and the spectator page read it, the admin view finds
 it, and the market
-is stored once; a worker killed mid-market comes back with it."""
+is stored once; a worker killed mid-market comes back with it. A wall-clock market room too: its
+pages say the wall clock, and a worker killed mid-market brings it back with its clock counting
+from the journaled start (it ran on while the worker was down) until its deadline ends it."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ from dealroom.server.cluster_owners import owner_of
 pytestmark = pytest.mark.anyio
 
 SECRET = secret_of(38).hex()
+WALL_DEADLINE = 12.0
+"""A wall-clock market's deadline, in real seconds (the reaper ends it there)."""
 
 
 @pytest.fixture(autouse=True)
@@ -165,3 +169,98 @@ async def test_a_restarted_worker_brings_its_market_room_back(tmp_path: Path) ->
 async def _play_out(url: str, token: str) -> None:
     async with seat(url, token) as client:
         await buyer_plays(client, [])
+
+
+async def test_a_wall_clock_market_room_is_played_through_the_front_and_stored_once(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path) as c:
+        await create(c.url, house_seller="hardliner")  # the next room lands on worker 1
+        created = await create(
+            c.url,
+            buyers=3,
+            clock="wall",
+            house_buyers={"b3": "linear"},
+            deadline=WALL_DEADLINE,
+            secret=SECRET,
+        )
+        room, tokens = created["room"], created["tokens"]
+        assert list(tokens) == ["seller", "b1", "b2"]
+        assert {owner_of(t, 2) for t in [*tokens.values(), created["spectator"]]} == {1}
+        for name, kind in (("seller", "market_seller"), ("b1", "seat")):  # their seat pages
+            async with http(tokens[name]) as page:
+                view = await page.get(f"{c.url}/web/api/seat")
+            assert view.status_code == 200, view.text
+            shown = view.json()
+            assert (shown["kind"], shown["room"], shown["clock"]) == (kind, room, "wall")
+            assert "real time" in shown["turn"]["text"]
+        async with http(created["spectator"]) as watcher:
+            page = (await watcher.get(f"{c.url}/web/api/room")).json()
+        assert page["clock"] == "wall" and page["negotiation"] == 1
+        ends: dict[str, dict[str, Any]] = {}
+
+        async def seller() -> None:
+            async with seat(c.url, tokens["seller"]) as client:
+                ends["seller"] = await sell(client)
+
+        async def buyer(name: str) -> None:
+            async with seat(c.url, tokens[name]) as client:
+                ends[name] = await buyer_plays(client, [])
+
+        with anyio.fail_after(WALL_DEADLINE + WAIT_S):
+            async with anyio.create_task_group() as group:
+                group.start_soon(seller)
+                group.start_soon(buyer, "b1")
+                group.start_soon(buyer, "b2")
+        assert ends["seller"]["outcome"] is not None
+        assert ends["seller"]["now"] <= WALL_DEADLINE  # wall seconds since its start
+        assert (await spectate(c.url, created["spectator"], room)).startswith("data: ")
+        view = await until_stored(c.url, room)
+        assert view["key"] == f"{room}/1" and view["clock"] == "wall"
+    assert stored_markets(c.results) == [f"{room}/1"]
+
+
+@pytest.mark.slow
+async def test_a_restarted_worker_brings_its_wall_clock_market_back_its_clock_ran_on(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path, restart_s=0.1) as c:
+        await create(c.url, house_seller="hardliner")  # the next room lands on worker 1
+        created = await create(
+            c.url,
+            buyers=2,
+            clock="wall",
+            house_seller="hardliner",
+            deadline=WALL_DEADLINE,
+            secret=SECRET,
+        )
+        room, tokens = created["room"], created["tokens"]
+        assert list(tokens) == ["b1", "b2"] and owner_of(tokens["b1"], 2) == 1
+        with anyio.fail_after(WAIT_S):
+            async with seat(c.url, tokens["b1"]) as client:
+                offered = await ok(client, "make_offer", price=100)
+        killed_at = anyio.current_time()
+        pid = c.workers.pid(1)
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        with anyio.fail_after(WAIT_S):
+            while c.workers.pid(1) == pid or not c.workers.alive(1):  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        async with http(ADMIN) as admin:
+            shown = (await admin.get(f"{c.url}/admin/rooms/{room}")).json()
+        assert shown["open"] and shown["clock"] == "wall" and shown["events"] >= 1
+        assert "100" in await spectate(c.url, created["spectator"], room)
+        with anyio.fail_after(WAIT_S):
+            async with seat(c.url, tokens["b1"]) as client:
+                state = await ok(client, "get_state")
+        assert state["clock"] == "wall"
+        events = state["observation"]["events"]  # its offer, as it was made (then answered)
+        mine = [(e["t"], float(e["price"])) for e in events if e["type"] == "offer_made"]
+        assert mine[0] == (offered["now"], 100.0)
+        # Its clock counts from the journaled start: it ran on while the worker was down.
+        down = anyio.current_time() - killed_at
+        assert state["observation"]["now"] >= offered["now"] + down - 0.5
+        view = await until_stored(c.url, room)  # nobody calls again: the deadline ends it
+        assert view["outcome"]["end_reason"] == "deadline"
+        assert view["outcome"]["time"] == WALL_DEADLINE
+    assert stored_markets(c.results) == [f"{room}/1"]

@@ -8,33 +8,22 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from market_support import assert_reads_only_its_thread, sell
+from market_support import Clock, assert_reads_only_its_thread, sell, wall_sellers
 from mcp import Client, StdioServerParameters
-from mcp_support import dumps, house_resolver, http_server, ok, secret_of, text_of
+from mcp_support import dumps, http_server, ok, secret_of, text_of
 
-from dealroom.agents.market import market_seller
 from dealroom.protocol import MakeOffer, RoomRequest
-from dealroom.protocol.market import (
-    MarketAgent,
-    MarketAgentFactory,
-    MarketDecision,
-    MarketObservation,
-    MarketView,
-)
-from dealroom.server.journal import Journals
 from dealroom.server.market_room import MarketRoomServed
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
-from dealroom.server.negotiation import RoomLimits
 from dealroom.server.rooms import RoomRegistry
 from dealroom.store.results import ResultsStore
-from dealroom.store.writer import ResultWriter
 
 pytestmark = pytest.mark.anyio
 
@@ -43,53 +32,6 @@ PER_WAKE = 1.0
 """The default rules' thinking per wake: a house seat's answer comes this long after news (plus
 one clock step)."""
 BUYERS = ("b1", "b2", "b3")
-
-
-class Silent:
-    """A house seller that never acts of itself: every offer it gets is answered by the wall
-    clock's rule (a rejection a thinking time later), never by its agent."""
-
-    def act(self, observation: MarketObservation, /) -> MarketDecision:
-        return MarketDecision()
-
-
-def _sellers(spec: str) -> MarketAgentFactory:
-    if spec == "silent":
-
-        def silent(view: MarketView, rng: object) -> MarketAgent:
-            return Silent()
-
-        return silent
-    return market_seller(spec)
-
-
-Clock = list[float]
-
-
-@pytest.fixture
-def wall_registries() -> Iterator[Callable[[Path, Clock], RoomRegistry]]:
-    """Registries on a store with journals, each as a server process would open it, on an
-    injected timer."""
-    opened: list[RoomRegistry] = []
-
-    def registry_at(path: Path, now: Clock) -> RoomRegistry:
-        writer = ResultWriter.beside(ResultsStore(path))
-        writer.recover()
-        registry = RoomRegistry(
-            writer=writer,
-            resolve_house=house_resolver,
-            limits=RoomLimits(idle_s=0.05, abandon_s=60.0, max_wait_s=60.0),
-            journals=Journals.beside(path),
-            resolve_seller=_sellers,
-            timer=lambda: now[0],
-        )
-        opened.append(registry)
-        return registry
-
-    yield registry_at
-    for registry in opened:
-        registry.close()
-        registry.writer.store.close()  # type: ignore[union-attr]
 
 
 def _request(**changes: Any) -> RoomRequest:
@@ -271,7 +213,7 @@ async def test_a_wall_market_buyer_client_never_reads_another_buyers_value_or_th
 
 
 async def test_three_buyer_clients_play_a_wall_market_over_http(tmp_path: Path) -> None:
-    async with http_server(tmp_path, resolve_seller=_sellers) as server:
+    async with http_server(tmp_path, resolve_seller=wall_sellers) as server:
         created = await server.create_room(
             buyers=3, clock="wall", house_seller="silent", deadline=60.0, secret=SECRET
         )

@@ -136,9 +136,11 @@ def seller_hint(observation: MarketObservation) -> str:
 _WOKE: dict[str, WakeHead] = {wake_head(head): head for head in get_args(WakeHead)}
 
 
-def seller_reply(text: str) -> str:
+def seller_reply(text: str, clock: Literal["virtual", "wall"] = "virtual") -> str:
     """A call's reply in a person's words, from the head line of what the model seller reads
-    (``ok``, ``woke: ...``, or a refusal's ``code: sentence``); the page shows the rest."""
+    (``ok``, ``woke: ...``, or a refusal's ``code: sentence``); the page shows the rest. On the
+    room's ``clock``: on the wall clock the market waits for no seat (a wait still asleep when
+    the server stops waiting is the buyers still deciding)."""
     head = text.partition("\n")[0]
     if head == "ok":
         return "Done."
@@ -152,6 +154,8 @@ def seller_reply(text: str) -> str:
             return "No buyer moved in that time."
         case "ended":
             return "The market is over."
+        case "pending" if clock == "wall":
+            return "The buyers are still deciding; their moves will appear here."
         case "pending":
             return "The market is waiting for other seats to decide; their moves will appear here."
         case _:
@@ -159,12 +163,19 @@ def seller_reply(text: str) -> str:
 
 
 def turn_line(
-    *, your_turn: bool, absent: bool, over: bool, clock: Literal["virtual", "wall"] = "virtual"
+    *,
+    your_turn: bool,
+    absent: bool,
+    over: bool,
+    clock: Literal["virtual", "wall"] = "virtual",
+    waiting_for: str | None = None,
 ) -> str:
     """Whose turn the market's clock waits for, as a seat's page says it: on the virtual clock
     the clock stops at each seat played from outside until it decides, one at a time, and a
     seat that stalled the others is counted absent until its next move; on the wall clock
-    there are no turns (every move takes effect as it is made)."""
+    there are no turns (every move takes effect as it is made). ``waiting_for``: the buyer the
+    clock waits for, named on the seller's page only (the seller knows every buyer; a buyer's
+    page passes None, so it never learns which other seat it waits for)."""
     if over:
         return "The market is over."
     if absent:
@@ -176,9 +187,14 @@ def turn_line(
         return "The clock runs in real time: every move you make takes effect at once."
     if your_turn:
         return "Your turn: the market's clock waits for your move."
+    who, them = (
+        ("other seats are deciding", "them")
+        if waiting_for is None
+        else (f"{waiting_for} is deciding", "that buyer")
+    )
     return (
-        "Waiting for the market: other seats are deciding, and the clock waits for them. This "
-        "page updates by itself; a move you make now is sent at your turn."
+        f"Waiting for the market: {who}, and the clock waits for {them}. This page updates by "
+        "itself; a move you make now is sent at your turn."
     )
 
 

@@ -239,8 +239,13 @@ class MarketRoomServed:
         """Every thread as it stands on the market's clock now: the seller's view, so its
         cost but never a buyer's value (the room page, ``dealroom.server.web.market_views``,
         leaves the cost out until the end). The house seats act only up to the client seat's
-        clock, so nothing here lies ahead of it (on the wall clock, up to the wall's present)."""
-        return self.engine.referee.observe_seller(self.engine.now)
+        clock, so nothing here lies ahead of it (on the wall clock, up to the wall's present:
+        while the market is open its clock reads the wall as last brought up, not the time of
+        its last event)."""
+        now = self.engine.now
+        if isinstance(self.turns, WallTurns) and self.is_open:
+            now = max(now, min(self.turns.wall, self.engine.deadline))
+        return self.engine.referee.observe_seller(now)
 
     def view(self) -> dict[str, Any]:
         """What the admin API shows of the room (``GET /admin/rooms/{room}``): its seats, the

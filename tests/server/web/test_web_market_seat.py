@@ -19,17 +19,20 @@ from mcp_support import ADMIN, HttpServer, house_resolver, http_server, ok, secr
 from dealroom.agents.market import market_seller
 from dealroom.engine.market import market_view
 from dealroom.protocol import MakeOffer, OfferMade, RoomRequest, people_text
+from dealroom.protocol.market import Addressed, MarketDecision
 from dealroom.protocol.market_text import buyer_market_text, market_facts
 from dealroom.protocol.people_market import LEAVE_MARKET
 from dealroom.server import texts
 from dealroom.server.market_room import MarketRoomServed, open_market
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
+from dealroom.server.negotiation import DEFAULT_LIMITS, RoomLimits
 from dealroom.server.web.market_seat_views import (
     MarketBuyerPageView,
     MarketSellerPageView,
     market_buyer_view,
     market_seller_view,
 )
+from dealroom.server.web.seat_calls import seller_call
 from leaks import leaked
 
 pytestmark = pytest.mark.anyio
@@ -38,7 +41,7 @@ SECRET = secret_of(38).hex()
 LINEAR = {"b1": "linear", "b2": "linear", "b3": "linear"}
 
 
-def market(**request: Any) -> MarketRoomServed:
+def market(limits: RoomLimits = DEFAULT_LIMITS, **request: Any) -> MarketRoomServed:
     """A served market room, opened as the admin API opens one (no writer)."""
     return open_market(
         "room-t",
@@ -46,6 +49,7 @@ def market(**request: Any) -> MarketRoomServed:
         resolve_house=house_resolver,
         resolve_seller=market_seller,
         writer=None,
+        limits=limits,
     )
 
 
@@ -162,6 +166,23 @@ async def test_the_sellers_page_shows_every_thread_its_own_cost_and_the_budget()
     assert over.turn.text == "The market is over." and not over.turn.yours
 
 
+def test_the_sellers_page_says_which_buyer_the_market_waits_for_and_a_buyers_never() -> None:
+    """On the virtual clock the seller's page names the buyer whose turn it is (the seller
+    knows every buyer; it said only "other seats are deciding"); the other buyer's page names
+    no seat, and the buyer whose turn it is reads its own turn."""
+    room = market(buyers=3, house_buyers={"b3": "linear"})
+    assert room.turns.turn == "seller"
+    offer = Addressed("b2", MakeOffer(price=room.market.base.list_price))
+    room.turns.decide_seller(MarketDecision((offer,), wait=30.0))
+    assert room.turns.turn == "b1"
+    seller = market_seller_view(room).turn
+    assert not seller.yours and seller.text.startswith("Waiting for the market: b1 is deciding")
+    waiting = market_buyer_view(room, "b2")
+    assert not waiting.turn.yours and "other seats are deciding" in waiting.turn.text
+    no_other_buyer(waiting.model_dump_json(), room, "b2")
+    assert market_buyer_view(room, "b1").turn.text.startswith("Your turn")
+
+
 async def test_a_wall_clock_markets_pages_say_the_wall_clock_and_no_turns() -> None:
     """On the wall clock a seat's page says real time, never a turn to wait for, and both
     briefings state the wall clock's rule (they said the virtual clock's, merged from two
@@ -178,6 +199,18 @@ async def test_a_wall_clock_markets_pages_say_the_wall_clock_and_no_turns() -> N
     assert buyer.briefing.startswith(person)
     assert buyer.turn.yours and "real time" in buyer.turn.text
     no_other_buyer(buyer.model_dump_json(), room, "b2")
+
+
+async def test_a_wall_clock_sellers_page_reads_a_wait_still_asleep_as_buyers_deciding() -> None:
+    """A wait the server stops waiting on (``max_wait_s``) reads, on the wall clock, that the
+    buyers are still deciding, not that the market waits for other seats (it waits for none)."""
+    room = market(
+        RoomLimits(max_wait_s=0.1), buyers=3, house_buyers=LINEAR, clock="wall", deadline=60.0
+    )
+    seat = ServedMarketSeller(room)
+    with anyio.fail_after(5):  # its first call: the clock starts, the buyers' first moves 1 s on
+        reply = await seller_call(seat, "wait_for_opponent", {"timeout_s": 30})
+    assert reply["text"] == "The buyers are still deciding; their moves will appear here."
 
 
 # -- routes (HTTP) ------------------------------------------------------------------------------

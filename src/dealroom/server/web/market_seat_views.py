@@ -47,8 +47,9 @@ class MarketTurn(View):
     yours: bool
     """The clock waits for this seat's move now."""
     text: str
-    """What the page says (``people_market.turn_line``): never which other seat it waits for
-    on a buyer's page (a buyer may not be told how many buyers there are)."""
+    """What the page says (``people_market.turn_line``): on the seller's page, which buyer it
+    waits for; never which other seat on a buyer's page (a buyer may not be told how many buyers
+    there are)."""
 
 
 class MarketBuyerPageView(SeatPageView):
@@ -116,11 +117,17 @@ class MarketSellerPageView(View):
 
 
 def _turn(room: MarketRoomServed, seat: str, *, over: bool) -> MarketTurn:
+    """Whose turn it is, as ``seat``'s page says it: the seller's names the buyer the clock
+    waits for (it knows every buyer); a buyer's never names another seat."""
     turns = room.clients.turns
     wall = room.clock == "wall"  # no turns: a move takes effect as it is made
     yours = not over and (wall or turns.turn == seat)
     absent = not over and seat in turns.absent
-    line = turn_line(your_turn=yours, absent=absent, over=over, clock=room.clock)
+    holder = turns.turn
+    waiting_for = holder if seat == SELLER and holder not in (None, SELLER) else None
+    line = turn_line(
+        your_turn=yours, absent=absent, over=over, clock=room.clock, waiting_for=waiting_for
+    )
     return MarketTurn(yours=yours, text=line)
 
 

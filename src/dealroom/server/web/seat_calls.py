@@ -53,7 +53,7 @@ async def seller_call(
     text, view = await seat.call(name, arguments)
     if view is None:  # refused: its text is the model's one line, code first
         return refused_call(ToolErrorPayload.parse(text.partition("\n")[0]))
-    return {"text": seller_reply(text), "result": view}
+    return {"text": seller_reply(text, seat.room.clock), "result": view}
 
 
 def refused_call(payload: ToolErrorPayload) -> dict[str, Any]:
