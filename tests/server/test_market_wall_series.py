@@ -6,6 +6,7 @@ timer through the registry (``time.time`` follows it: no real seconds pass)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,11 +19,18 @@ from mcp_support import secret_of
 
 from dealroom.engine.market_wall import WallTurns
 from dealroom.protocol import RoomRequest, SessionErrorCode
+from dealroom.protocol.text import shown_event
 from dealroom.server.journal import STOPPED_SUFFIX
 from dealroom.server.market_room import MarketRoomServed
 from dealroom.server.market_seats import ServedMarketBuyer, ServedMarketSeller
 from dealroom.server.rooms import RoomRegistry
-from dealroom.server.web.market_seat_views import market_buyer_view, market_seller_view
+from dealroom.server.web.market_seat import market_seat_json
+from dealroom.server.web.market_seat_views import (
+    MarketBuyerPageView,
+    MarketSellerPageView,
+    market_buyer_view,
+    market_seller_view,
+)
 from dealroom.server.web.market_views import room_page_view
 
 pytestmark = pytest.mark.anyio
@@ -279,3 +287,38 @@ async def test_the_room_page_of_a_wall_market_reads_the_walls_present_between_ev
     await registry.tick()
     over = room_page_view(series)
     assert not over.open and (over.now, over.time_left) == (DEADLINE, 0.0)
+
+
+async def test_a_wall_markets_seat_pages_show_it_live_and_start_its_clock(
+    tmp_path: Path, wall_registries: Callable[[Path, Clock], RoomRegistry], now: Clock
+) -> None:
+    """A person's page on the wall clock shows the market as it stands now, as a bilateral wall
+    room's page does (it showed the seat's view at its last call: the buyers' moves and the
+    clock stood still until the person pressed a button), and showing it starts the clock."""
+    registry = wall_registries(tmp_path / "r.db", now)
+    linear = dict.fromkeys(("b1", "b2", "b3"), "linear")
+    room = registry.create(_request(house_buyers=linear, negotiations=1)).room
+    series = registry.markets[room]
+    market = series.current
+    now[0] = 4.0
+    json.loads(market_seat_json(series, "seller"))  # the person opens the page
+    assert market.wall is not None and market.wall.started_at == EPOCH + 4.0
+    now[0] = 14.0
+    page = MarketSellerPageView.model_validate_json(market_seat_json(series, "seller"))
+    assert page.now == 10.0
+    seen = market.engine.referee.observe_seller(10.0)
+    assert [t.events for t in page.threads] == [
+        tuple(map(shown_event, t.events)) for t in seen.threads
+    ]
+    assert any(t.events for t in page.threads), "linear buyers open within 10 s"
+
+    buyers = {"b1": "linear", "b3": "linear"}
+    bought = registry.create(
+        _request(house_buyers=buyers, house_seller="auctioneer", negotiations=1)
+    ).room
+    other = registry.markets[bought]
+    now[0] = 20.0
+    json.loads(market_seat_json(other, "b2"))
+    now[0] = 35.0
+    mine = MarketBuyerPageView.model_validate_json(market_seat_json(other, "b2"))
+    assert mine.observation.now == 15.0 and mine.observation.events, "the seller asked within 15 s"

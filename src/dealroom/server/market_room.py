@@ -242,10 +242,15 @@ class MarketRoomServed:
         clock, so nothing here lies ahead of it (on the wall clock, up to the wall's present:
         while the market is open its clock reads the wall as last brought up, not the time of
         its last event)."""
+        return self.engine.referee.observe_seller(self.present())
+
+    def present(self) -> float:
+        """The market's clock now: the time of its last item, or on the wall clock while the
+        market is open the wall as last brought up (capped at the deadline)."""
         now = self.engine.now
         if isinstance(self.turns, WallTurns) and self.is_open:
             now = max(now, min(self.turns.wall, self.engine.deadline))
-        return self.engine.referee.observe_seller(now)
+        return now
 
     def view(self) -> dict[str, Any]:
         """What the admin API shows of the room (``GET /admin/rooms/{room}``): its seats, the

@@ -41,7 +41,11 @@ MarketSeat = tuple[MarketSeries, str]
 
 
 def market_seat_json(series: MarketSeries, seat: str) -> str:
-    """The seat page's view of a market seat in its room's current market, as JSON."""
+    """The seat page's view of a market seat in its room's current market, as JSON. On the wall
+    clock the page shows the market as it stands now (as a bilateral wall room's page does):
+    showing it starts the market's clock, if no call has, and brings it up to the present."""
+    if series.current.wall is not None:
+        series.current.wall.step(True)
     if seat == SELLER:
         return market_seller_view(series.current, series).model_dump_json()
     return market_buyer_view(series.current, seat, series).model_dump_json()

@@ -138,6 +138,8 @@ def market_buyer_view(
     one market); raises KeyError for a seat that is not a client buyer's."""
     calls = room.buyer_calls[buyer]
     observation = calls.observe(deliver=False)
+    if room.clock == "wall" and not calls.closed:  # a person sees the other side's moves live
+        observation = room.engine.referee.observe_buyer(buyer, room.present())
     rules = room.rules
     outcome = observation.outcome
     person = texts.people_briefing(observation, rules.rules, clock=room.clock, surface="web")
@@ -199,7 +201,7 @@ def market_seller_view(
     calls = room.seller_calls
     if calls is None:
         raise ValueError(f"the seller of room {room.id} is a house agent")
-    o = calls.observation()
+    o = room.watched() if room.clock == "wall" else calls.observation()  # live on the wall
     cur = o.market.scenario.currency
     bid = o.best_bid()
     budget = room.rules.seller_budget
