@@ -113,7 +113,7 @@ def market_spectator_view(room: MarketRoomServed) -> MarketSpectatorView:
         room=room.id,
         negotiation=room.number,
         market=room.market.id,
-        clock="virtual",
+        clock=room.clock,
         open=outcome is None,
         seller=room.names[SELLER],
         scenario=seen.market.scenario,
