@@ -63,6 +63,9 @@ BUYER_HOUSES = ("linear", "boulware", "conceder", "hardliner", "zic", "tit_for_t
 SELLER_HOUSES = ("auctioneer", "sequential", "boulware", "zic")
 COMPUTABLE = ("best_value", "buyer_values", "efficiency", "seller_share", "early_sale_loss")
 """Fields of the scored market from which a value follows (beside ``leaks.TWO_SIDED_FIELDS``)."""
+EXAMPLE_PRICE = Decimal("1250.00")
+"""The price the tools' schemas and some refusals give as an example (``protocol.arguments``,
+``seat_text``): every seat reads it, whoever offers it."""
 BUYER_FIELDS = ("buyer_value", "seller_cost", "seller_surplus", "buyer_surplus", "gains")
 SELLER_FIELDS = ("buyer_value", "buyer_surplus", "gains", *COMPUTABLE)
 SPECTATOR_FIELDS = ("seller_cost", "buyer_value", "buyer_surplus", "gains", *COMPUTABLE)
@@ -181,7 +184,7 @@ class Seen:
     """What one client seat may know, and what it must not read."""
 
     seat: str
-    public: set[Decimal] = field(default_factory=set[Decimal])
+    public: set[Decimal] = field(default_factory=lambda: {EXAMPLE_PRICE})
     """Amounts it was shown anyway: its own values, every price in its own threads, the
     prices it typed."""
     read: list[str] = field(default_factory=list[str])
