@@ -35,11 +35,12 @@ import httpx2
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from market_random import Setup, Step, call_of, setups, steps
 from mcp import Client
-from mcp_support import ADMIN, house_resolver, secret_of, share_schema_validators, text_of
+from mcp_support import ADMIN, house_resolver, share_schema_validators, text_of
 
 from dealroom.agents.market import market_seller
-from dealroom.protocol import Event, MessageSent, OfferMade, OfferRejected, RoomRequest
+from dealroom.protocol import Event, MessageSent, OfferMade, OfferRejected
 from dealroom.protocol.market_referee import MarketEntry
 from dealroom.protocol.wire import ClockKind
 from dealroom.server.market_room import SELLER, MarketRoomServed
@@ -59,121 +60,16 @@ TICK = 0.5
 SETTLE = 40
 """Rounds of the event loop that let every ready task run before the timer moves on (an
 in-memory MCP call crosses a few streams)."""
-BUYER_HOUSES = ("linear", "boulware", "conceder", "hardliner", "zic", "tit_for_tat", "accept-any")
-SELLER_HOUSES = ("auctioneer", "sequential", "boulware", "zic")
 COMPUTABLE = ("best_value", "buyer_values", "efficiency", "seller_share", "early_sale_loss")
 """Fields of the scored market from which a value follows (beside ``leaks.TWO_SIDED_FIELDS``)."""
 EXAMPLE_PRICE = Decimal("1250.00")
 """The price the tools' schemas and some refusals give as an example (``protocol.arguments``,
 ``seat_text``): every seat reads it, whoever offers it."""
 BUYER_FIELDS = ("buyer_value", "seller_cost", "seller_surplus", "buyer_surplus", "gains")
+"""What a buyer must not read: the seller's cost, or a field another value follows from."""
 SELLER_FIELDS = ("buyer_value", "buyer_surplus", "gains", *COMPUTABLE)
+"""What the seller must not read, before or after the end (docs/security.md)."""
 SPECTATOR_FIELDS = ("seller_cost", "buyer_value", "buyer_surplus", "gains", *COMPUTABLE)
-
-
-@dataclass(frozen=True)
-class Setup:
-    """One drawn market room."""
-
-    buyers: int
-    clock: ClockKind
-    clients: tuple[str, ...]
-    """The seats left to clients (the seller first)."""
-    houses: dict[str, str]
-    """The house agent in every other seat, by seat."""
-    secret: int
-    deadline: float
-    know_count: bool
-
-    @property
-    def series(self) -> bool:
-        """A series of 2 markets: one client seat."""
-        return len(self.clients) == 1
-
-    def request(self) -> RoomRequest:
-        houses = {seat: spec for seat, spec in self.houses.items() if seat != SELLER}
-        return RoomRequest(
-            buyers=self.buyers,
-            clock=self.clock,
-            house_seller=self.houses.get(SELLER),
-            house_buyers=houses or None,
-            secret=secret_of(self.secret).hex(),
-            deadline=self.deadline,
-            buyers_know_count=self.know_count,
-            negotiations=2 if self.series else None,
-        )
-
-
-@st.composite
-def setups(draw: st.DrawFn, clock: ClockKind, several: bool) -> Setup:
-    """A room on ``clock`` with one client seat (a series) or ``several``."""
-    buyers = draw(st.integers(2, 4))
-    seats = (SELLER, *(f"b{i}" for i in range(1, buyers + 1)))
-    if several:
-        chosen = draw(st.lists(st.sampled_from(seats), min_size=2, max_size=4, unique=True))
-    else:
-        chosen = [draw(st.sampled_from(seats))]
-    clients = tuple(seat for seat in seats if seat in chosen)
-    houses = {
-        seat: draw(st.sampled_from(SELLER_HOUSES if seat == SELLER else BUYER_HOUSES))
-        for seat in seats
-        if seat not in clients
-    }
-    return Setup(
-        buyers=buyers,
-        clock=clock,
-        clients=clients,
-        houses=houses,
-        secret=draw(st.integers(0, 40)),
-        deadline=draw(st.sampled_from((15.0, 30.0, 60.0))),
-        know_count=draw(st.booleans()),
-    )
-
-
-@dataclass(frozen=True)
-class Step:
-    """One client call: which client seat (an index into the room's), what, by which path."""
-
-    seat: int
-    kind: str
-    share: float
-    """A price as a share of the list price (or a timeout, a gap on the wall)."""
-    pick: int
-    """Which buyer or offer the call names."""
-    web: bool
-    gap: float
-    """Fake seconds that pass before the call (on the wall clock)."""
-
-
-steps = st.builds(
-    Step,
-    seat=st.integers(0, 4),
-    kind=st.sampled_from(
-        (
-            "offer",
-            "offer",
-            "offer_message",
-            "bad_offer",
-            "accept",
-            "accept_live",
-            "reject",
-            "message",
-            "wait",
-            "wait",
-            "long_wait",
-            "get_state",
-            "walk_away",
-            "next",
-            "read",
-            "unknown",
-            "wrong_arguments",
-        )
-    ),
-    share=st.floats(0.0, 1.8, allow_nan=False),
-    pick=st.integers(0, 5),
-    web=st.booleans(),
-    gap=st.sampled_from((0.0, 0.0, 1.5, 4.0)),
-)
 
 
 # -- what each seat has seen --------------------------------------------------------------------
@@ -297,63 +193,6 @@ class Play:
         assert response.status_code == 200, response.text
         return response.text
 
-    def arguments(self, seat: str, step: Step) -> tuple[str, dict[str, Any]]:
-        """The call a step makes for ``seat``."""
-        market = self.market
-        buyers = market.market.buyers
-        list_price = float(market.market.base.list_price)
-        price = round(list_price * step.share, 2)
-        named: dict[str, Any] = {}
-        if seat == SELLER:  # the seller names a buyer (sometimes one that is not in the market)
-            named = {"buyer": f"b{step.pick + 1}" if step.pick < 5 else "b9"}
-        word = f"note{next(self.words)}q"
-        match step.kind:
-            case "offer":
-                return "make_offer", {**named, "price": price}
-            case "offer_message":
-                return "make_offer", {**named, "price": price, "message": f"say {word}"}
-            case "bad_offer":
-                return "make_offer", {**named, "price": -price - 1.0}
-            case "accept" | "accept_live":
-                offer = f"o{step.pick + 1}"
-                if step.kind == "accept_live":
-                    live = self._live_offer(seat)
-                    if live is not None:
-                        named, offer = ({"buyer": live[0]} if seat == SELLER else {}), live[1]
-                return "accept", {**named, "offer_id": offer}
-            case "reject":
-                return "reject", {**named, "offer_id": f"o{step.pick + 1}", "message": word}
-            case "message":
-                return "send_message", {**named, "text": f"hello {word}"}
-            case "wait":
-                return "wait_for_opponent", {"timeout_s": round(step.share * 12, 3)}
-            case "long_wait":
-                return "wait_for_opponent", {"timeout_s": 60.0}
-            case "walk_away":
-                if seat == SELLER and step.pick % 2:
-                    return "walk_away", {}  # from every thread
-                return "walk_away", named
-            case "next":
-                return "new_negotiation", {}
-            case "unknown":
-                return "sell_everything", {"price": price}
-            case "wrong_arguments":
-                if seat == SELLER:
-                    return "make_offer", {"price": price}  # no buyer named
-                return "make_offer", {"price": price, "buyer": buyers[step.pick % len(buyers)]}
-            case _:
-                return "get_state", {}
-
-    def _live_offer(self, seat: str) -> tuple[str, str] | None:
-        """A live offer from the other side that ``seat`` could accept now (buyer, offer id)."""
-        seller = self.market.engine.referee.observe_seller(self.market.engine.now)
-        for thread in seller.threads:
-            for offer in thread.live_offers:
-                mine = offer.by == ("buyer" if seat == SELLER else "seller")
-                if mine and (seat == SELLER or thread.buyer == seat):
-                    return thread.buyer, offer.offer_id
-        return None
-
     async def play(self, drawn: list[Step], stack: AsyncExitStack) -> None:
         for seat in self.setup.clients:
             seat_of = self._provider(seat)
@@ -368,7 +207,8 @@ class Play:
             if step.kind == "read":
                 self.seen[seat].read += await self.read_mcp(seat)
             else:
-                tool, arguments = self.arguments(seat, step)
+                word = f"note{next(self.words)}q"
+                tool, arguments = call_of(self.market, seat, step, word)
                 self.seen[seat].read.append(await self.call(seat, tool, arguments, web=step.web))
             if self.market is not self.markets[-1]:
                 self.markets.append(self.market)
@@ -512,6 +352,8 @@ async def _play(setup: Setup, drawn: list[Step]) -> None:
 
 
 RANDOM_PLAY = settings(
+    # No shrinking: each example plays a whole room, and shrinking a failing one ran past five
+    # minutes; a failure prints its room and calls (``Setup``, ``Step``s) as drawn.
     phases=(Phase.explicit, Phase.generate),
     max_examples=12,
     deadline=None,
