@@ -147,7 +147,7 @@ def call_of(
         case "accept" | "accept_live":
             offer = f"o{step.pick + 1}"
             if step.kind == "accept_live":
-                live = _live_offer(market, seat)
+                live = live_offer(market, seat)
                 if live is not None:
                     named, offer = ({"buyer": live[0]} if seat == SELLER else {}), live[1]
             return "accept", {**named, "offer_id": offer}
@@ -175,7 +175,7 @@ def call_of(
             return "get_state", {}
 
 
-def _live_offer(market: MarketRoomServed, seat: str) -> tuple[str, str] | None:
+def live_offer(market: MarketRoomServed, seat: str) -> tuple[str, str] | None:
     """A live offer from the other side that ``seat`` could accept now (buyer, offer id)."""
     seller = market.engine.referee.observe_seller(market.engine.now)
     for thread in seller.threads:
