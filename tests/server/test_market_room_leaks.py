@@ -243,8 +243,8 @@ class Play:
         for _ in range(20):
             if not self.market.is_open:
                 break
-            if self.setup.clock == "wall":  # the waits pass time too (up to max_wait_s)
-                self.now[0] += 2.0
+            if self.setup.clock == "wall":  # past any deadline in 20 rounds, a closed seat's
+                self.now[0] += 5.0  # waits passing no time
             for seat in self.setup.clients:
                 live = live_offer(self.market, seat)
                 if live is not None and self.market.is_open:
