@@ -1,12 +1,15 @@
 """Random play in market rooms (issue 38): nothing a seat can read reveals another seat's value.
 
 Hypothesis draws a market room (2 to 4 buyers, the virtual or the wall clock, which seats are
-clients' and which house agents, a series of 2 markets where one seat is a client's) and a run
+clients' and which house agents) and a run
 of random calls, legal and not, by its client seats (the seller's and buyers'), each made the
 way a client makes it: an MCP tool call through an in-memory client of the seat
 (``build_app`` over ``RoomRegistry.served_seat``, as ``/mcp`` serves it), or the seat page's
-``POST /web/api/seat/call`` through the ASGI app. Its timer is a fake one, moved on only while
-every task is blocked (a call waiting for a turn or a wake) and between calls on the wall clock.
+``POST /web/api/seat/call`` through the ASGI app. Its timer is a fake one, moved on only while a
+call has not come back once the event loop has settled (a call waiting for a turn, a wake, its
+timeout on the wall) and between calls on the wall clock. Every market is played to its end
+(each client seat accepting a live offer or waiting); a room that plays a series (one client
+seat) plays half the calls in its first market and the rest in the next.
 
 After every call each client seat's page (``GET /web/api/seat``) and the room page
 (``GET /web/api/room``) are read; a seat also reads its MCP resources, briefing and tools. Then:
@@ -16,8 +19,9 @@ After every call each client seat's page (``GET /web/api/seat``) and the room pa
   which also catches the private fields from which a value can be computed);
 - the seller has read no buyer's value, before or after the end (docs/security.md: its page
   never shows one, nor the measures that need them);
-- the room page shows no private value while the market runs, and never an event a client seat
-  has not reached (virtual clock) or that has not happened on the wall yet (wall clock).
+- the room page says the room's clock, shows no private value while the market runs, and never
+  an event a client seat has not reached (virtual clock; a seat counted absent reaches the
+  present on its next call) or that lies past the wall's present (wall clock).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from mcp import Client
 from mcp_support import ADMIN, house_resolver, share_schema_validators, text_of
 
 from dealroom.agents.market import market_seller
+from dealroom.engine.market_wall import WallTurns
 from dealroom.protocol import Event, MessageSent, OfferMade, OfferRejected
 from dealroom.protocol.market_referee import MarketEntry
 from dealroom.protocol.wire import ClockKind
@@ -280,7 +285,6 @@ class Play:
         seat = seen.seat
         for market in self.markets:
             log = market.engine.referee.log
-            names = market.market.buyers
             if seat == SELLER:
                 seen.public |= _thread_prices(log, None)
                 continue
@@ -296,9 +300,7 @@ class Play:
                     found = leaked(text, value, seen.public, SELLER_FIELDS)
                     assert found is None, (where, buyer, found)
                 continue
-            if market.market.value(seat) in seen.public and (
-                leaked(text, market.market.value(seat), set(), ()) is not None
-            ):
+            if leaked(text, market.market.value(seat), set(), ()) is not None:
                 seen.own_value_found = True
             others = {b for b in names if b != seat}
             cost = market.market.seller_cost
@@ -328,10 +330,11 @@ class Play:
             thread["buyer"]: [_event_key(e) for e in thread["events"]] for thread in page["threads"]
         }
         assert all(e[0] <= page["now"] for column in events.values() for e in column)
-        if self.setup.clock == "wall":
-            wall = market.wall
-            started = wall is not None and wall.started
-            assert page["now"] == 0 or started
+        if self.setup.clock == "wall":  # nothing past the wall's present
+            turns = market.turns
+            assert isinstance(turns, WallTurns) and market.wall is not None
+            assert page["now"] <= turns.wall <= self.now[0]
+            assert page["now"] == 0 or market.wall.started
             return
         referee, present = market.engine.referee, market.engine.now
         for seat in self.setup.clients:  # what each client seat has reached on the clock
