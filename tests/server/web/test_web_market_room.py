@@ -14,13 +14,14 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
-from mcp_support import ADMIN, HttpServer, http_server, ok, secret_of, tls
+from mcp_support import ADMIN, HttpServer, house_resolver, http_server, ok, secret_of, tls
 
 from dealroom.agents.market import market_seller
 from dealroom.analysis.market import market_measures
 from dealroom.cli import main as cli_main
-from dealroom.protocol import OfferMade
-from dealroom.server.web.market_views import MarketSpectatorView
+from dealroom.protocol import OfferMade, RoomRequest
+from dealroom.server.market_room import open_market
+from dealroom.server.web.market_views import MarketSpectatorView, market_spectator_view
 from leaks import leaked
 
 pytestmark = pytest.mark.anyio
@@ -230,3 +231,18 @@ async def test_a_market_rooms_page_never_runs_ahead_of_its_client_seats_clock(
                 assert mine == state["observation"]["events"]  # b2's column: what b2 sees
                 checked += 1
         assert checked == 6
+
+
+async def test_the_room_page_of_a_market_says_its_clock() -> None:
+    """A wall-clock market's page says the wall clock (it said the virtual one for every
+    market, and the page read '(virtual clock)' on real time)."""
+    for clock in ("virtual", "wall"):
+        request = RoomRequest(buyers=2, clock=clock, house_buyers={"b1": "linear"}, secret=SECRET)
+        room = open_market(
+            "room-t",
+            request,
+            resolve_house=house_resolver,
+            resolve_seller=market_seller,
+            writer=None,
+        )
+        assert market_spectator_view(room).clock == clock
