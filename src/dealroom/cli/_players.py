@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from dealroom.play.players import OnModelCall, Player
     from dealroom.protocol.market_referee import MarketRecord
     from dealroom.protocol.record import NegotiationRecord
+    from dealroom.store.results import ResultsStore
 
 
 def scripted(spec: str) -> bool:
@@ -186,33 +187,46 @@ def check_unstored(path: Path, key: str, *, market: bool = False) -> None:
     """A usage error, before anything is played, if ``path`` is not a results store that can
     take ``key`` (a file that is no store, or one that holds the key already): the
     negotiation, or with ``market`` the market (run ``market-match``)."""
-    from dealroom.store.results import ResultsStore, StoreError
-
     if not path.exists():
         return
-    try:
-        with ResultsStore(path, create=False) as store:
-            stored = key in (store.market_keys(MARKET_MATCH_RUN) if market else store.keys())
-    except (OSError, StoreError) as exc:
-        raise usage_error(f"{path}: cannot write the results store ({exc})") from None
-    if stored:
-        what = "market" if market else "match"
-        raise usage_error(f"{path}: {what} {key!r} is already stored (give another --secret)")
+    what = "market" if market else "match"
+    _stored_once(
+        path,
+        what,
+        key,
+        lambda store: key not in (store.market_keys(MARKET_MATCH_RUN) if market else store.keys()),
+        create=False,
+    )
 
 
 def store_match(path: Path, record: NegotiationRecord, extra: Mapping[str, Any]) -> None:
     """Add one match to a results store under its ``match_key``; a usage error if the key is
     stored already (nothing is written twice)."""
+    key = match_key(record.scenario.id, record.buyer, record.seller)
+    _stored_once(
+        path, "match", key, lambda store: store.add(key, record, run=MATCH_RUN, extra=extra)
+    )
+
+
+def _stored_once(
+    path: Path,
+    what: str,
+    key: str,
+    write: Callable[[ResultsStore], bool],
+    *,
+    create: bool = True,
+) -> None:
+    """Open the results store at ``path`` and ``write`` (False: ``key`` is stored already); a
+    usage error, one line, for a store that cannot be written or a key stored already."""
     from dealroom.store.results import ResultsStore, StoreError
 
-    key = match_key(record.scenario.id, record.buyer, record.seller)
     try:
-        with ResultsStore(path) as store:
-            added = store.add(key, record, run=MATCH_RUN, extra=extra)
+        with ResultsStore(path, create=create) as store:
+            fresh = write(store)
     except (OSError, StoreError) as exc:
         raise usage_error(f"{path}: cannot write the results store ({exc})") from None
-    if not added:
-        raise usage_error(f"{path}: match {key!r} is already stored (give another --secret)")
+    if not fresh:
+        raise usage_error(f"{path}: {what} {key!r} is already stored (give another --secret)")
 
 
 def market_match_key(market_id: str, seller: str, buyers: Sequence[str]) -> str:
@@ -224,15 +238,11 @@ def market_match_key(market_id: str, seller: str, buyers: Sequence[str]) -> str:
 def store_market(path: Path, key: str, record: MarketRecord, extra: Mapping[str, Any]) -> None:
     """Add one market match to a results store under ``key`` (``market_match_key``); a usage
     error if the key is stored already (nothing is written twice)."""
-    from dealroom.store.results import ResultsStore, StoreError
 
-    try:
-        with ResultsStore(path) as store:
-            added = store.add_market(key, record, run=MARKET_MATCH_RUN, extra=extra)
-    except (OSError, StoreError) as exc:
-        raise usage_error(f"{path}: cannot write the results store ({exc})") from None
-    if not added:
-        raise usage_error(f"{path}: market {key!r} is already stored (give another --secret)")
+    def add(store: ResultsStore) -> bool:
+        return store.add_market(key, record, run=MARKET_MATCH_RUN, extra=extra)
+
+    _stored_once(path, "market", key, add)
 
 
 def seat_settings(args: argparse.Namespace) -> SeatSettings:

@@ -130,8 +130,8 @@ async def _call(
 ) -> dict[str, Any]:
     if isinstance(served, ServedMarketSeller):
         return await seller_call(served, tool, arguments)
-    clock = served.room.clock if isinstance(served, ServedMarketBuyer) else "virtual"
-    return await seat_call(served, tool, arguments, series=True, clock=clock)
+    assert isinstance(served, ServedMarketBuyer)  # a market seat's token serves a market seat
+    return await seat_call(served, tool, arguments, series=True, clock=served.room.clock)
 
 
 __all__ = ["MarketSeatApi", "market_seat_json"]
