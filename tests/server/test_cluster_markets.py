@@ -34,6 +34,27 @@ WALL_DEADLINE = 12.0
 """A wall-clock market's deadline, in real seconds (the reaper ends it there)."""
 
 
+async def play_through(url: str, tokens: dict[str, str], limit: float) -> dict[str, dict[str, Any]]:
+    """The seller and buyers b1, b2 play the market through the front, each its own MCP client,
+    at once: each seat's last reply, by seat."""
+    ends: dict[str, dict[str, Any]] = {}
+
+    async def seller() -> None:
+        async with seat(url, tokens["seller"]) as client:
+            ends["seller"] = await sell(client)
+
+    async def buyer(name: str) -> None:
+        async with seat(url, tokens[name]) as client:
+            ends[name] = await buyer_plays(client, [])
+
+    with anyio.fail_after(limit):
+        async with anyio.create_task_group() as group:
+            group.start_soon(seller)
+            group.start_soon(buyer, "b1")
+            group.start_soon(buyer, "b2")
+    return ends
+
+
 @pytest.fixture(autouse=True)
 def _setup(monkeypatch: pytest.MonkeyPatch) -> None:
     share_schema_validators(monkeypatch)
@@ -110,21 +131,7 @@ async def test_a_market_room_is_served_whole_by_the_worker_that_created_it(
                 view = await page.get(f"{c.url}/web/api/seat")
             assert view.status_code == 200, view.text
             assert view.json()["kind"] == kind and view.json()["room"] == room
-        ends: dict[str, dict[str, Any]] = {}
-
-        async def seller() -> None:
-            async with seat(c.url, tokens["seller"]) as client:
-                ends["seller"] = await sell(client)
-
-        async def buyer(name: str) -> None:
-            async with seat(c.url, tokens[name]) as client:
-                ends[name] = await buyer_plays(client, [])
-
-        with anyio.fail_after(120):
-            async with anyio.create_task_group() as group:
-                group.start_soon(seller)
-                group.start_soon(buyer, "b1")
-                group.start_soon(buyer, "b2")
+        ends = await play_through(c.url, tokens, 120)
         assert ends["seller"]["outcome"]["status"] == "deal"
         assert (await spectate(c.url, created["spectator"], room)).startswith("data: ")
         view = await until_stored(c.url, room)
@@ -197,21 +204,7 @@ async def test_a_wall_clock_market_room_is_played_through_the_front_and_stored_o
         async with http(created["spectator"]) as watcher:
             page = (await watcher.get(f"{c.url}/web/api/room")).json()
         assert page["clock"] == "wall" and page["negotiation"] == 1
-        ends: dict[str, dict[str, Any]] = {}
-
-        async def seller() -> None:
-            async with seat(c.url, tokens["seller"]) as client:
-                ends["seller"] = await sell(client)
-
-        async def buyer(name: str) -> None:
-            async with seat(c.url, tokens[name]) as client:
-                ends[name] = await buyer_plays(client, [])
-
-        with anyio.fail_after(WALL_DEADLINE + WAIT_S):
-            async with anyio.create_task_group() as group:
-                group.start_soon(seller)
-                group.start_soon(buyer, "b1")
-                group.start_soon(buyer, "b2")
+        ends = await play_through(c.url, tokens, WALL_DEADLINE + WAIT_S)
         assert ends["seller"]["outcome"] is not None
         assert ends["seller"]["now"] <= WALL_DEADLINE  # wall seconds since its start
         assert (await spectate(c.url, created["spectator"], room)).startswith("data: ")
